@@ -1,0 +1,58 @@
+"""On-disk LLM response cache keyed by the canonical request.
+
+The key is the sha256 of the sorted JSON of (model, messages, generation parameters). Credentials and URLs are
+never part of the key or the stored entry, so a cache folder can be shared or published. Each entry is one
+file written atomically (temporary file + rename), which makes the cache safe for concurrent threads and
+processes: a reader sees either nothing or a complete entry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+__all__ = ["ResponseCache", "request_key"]
+
+
+def request_key(request: dict[str, Any]) -> str:
+    """sha256 of the canonical JSON of a request (model, messages, parameters; never key or URL)."""
+    blob = json.dumps(request, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+class ResponseCache:
+    """A folder of ``<key[:2]>/<key>.json`` entries, each ``{"request": ..., "response": ...}``."""
+
+    def __init__(self, directory: str | os.PathLike[str]):
+        self.directory = Path(directory)
+
+    def _path(self, key: str) -> Path:
+        return self.directory / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        try:
+            with open(self._path(key), encoding="utf-8") as fh:
+                entry = json.load(fh)
+        except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
+            return None
+        response = entry.get("response") if isinstance(entry, dict) else None
+        return response if isinstance(response, dict) else None
+
+    def put(self, key: str, request: dict[str, Any], response: dict[str, Any]) -> None:
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump({"request": request, "response": response}, fh, ensure_ascii=False)
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise

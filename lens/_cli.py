@@ -1,0 +1,140 @@
+"""The ``lens`` command line: argparse subcommands whose handlers are imported only when run.
+
+Every handler is named as ``"module:function"`` and receives the parsed namespace; it returns an exit code.
+Known failures (``LensError``) become one line on stderr and exit code 2; Ctrl-C exits 130.
+Subcommand groups of the harness (``bench``, ``audit``) register themselves from light modules that import
+nothing heavy at parse time, so ``lens --help`` stays instant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Any, Callable, Sequence
+
+__all__ = ["main", "build_parser", "add_config_args", "config_from_args"]
+
+
+def add_config_args(parser: argparse.ArgumentParser) -> None:
+    """The configuration flags shared by every command that talks to an LLM."""
+    g = parser.add_argument_group("configuration")
+    g.add_argument("--preset", help="named preset (fast, deep; default: deep or $LENS_PRESET)")
+    g.add_argument("--config", metavar="FILE", help="TOML file overriding the preset (or $LENS_CONFIG)")
+    g.add_argument(
+        "--set",
+        metavar="KEY=VALUE",
+        action="append",
+        default=[],
+        help="override one setting, e.g. --set budget.max_rounds=4 (repeatable)",
+    )
+    g.add_argument("--base-url", help="OpenAI-compatible endpoint (default: the embedded local model)")
+    g.add_argument("--model", help="model name at the endpoint")
+
+
+def config_from_args(args: argparse.Namespace, **extra: Any):
+    """Build the LensConfig from preset, --config, environment, --set and the explicit flags."""
+    from lens._config import load_config
+
+    overrides = list(getattr(args, "set", []) or [])
+    if getattr(args, "base_url", None):
+        overrides.append(f"llm.base_url={args.base_url}")
+    if getattr(args, "model", None):
+        overrides.append(f"llm.model={args.model}")
+    for key, value in extra.items():
+        if value is not None:
+            overrides.append(f"{key}={value}")
+    return load_config(getattr(args, "preset", None), file=getattr(args, "config", None), overrides=overrides)
+
+
+def _handler(parser: argparse.ArgumentParser, target: str) -> None:
+    parser.set_defaults(_handler=target)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="lens",
+        description="Source-grounded answers over folders of raw, changing documents.",
+    )
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="log more (repeatable)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    # lens ask
+    p = sub.add_parser("ask", help="answer a question over a folder, with cited evidence")
+    p.add_argument("question")
+    p.add_argument("path", help="folder of raw documents (read as it is now; never written)")
+    p.add_argument("--json", action="store_true", help="print the full result object as JSON")
+    p.add_argument("--memory", metavar="DIR", help="warm-reuse memory folder (read and appended)")
+    p.add_argument("--no-trace", action="store_true", help="omit the round-by-round trace from --json")
+    add_config_args(p)
+    _handler(p, "lens._commands:ask")
+
+    # lens llm check
+    p = sub.add_parser("llm", help="LLM backend commands")
+    llm_sub = p.add_subparsers(dest="llm_command", metavar="SUBCOMMAND")
+    llm_sub.required = True
+    q = llm_sub.add_parser("check", help="round-trip a short prompt; report backend, model and tokens/s")
+    q.add_argument("--json", action="store_true")
+    add_config_args(q)
+    _handler(q, "lens._commands:llm_check")
+
+    # lens corpus stats
+    p = sub.add_parser("corpus", help="raw-corpus commands")
+    c_sub = p.add_subparsers(dest="corpus_command", metavar="SUBCOMMAND")
+    c_sub.required = True
+    q = c_sub.add_parser("stats", help="files, documents, bytes, skips by reason and read throughput")
+    q.add_argument("path")
+    q.add_argument("--json", action="store_true")
+    q.add_argument("--follow-symlinks", action="store_true", help="follow symlinked folders inside PATH")
+    _handler(q, "lens._commands:corpus_stats")
+
+    # lens calibrate
+    p = sub.add_parser("calibrate", help="measure the oracle's relevance reliability on a labelled sample")
+    p.add_argument("--questions", required=True, metavar="FILE", help="HotpotQA JSON with supporting_facts")
+    p.add_argument("--articles", required=True, metavar="FILE", help="Wikipedia abstracts JSONL")
+    p.add_argument("--limit", type=int, default=25, help="questions to use (default 25)")
+    p.add_argument("--offset", type=int, default=0, help="skip this many questions first")
+    p.add_argument("--out", metavar="FILE", help="write the calibration record (JSON) here")
+    p.add_argument("--json", action="store_true")
+    add_config_args(p)
+    _handler(p, "lens._commands:calibrate")
+
+    # harness groups register themselves (light modules: argparse only at import)
+    from harness.bench_cli import add_bench_parser
+    from harness.audit.cli import add_audit_parser
+
+    add_bench_parser(sub, _handler)
+    add_audit_parser(sub, _handler)
+    return parser
+
+
+def _resolve(target: str) -> Callable[[argparse.Namespace], int]:
+    module, _, func = target.partition(":")
+    return getattr(importlib.import_module(module), func)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    import logging
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    level = logging.WARNING - 10 * min(args.verbose, 2)
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+
+    from lens._errors import LensError
+
+    try:
+        return int(_resolve(args._handler)(args) or 0)
+    except LensError as exc:
+        print(f"lens: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("lens: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,307 @@
+"""Typed configuration with named presets.
+
+Precedence, lowest to highest: built-in defaults < preset file (``configs/<name>.toml``) < user config file
+< environment variables (``LENS_<SECTION>__<KEY>``) < explicit overrides (CLI flags, ``--set a.b=c``).
+
+The canonical hash covers every field that can change a result; fields that only say *where* things live
+(cache folders) are excluded, and API keys are never part of the configuration at all: only the *name* of the
+environment variable that holds the key is stored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tomllib
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal, Mapping
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from lens._errors import LensError
+
+__all__ = [
+    "ConfigError",
+    "LensConfig",
+    "LLMSettings",
+    "BudgetSettings",
+    "PriorSettings",
+    "LoopSettings",
+    "OracleReliability",
+    "MemorySettings",
+    "ReaderSettings",
+    "AblationSettings",
+    "available_presets",
+    "load_config",
+]
+
+ENV_PREFIX = "LENS_"
+_NOT_HASHED = {"hash": False}
+
+
+class ConfigError(LensError, ValueError):
+    """A configuration source (preset, file, environment, override) is malformed; the message names it."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class LLMSettings(_Section):
+    base_url: str | None = Field(
+        None, description="OpenAI-compatible endpoint; None starts the embedded local model."
+    )
+    model: str | None = Field(None, description="Model name at the endpoint; defaults to local_model.")
+    local_model: Literal["qwen2.5-coder-1.5b-instruct", "qwen2.5-coder-0.5b-instruct"] = (
+        "qwen2.5-coder-1.5b-instruct"
+    )
+    api_key_env: str = Field("LENS_API_KEY", description="Name of the environment variable holding the key.")
+    temperature: float = 0.0
+    seed: int = 0
+    max_output_tokens: int = Field(512, ge=1)
+    call_timeout_s: float = Field(120.0, gt=0)
+    max_retries: int = Field(3, ge=0)
+    retry_backoff_s: float = Field(1.0, ge=0)
+    cache: bool = True
+    cache_dir: str | None = Field(None, json_schema_extra=_NOT_HASHED)
+    n_ctx: int = Field(8192, ge=512, description="Context window of the embedded server.")
+    n_threads: int | None = Field(None, json_schema_extra=_NOT_HASHED)
+    startup_timeout_s: float = Field(300.0, gt=0, json_schema_extra=_NOT_HASHED)
+
+    @property
+    def served_model(self) -> str:
+        return self.model or self.local_model
+
+
+class BudgetSettings(_Section):
+    max_tokens_per_query: int = Field(128_000, ge=1)
+    max_files: int = Field(10, ge=1, description="Files admitted to evidence extraction.")
+    max_rounds: int = Field(6, ge=0, description="L: exploration rounds of the propose-observe-update loop.")
+    c0: int = Field(4, ge=0)
+    c1: int = Field(2, ge=1)
+    question_timeout_s: float = Field(300.0, gt=0)
+
+    @property
+    def max_oracle_calls(self) -> int:
+        return self.c0 + self.c1 * self.max_rounds
+
+
+class PriorSettings(_Section):
+    candidates: int = Field(10, ge=1, description="|C_init|: documents kept by the prior.")
+    title_weight: float = 3.0
+    lexical_weight: float = 1.0
+    layout_weight: float = 0.5
+    memory_weight: float = 2.0
+    link_hop: bool = True
+    link_hop_seeds: int = 2
+    window_sentences: int = Field(6, ge=1, description="Sentences per candidate window.")
+
+
+class OracleReliability(_Section):
+    """P(oracle says relevant | window relevant) and P(says relevant | not relevant), measured per model."""
+
+    tpr: float = Field(0.6, gt=0, lt=1)
+    fpr: float = Field(0.2, gt=0, lt=1)
+    n: int = Field(0, ge=0, description="Labelled judgements behind the estimate (0 = uncalibrated prior).")
+
+
+class LoopSettings(_Section):
+    delta: float = Field(0.1, gt=0, lt=1, description="Error level of the GLR stopping threshold.")
+    gamma: dict[str, float] = Field(
+        default_factory=lambda: {
+            "lookup": 1.0,
+            "bridge": 1.2,
+            "comparison": 1.2,
+            "aggregation": 1.5,
+            "computation": 1.5,
+        }
+    )
+    relaxed_factor: float = Field(0.5, gt=0, le=1, description="Threshold multiplier on self-correction.")
+    windows_per_round: int = Field(3, ge=1)
+    window_token_cap: int = Field(1500, ge=64)
+    reliability: dict[str, OracleReliability] = Field(default_factory=dict)
+
+
+class MemorySettings(_Section):
+    enabled: bool = True
+    capacity: int = Field(32, ge=0)
+    dir: str | None = Field(None, json_schema_extra=_NOT_HASHED)
+
+
+class ReaderSettings(_Section):
+    max_file_bytes: int = Field(20_000_000, ge=1)
+    follow_symlinks: bool = False
+    workers: int = Field(8, ge=1, json_schema_extra=_NOT_HASHED)
+
+
+class AblationSettings(_Section):
+    no_exploration: bool = False
+    lexical_only_prior: bool = False
+    no_memory: bool = False
+
+
+class LensConfig(_Section):
+    preset: str = "deep"
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    budget: BudgetSettings = Field(default_factory=BudgetSettings)
+    prior: PriorSettings = Field(default_factory=PriorSettings)
+    loop: LoopSettings = Field(default_factory=LoopSettings)
+    memory: MemorySettings = Field(default_factory=MemorySettings)
+    reader: ReaderSettings = Field(default_factory=ReaderSettings)
+    ablation: AblationSettings = Field(default_factory=AblationSettings)
+
+    def canonical(self) -> dict[str, Any]:
+        """Every result-relevant field, as plain JSON data (no paths, no secrets)."""
+        return _hashable(self)
+
+    def canonical_hash(self) -> str:
+        """sha256 of the canonical JSON form; names the configuration in every run artifact."""
+        blob = json.dumps(self.canonical(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    def reliability(self) -> OracleReliability:
+        """The oracle reliability calibrated for the served model, or the uncalibrated default."""
+        return self.loop.reliability.get(self.llm.served_model, OracleReliability())
+
+
+def _hashable(model: BaseModel) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, field in type(model).model_fields.items():
+        extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
+        if extra.get("hash") is False:
+            continue
+        value = getattr(model, name)
+        out[name] = _plain(value)
+    return out
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return _hashable(value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def available_presets() -> list[str]:
+    """Names of the presets shipped in ``configs/`` (package ``lens.configs``)."""
+    return sorted(
+        p.name[: -len(".toml")]
+        for p in resources.files("lens.configs").iterdir()
+        if p.name.endswith(".toml") and not p.name.startswith(("bench", "audit"))
+    )
+
+
+def _read_toml(text: str, source: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{source}: not valid TOML: {exc}") from None
+
+
+def _preset_data(name: str) -> dict[str, Any]:
+    ref = resources.files("lens.configs").joinpath(f"{name}.toml")
+    if not ref.is_file():
+        raise ConfigError(f"unknown preset {name!r}; available: {', '.join(available_presets())}")
+    data = _read_toml(ref.read_text(encoding="utf-8"), f"preset {name}")
+    data.pop("preset", None)
+    return data
+
+
+def _deep_merge(base: dict[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in update.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _parse_scalar(raw: str) -> Any:
+    """Parse an override value: TOML/JSON literals where they parse, else the plain string."""
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        pass
+    low = raw.strip().lower()
+    if low in {"true", "false"}:
+        return low == "true"
+    if low in {"none", "null"}:
+        return None
+    return raw
+
+
+def _dotted(key: str, value: Any) -> dict[str, Any]:
+    parts = [p for p in key.split(".") if p]
+    if not parts:
+        raise ConfigError(f"override {key!r}: empty key")
+    out: dict[str, Any] = {parts[-1]: value}
+    for part in reversed(parts[:-1]):
+        out = {part: out}
+    return out
+
+
+def _env_data(env: Mapping[str, str]) -> tuple[dict[str, Any], str | None, str | None]:
+    """Nested overrides from ``LENS_SECTION__KEY`` variables, plus LENS_PRESET and LENS_CONFIG."""
+    data: dict[str, Any] = {}
+    for name, raw in env.items():
+        if not name.startswith(ENV_PREFIX) or "__" not in name:
+            continue
+        path = name[len(ENV_PREFIX) :].lower().replace("__", ".")
+        data = _deep_merge(data, _dotted(path, _parse_scalar(raw)))
+    return data, env.get("LENS_PRESET") or None, env.get("LENS_CONFIG") or None
+
+
+def load_config(
+    preset: str | None = None,
+    *,
+    file: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | list[str] | None = None,
+) -> LensConfig:
+    """Build the configuration from preset, file, environment and overrides (in that order).
+
+    ``overrides`` is either a nested mapping or a list of ``"section.key=value"`` strings.
+    Raises ConfigError naming the source and field that is wrong.
+    """
+    env = os.environ if env is None else env
+    env_data, env_preset, env_file = _env_data(env)
+    name = preset or env_preset or "deep"
+    merged: dict[str, Any] = _preset_data(name)
+    sources = [f"preset {name}"]
+
+    path = file or env_file
+    if path:
+        p = Path(path)
+        try:
+            text = p.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"{p}: cannot read config file: {exc.strerror or exc}") from None
+        merged = _deep_merge(merged, _read_toml(text, str(p)))
+        sources.append(str(p))
+    if env_data:
+        merged = _deep_merge(merged, env_data)
+        sources.append("environment (LENS_*__*)")
+    if overrides:
+        if isinstance(overrides, Mapping):
+            merged = _deep_merge(merged, overrides)
+        else:
+            for item in overrides:
+                if "=" not in item:
+                    raise ConfigError(f"override {item!r}: expected section.key=value")
+                key, raw = item.split("=", 1)
+                merged = _deep_merge(merged, _dotted(key.strip(), _parse_scalar(raw)))
+        sources.append("overrides")
+    merged["preset"] = name
+    try:
+        return LensConfig.model_validate(merged)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']}" for err in exc.errors()
+        )
+        raise ConfigError(f"invalid configuration from {' + '.join(sources)}: {problems}") from None

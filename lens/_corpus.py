@@ -1,0 +1,478 @@
+"""The raw-corpus reader: a folder of documents read as it is *now* (no index, nothing written).
+
+What it reads
+- text files of common kinds and extensionless files (decoded as UTF-8 with replacement);
+- multi-document containers: ``.jsonl`` and ``.bz2`` JSONL shards with one article per line in the HotpotQA
+  abstracts layout (``title`` and ``text`` as a list of sentences; ``sentences`` or a plain string also work).
+
+What it skips, counting the reason: hidden entries, binary files (known binary kinds, or NUL bytes in the first
+8 KiB), files larger than ``max_file_bytes``, unreadable files, files that vanish between listing and reading,
+symlinks whose target lies outside the folder, and malformed container records (named by file and line).
+
+Every document has a stable id (its path relative to the folder, plus ``#L<line>`` inside containers), a
+title, its text, and the sha256 of the exact bytes read for it. Sentences (with 1-based line ranges) are
+segmented lazily, on first use, so a scan of a large folder stays cheap.
+"""
+
+from __future__ import annotations
+
+import bz2
+import hashlib
+import json
+import os
+import re
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Iterator
+
+from lens._config import ReaderSettings
+from lens._errors import LensError
+
+__all__ = [
+    "CorpusError",
+    "Sentence",
+    "Document",
+    "CorpusScan",
+    "scan_corpus",
+    "read_document",
+    "split_sentences",
+]
+
+CONTAINER_SUFFIXES = (".jsonl", ".jsonl.bz2", ".bz2", ".ndjson")
+BINARY_SUFFIXES = frozenset(
+    ".pdf .png .jpg .jpeg .gif .bmp .tif .tiff .webp .ico .zip .gz .tgz .xz .7z .rar .zst .tar .exe .dll .so "
+    ".dylib .o .a .class .jar .pyc .whl .bin .dat .db .sqlite .parquet .npy .npz .pkl .pt .gguf .mp3 .mp4 "
+    ".wav .flac .ogg .avi .mov .mkv .woff .woff2 .ttf .otf .doc .docx .xls .xlsx .ppt .pptx".split()
+)
+_HTML_SUFFIXES = (".html", ".htm", ".xhtml")
+_SNIFF_BYTES = 8192
+
+
+class CorpusError(LensError, OSError):
+    """The folder itself cannot be read (missing, not a folder, unreadable)."""
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """One segmentation unit of a document: text plus its 1-based line range in the source file."""
+
+    index: int
+    text: str
+    line_start: int
+    line_end: int
+    heading: bool = False
+
+
+@dataclass(frozen=True)
+class Document:
+    """One document as read from the folder. ``sha256`` is of the bytes read for it (file or container line)."""
+
+    doc_id: str
+    path: str
+    title: str
+    text: str
+    sha256: str
+    line: int | None = None  # 1-based line inside a container file, None for whole files
+    kind: str = "text"  # "text" | "record"
+    _record_sentences: tuple[str, ...] | None = field(default=None, repr=False, compare=False)
+
+    @cached_property
+    def sentences(self) -> tuple[Sentence, ...]:
+        if self._record_sentences is not None:
+            ln = self.line or 1
+            return tuple(
+                Sentence(i, s, ln, ln) for i, s in enumerate(x.strip() for x in self._record_sentences) if s
+            )
+        return tuple(split_sentences(self.text, title_first=True))
+
+    @property
+    def name(self) -> str:
+        """The file name without a container line suffix."""
+        return self.path.rsplit("/", 1)[-1]
+
+    def citation(self, first: int, last: int) -> str:
+        """``path:lines`` for sentences ``first..last`` (inclusive indices)."""
+        sents = self.sentences
+        a, b = sents[first].line_start, sents[last].line_end
+        return f"{self.path}:{a}" if a == b else f"{self.path}:{a}-{b}"
+
+
+@dataclass
+class CorpusScan:
+    """The result of reading a folder: documents plus counts of what was read and skipped."""
+
+    root: Path
+    documents: list[Document]
+    files: int = 0
+    bytes_read: int = 0
+    seconds: float = 0.0
+    skipped: Counter = field(default_factory=Counter)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def mb_per_s(self) -> float:
+        return (self.bytes_read / 1e6) / self.seconds if self.seconds > 0 else 0.0
+
+    def stats(self) -> dict:
+        return {
+            "root": str(self.root),
+            "files": self.files,
+            "documents": len(self.documents),
+            "bytes": self.bytes_read,
+            "seconds": round(self.seconds, 4),
+            "mb_per_s": round(self.mb_per_s, 2),
+            "skipped": dict(sorted(self.skipped.items())),
+            "problems": self.problems[:50],
+        }
+
+
+# --------------------------------------------------------------------------- listing
+
+
+def _is_container(name: str) -> bool:
+    low = name.lower()
+    return low.endswith(CONTAINER_SUFFIXES)
+
+
+def _suffix(name: str) -> str:
+    i = name.rfind(".")
+    return name[i:].lower() if i > 0 else ""
+
+
+def _list_files(root: Path, settings: ReaderSettings, skipped: Counter, problems: list[str]) -> list[str]:
+    """Relative posix paths of the candidate files, sorted; skip reasons counted in ``skipped``."""
+    out: list[str] = []
+    root_real = os.path.realpath(root)
+
+    def inside(target: str) -> bool:
+        return target == root_real or target.startswith(root_real + os.sep)
+
+    def walk(dir_path: str, rel: str, seen: set[str]) -> None:
+        try:
+            with os.scandir(dir_path) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except FileNotFoundError:
+            skipped["vanished"] += 1
+            return
+        except OSError as exc:
+            skipped["unreadable"] += 1
+            problems.append(f"{rel or '.'}: cannot list folder: {exc.strerror or exc}")
+            return
+        for entry in entries:
+            name = entry.name
+            rel_path = f"{rel}/{name}" if rel else name
+            if name.startswith("."):
+                skipped["hidden"] += 1
+                continue
+            try:
+                if entry.is_symlink():
+                    target = os.path.realpath(entry.path)
+                    if not inside(target):
+                        skipped["symlink_outside"] += 1
+                        continue
+                    if not settings.follow_symlinks and os.path.isdir(target):
+                        skipped["symlink_dir"] += 1
+                        continue
+                if entry.is_dir(follow_symlinks=True):
+                    real = os.path.realpath(entry.path)
+                    if real in seen:  # a loop through symlinks
+                        continue
+                    walk(entry.path, rel_path, seen | {real})
+                elif entry.is_file(follow_symlinks=True):
+                    if _suffix(name) in BINARY_SUFFIXES and not _is_container(name):
+                        skipped["binary"] += 1
+                        continue
+                    out.append(rel_path)
+                else:
+                    skipped["not_regular"] += 1
+            except FileNotFoundError:
+                skipped["vanished"] += 1
+            except OSError:
+                skipped["unreadable"] += 1
+
+    walk(str(root), "", {root_real})
+    return out
+
+
+# --------------------------------------------------------------------------- reading
+
+
+@dataclass
+class _FileResult:
+    path: str
+    documents: list[Document]
+    nbytes: int = 0
+    skip: str | None = None
+    problems: list[str] = field(default_factory=list)
+    malformed: int = 0  # container records skipped as malformed
+
+
+def _html_to_text(text: str) -> str:
+    text = re.sub(r"(?is)<(script|style)\b.*?</\1>", " ", text)
+    text = re.sub(r"(?i)<br\s*/?>|</p>|</h[1-6]>|</li>|</tr>|</div>", "\n", text)
+    text = re.sub(r"<[^>]+>", " ", text)
+    for ent, ch in (("&nbsp;", " "), ("&amp;", "&"), ("&lt;", "<"), ("&gt;", ">"), ("&quot;", '"'), ("&#39;", "'")):
+        text = text.replace(ent, ch)
+    return text
+
+
+def _title_of(text: str, fallback: str) -> str:
+    for line in text.splitlines():
+        s = line.strip().lstrip("#").strip()
+        if s:
+            return s if len(s) <= 200 else fallback
+    return fallback
+
+
+def _record_sentences(obj: dict, where: str) -> tuple[str, tuple[str, ...]]:
+    """(title, sentences) from one container record; raises ValueError naming the field."""
+    if not isinstance(obj, dict):
+        raise ValueError(f"{where}: record is {type(obj).__name__}, expected a JSON object")
+    title = obj.get("title")
+    if not isinstance(title, str) or not title.strip():
+        raise ValueError(f'{where}: field "title" missing or not a non-empty string')
+    raw = obj.get("text", obj.get("sentences"))
+    if raw is None:
+        raise ValueError(f'{where}: field "text" missing')
+    if isinstance(raw, str):
+        return title.strip(), tuple(s.text for s in split_sentences(raw))
+    if isinstance(raw, list):
+        flat: list[str] = []
+        for item in raw:  # official shards may nest paragraphs as lists of sentences
+            if isinstance(item, str):
+                flat.append(item)
+            elif isinstance(item, list) and all(isinstance(x, str) for x in item):
+                flat.extend(item)
+            else:
+                raise ValueError(f'{where}: field "text" holds a {type(item).__name__}, expected strings')
+        return title.strip(), tuple(flat)
+    raise ValueError(f'{where}: field "text" is {type(raw).__name__}, expected a list of sentences')
+
+
+def _read_container(path: str, full: str, settings: ReaderSettings) -> _FileResult:
+    res = _FileResult(path, [])
+    opener = bz2.open if path.lower().endswith(".bz2") else open
+    try:
+        with opener(full, "rb") as fh:
+            for lineno, raw in enumerate(fh, 1):
+                res.nbytes += len(raw)
+                if res.nbytes > settings.max_file_bytes * 20:
+                    res.problems.append(f"{path}: container larger than its limit, stopped at line {lineno}")
+                    break
+                if not raw.strip():
+                    continue
+                where = f"{path}:{lineno}"
+                try:
+                    obj = json.loads(raw.decode("utf-8", errors="replace"))
+                    title, sents = _record_sentences(obj, where)
+                except json.JSONDecodeError as exc:
+                    res.problems.append(f"{where}: malformed JSON ({exc.msg})")
+                    res.malformed += 1
+                    continue
+                except ValueError as exc:
+                    res.problems.append(str(exc))
+                    res.malformed += 1
+                    continue
+                res.documents.append(
+                    Document(
+                        doc_id=f"{path}#L{lineno}",
+                        path=path,
+                        title=title,
+                        text=title + "\n" + "\n".join(s.strip() for s in sents),
+                        sha256=hashlib.sha256(raw.rstrip(b"\r\n")).hexdigest(),
+                        line=lineno,
+                        kind="record",
+                        _record_sentences=sents,
+                    )
+                )
+    except FileNotFoundError:
+        return _FileResult(path, [], skip="vanished")
+    except (OSError, EOFError) as exc:  # unreadable, or a corrupt .bz2 stream
+        if res.documents:
+            res.problems.append(f"{path}: read stopped early: {exc}")
+            return res
+        return _FileResult(path, [], skip="unreadable", problems=[f"{path}: {exc}"])
+    if not res.documents:
+        res.skip = "empty" if not res.malformed else "no_valid_records"
+    return res
+
+
+def read_document(root: Path, path: str, settings: ReaderSettings | None = None) -> _FileResult:
+    """Read one file (relative ``path`` under ``root``) into documents, or a skip reason."""
+    settings = settings or ReaderSettings()
+    full = os.path.join(root, path)
+    if _is_container(path):
+        return _read_container(path, full, settings)
+    try:
+        with open(full, "rb") as fh:
+            head = fh.read(_SNIFF_BYTES)
+            if b"\x00" in head:
+                return _FileResult(path, [], skip="binary")
+            size = os.fstat(fh.fileno()).st_size
+            if size > settings.max_file_bytes:
+                return _FileResult(path, [], skip="oversized")
+            data = head + fh.read(settings.max_file_bytes + 1 - len(head))
+    except FileNotFoundError:
+        return _FileResult(path, [], skip="vanished")
+    except OSError:
+        return _FileResult(path, [], skip="unreadable")
+    if len(data) > settings.max_file_bytes:  # grew while we read it
+        return _FileResult(path, [], skip="oversized")
+    text = data.decode("utf-8", errors="replace")
+    if path.lower().endswith(_HTML_SUFFIXES):
+        text = _html_to_text(text)
+    if not text.strip():
+        return _FileResult(path, [], nbytes=len(data), skip="empty")
+    name = path.rsplit("/", 1)[-1]
+    stem = name[: name.rfind(".")] if "." in name[1:] else name
+    doc = Document(
+        doc_id=path,
+        path=path,
+        title=_title_of(text, stem),
+        text=text,
+        sha256=hashlib.sha256(data).hexdigest(),
+    )
+    return _FileResult(path, [doc], nbytes=len(data))
+
+
+def scan_corpus(root: str | os.PathLike[str], settings: ReaderSettings | None = None) -> CorpusScan:
+    """Read every document under ``root`` as it is now. Raises CorpusError if the folder is unusable."""
+    settings = settings or ReaderSettings()
+    root_path = Path(root)
+    if not root_path.exists():
+        raise CorpusError(f"{root_path}: no such folder")
+    if not root_path.is_dir():
+        raise CorpusError(f"{root_path}: not a folder")
+    if not os.access(root_path, os.R_OK | os.X_OK):
+        raise CorpusError(f"{root_path}: folder is not readable")
+    t0 = time.perf_counter()
+    skipped: Counter = Counter()
+    problems: list[str] = []
+    paths = _list_files(root_path, settings, skipped, problems)
+    documents: list[Document] = []
+    nbytes = 0
+    files = 0
+
+    def work(p: str) -> _FileResult:
+        return read_document(root_path, p, settings)
+
+    if settings.workers > 1 and len(paths) > 64:
+        with ThreadPoolExecutor(settings.workers) as pool:
+            results: Iterator[_FileResult] = pool.map(work, paths, chunksize=64)
+            results = list(results)  # type: ignore[assignment]
+    else:
+        results = map(work, paths)
+    for res in results:
+        problems.extend(res.problems)
+        if res.malformed:
+            skipped["malformed_record"] += res.malformed
+        if res.skip:
+            skipped[res.skip] += 1
+            continue
+        files += 1
+        nbytes += res.nbytes
+        documents.extend(res.documents)
+    return CorpusScan(
+        root=root_path,
+        documents=documents,
+        files=files,
+        bytes_read=nbytes,
+        seconds=time.perf_counter() - t0,
+        skipped=skipped,
+        problems=problems,
+    )
+
+
+# --------------------------------------------------------------------------- sentences
+
+_ABBREV = {
+    "mr", "mrs", "ms", "dr", "st", "jr", "sr", "prof", "inc", "ltd", "co", "corp", "no", "vs", "etc", "e.g",
+    "i.e", "u.s", "u.k", "mt", "ft", "gen", "col", "lt", "sgt", "rev", "fig", "jan", "feb", "mar", "apr",
+    "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec", "approx", "dept", "est", "op", "vol",
+}
+_BOUNDARY = re.compile(r"[.!?][\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
+_HEADING = re.compile(r"^\s{0,3}(#{1,6}\s+\S|[A-Z][^.!?]{0,80}:\s*$)")
+_BULLET = re.compile(r"^\s*([-*+•]|\d{1,3}[.)])\s+")
+_UNDERLINE = re.compile(r"^\s*(=+|-+)\s*$")
+
+
+def _split_line_block(block: list[tuple[int, str]]) -> list[tuple[str, int, int]]:
+    """Split a paragraph (consecutive lines) into sentences with their line ranges."""
+    joined = ""
+    line_at: list[tuple[int, int]] = []  # (offset where the line starts in ``joined``, line number)
+    for ln, text in block:
+        if joined:
+            joined += " "
+        line_at.append((len(joined), ln))
+        joined += text.strip()
+
+    def line_of(offset: int) -> int:
+        cur = line_at[0][1]
+        for start, ln in line_at:
+            if start <= offset:
+                cur = ln
+            else:
+                break
+        return cur
+
+    out: list[tuple[str, int, int]] = []
+    start = 0
+    for m in _BOUNDARY.finditer(joined):
+        end = m.start() + 1
+        word = joined[max(0, joined.rfind(" ", 0, m.start()) + 1) : m.start()].lower().strip("\"'([")
+        if word in _ABBREV or (len(word) == 1 and word.isalpha()):
+            continue  # "Dr. Smith", "J. R. R. Tolkien"
+        # a line break after sentence-final punctuation always ends a sentence; so does this boundary
+        piece = joined[start : m.end()].strip()
+        if piece:
+            out.append((piece, line_of(start), line_of(end - 1)))
+        start = m.end()
+    tail = joined[start:].strip()
+    if tail:
+        out.append((tail, line_of(start), line_of(len(joined) - 1)))
+    return out
+
+
+def split_sentences(text: str, *, title_first: bool = False) -> list[Sentence]:
+    """Segment text into sentences with 1-based line ranges.
+
+    Blank lines end paragraphs; headings (Markdown ``#``, underlined titles, the first line when
+    ``title_first``) and list items are units of their own; a line ending in sentence-final punctuation ends
+    a sentence; inside a paragraph, sentences split at ``. `` boundaries, not after common abbreviations
+    or initials.
+    """
+    units: list[tuple[str, int, int, bool]] = []
+    block: list[tuple[int, str]] = []
+
+    def flush() -> None:
+        if block:
+            units.extend((s, a, b, False) for s, a, b in _split_line_block(block))
+            block.clear()
+
+    lines = text.splitlines()
+    seen_content = False
+    for i, raw in enumerate(lines, 1):
+        line = raw.rstrip()
+        if not line.strip():
+            flush()
+            continue
+        nxt = lines[i] if i < len(lines) else ""
+        is_title = title_first and not seen_content and len(line.strip()) <= 200
+        seen_content = True
+        if is_title or _HEADING.match(line) or (nxt and _UNDERLINE.match(nxt) and len(line) < 120):
+            flush()
+            units.append((line.strip().lstrip("#").strip(), i, i, True))
+            continue
+        if _UNDERLINE.match(line):
+            continue
+        if _BULLET.match(line):
+            flush()
+        block.append((i, line))
+        if line.endswith((".", "!", "?", '."', ".'", ".)")):
+            flush()
+    flush()
+    return [Sentence(k, s, a, b, h) for k, (s, a, b, h) in enumerate(units)]
