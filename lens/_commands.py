@@ -1,0 +1,118 @@
+"""Handlers of the library's own CLI commands (``ask``, ``llm check``, ``corpus stats``, ``calibrate``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+__all__ = ["ask", "llm_check", "corpus_stats", "calibrate"]
+
+
+def _print_json(obj: object) -> None:
+    json.dump(obj, sys.stdout, indent=2, ensure_ascii=False)
+    sys.stdout.write("\n")
+
+
+# --------------------------------------------------------------------------- llm check
+
+_PROMPT_PROBE = (
+    "Read the following notes and reply with the single word OK.\n\n"
+    + " ".join(
+        f"Note {i}: the archive in room {i} holds {i * 3} boxes of letters sorted by year and sender."
+        for i in range(1, 25)
+    )
+)
+
+
+def llm_check(args: argparse.Namespace) -> int:
+    """Backend, model, a short round-trip answer, prompt and generation tokens/s (uncached calls)."""
+    from lens._cli import config_from_args
+    from lens._llm import open_client
+
+    config = config_from_args(args, **{"llm.cache": "false"})
+    t0 = time.monotonic()
+    client = open_client(config)
+    ready_s = time.monotonic() - t0
+    answer = client.chat(
+        [{"role": "user", "content": "What is the capital of France? Answer with one word."}], max_tokens=8
+    )
+    # prompt throughput: a long prompt, one generated token
+    probe = client.chat([{"role": "user", "content": _PROMPT_PROBE}], max_tokens=1)
+    prompt_tps = probe.prompt_tokens / probe.seconds if probe.seconds > 0 else 0.0
+    # generation throughput: a short prompt, many generated tokens, minus the prompt time
+    gen = client.chat(
+        [{"role": "user", "content": "Count from 1 to 60, separated by spaces."}], max_tokens=96, temperature=0.0
+    )
+    gen_time = max(gen.seconds - gen.prompt_tokens / prompt_tps if prompt_tps else gen.seconds, 1e-6)
+    gen_tps = gen.completion_tokens / gen_time
+    report = {
+        "backend": client.backend,
+        "base_url": client.base_url if config.llm.base_url else "embedded (loopback)",
+        "model": client.model,
+        "config_hash": config.canonical_hash(),
+        "ready_seconds": round(ready_s, 2),
+        "answer": answer.text.strip(),
+        "answer_seconds": round(answer.seconds, 3),
+        "prompt_tokens_per_s": round(prompt_tps, 1),
+        "generation_tokens_per_s": round(gen_tps, 1),
+        "probe": {
+            "prompt_tokens": probe.prompt_tokens,
+            "prompt_seconds": round(probe.seconds, 3),
+            "generated_tokens": gen.completion_tokens,
+            "generation_seconds": round(gen.seconds, 3),
+        },
+    }
+    client.close()
+    if args.json:
+        _print_json(report)
+    else:
+        print(f"backend     {report['backend']}")
+        print(f"model       {report['model']}")
+        print(f"ready in    {report['ready_seconds']} s")
+        print(f"answer      {report['answer']!r} ({report['answer_seconds']} s)")
+        print(f"prompt      {report['prompt_tokens_per_s']} tok/s ({probe.prompt_tokens} tokens)")
+        print(f"generation  {report['generation_tokens_per_s']} tok/s ({gen.completion_tokens} tokens)")
+    return 0
+
+
+# --------------------------------------------------------------------------- corpus stats
+
+
+def corpus_stats(args: argparse.Namespace) -> int:
+    from lens._config import ReaderSettings
+    from lens._corpus import scan_corpus
+
+    scan = scan_corpus(args.path, ReaderSettings(follow_symlinks=args.follow_symlinks))
+    stats = scan.stats()
+    if args.json:
+        _print_json(stats)
+        return 0
+    print(f"folder      {stats['root']}")
+    print(f"files       {stats['files']:,}")
+    print(f"documents   {stats['documents']:,}")
+    print(f"bytes       {stats['bytes']:,}")
+    print(f"read        {stats['seconds']:.3f} s  ({stats['mb_per_s']:.1f} MB/s)")
+    skipped = stats["skipped"]
+    print("skipped     " + (", ".join(f"{k} {v}" for k, v in skipped.items()) if skipped else "none"))
+    for line in stats["problems"][:10]:
+        print(f"  {line}")
+    if len(scan.problems) > 10:
+        print(f"  … {len(scan.problems) - 10} more")
+    return 0
+
+
+# --------------------------------------------------------------------------- ask / calibrate
+
+
+def ask(args: argparse.Namespace) -> int:
+    from lens._agent import ask_command
+
+    return ask_command(args)
+
+
+def calibrate(args: argparse.Namespace) -> int:
+    from lens._calibration import calibrate_command
+
+    return calibrate_command(args)

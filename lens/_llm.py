@@ -1,0 +1,355 @@
+"""One LLM client for every system: the ``openai`` SDK against any OpenAI-compatible base URL.
+
+- Retries with exponential backoff (tenacity) on 429, 5xx, timeouts and dropped connections; after the last
+  attempt a typed error (LLMRateLimitError, LLMServerError, LLMTimeoutError, LLMUnavailableError) is raised.
+- ``chat_json`` asks for a JSON object, parses it into a pydantic model, and on failure sends one repair
+  request quoting the error; a second failure raises LLMFormatError, which callers handle.
+- Token counts are the response's ``usage`` (authoritative). Cache hits report zero tokens and ``cache_hit``.
+- The API key is read from the environment variable the configuration names; it is never logged, cached,
+  hashed or written anywhere.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Generic, Sequence, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from lens._cache import ResponseCache, request_key
+from lens._config import LensConfig, LLMSettings
+from lens._cost import CostMeter
+from lens._errors import LensError
+
+__all__ = [
+    "LLMClient",
+    "LLMResponse",
+    "LLMError",
+    "LLMUnavailableError",
+    "LLMTimeoutError",
+    "LLMRateLimitError",
+    "LLMServerError",
+    "LLMRequestError",
+    "LLMFormatError",
+    "LLMDeadlineError",
+    "open_client",
+]
+
+log = logging.getLogger("lens.llm")
+T = TypeVar("T", bound=BaseModel)
+
+
+class LLMError(LensError):
+    """The LLM could not give a usable answer."""
+
+
+class LLMUnavailableError(LLMError):
+    """The endpoint cannot be reached."""
+
+
+class LLMTimeoutError(LLMError):
+    """Every attempt timed out."""
+
+
+class LLMRateLimitError(LLMError):
+    """Still rate-limited (429) after every retry."""
+
+
+class LLMServerError(LLMError):
+    """Still failing with 5xx after every retry."""
+
+
+class LLMRequestError(LLMError):
+    """The endpoint rejected the request (4xx other than 429): bad model name, context too long, auth."""
+
+
+class LLMFormatError(LLMError):
+    """The reply was not valid JSON of the expected shape, even after one repair request."""
+
+
+class LLMDeadlineError(LLMError):
+    """The caller's time budget ran out before (or while) calling."""
+
+
+@dataclass(frozen=True)
+class LLMResponse(Generic[T]):
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    cache_hit: bool
+    seconds: float
+    model: str
+    parsed: Any = None
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+class _Transient(Exception):
+    """Internal: a retryable failure wrapping the SDK exception."""
+
+    def __init__(self, kind: str, exc: BaseException):
+        super().__init__(kind)
+        self.kind = kind
+        self.exc = exc
+
+
+_FENCE = re.compile(r"^\s*```(?:json)?\s*|\s*```\s*$", re.IGNORECASE)
+
+
+def _extract_json(text: str) -> Any:
+    """Parse a JSON object from a reply, tolerating code fences and text around one object."""
+    cleaned = _FENCE.sub("", text.strip())
+    try:
+        return json.loads(cleaned)
+    except json.JSONDecodeError:
+        start, end = cleaned.find("{"), cleaned.rfind("}")
+        if 0 <= start < end:
+            return json.loads(cleaned[start : end + 1])
+        raise
+
+
+class LLMClient:
+    """A chat client bound to one endpoint and model. Safe to share between threads."""
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        model: str,
+        settings: LLMSettings | None = None,
+        api_key: str | None = None,
+        cache: ResponseCache | None = None,
+        backend: str = "remote",
+    ):
+        import httpx
+        import openai
+
+        self.settings = settings or LLMSettings()
+        self.base_url = base_url
+        self.model = model
+        self.backend = backend
+        self.cache = cache
+        # The legacy httpx client keeps one transport that tests can mock (respx) on the production path.
+        self._http = httpx.Client(timeout=self.settings.call_timeout_s)
+        self._client = openai.OpenAI(
+            base_url=base_url,
+            api_key=api_key or "no-key",
+            max_retries=0,
+            timeout=self.settings.call_timeout_s,
+            http_client=self._http,
+        )
+        self._openai = openai
+
+    def close(self) -> None:
+        self._http.close()
+
+    # ------------------------------------------------------------------ calls
+
+    def chat(
+        self,
+        messages: Sequence[dict[str, str]],
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        json_mode: bool = False,
+        deadline: float | None = None,
+        meter: CostMeter | None = None,
+    ) -> LLMResponse:
+        """One chat completion (cached, retried). ``deadline`` is a ``time.monotonic()`` instant."""
+        params = {
+            "temperature": self.settings.temperature if temperature is None else temperature,
+            "max_tokens": max_tokens or self.settings.max_output_tokens,
+            "seed": self.settings.seed,
+            "json": json_mode,
+        }
+        request = {"model": self.model, "messages": list(messages), "params": params}
+        key = request_key(request)
+        if self.cache is not None:
+            hit = self.cache.get(key)
+            if hit is not None and isinstance(hit.get("text"), str):
+                resp = LLMResponse(hit["text"], 0, 0, True, 0.0, self.model)
+                if meter is not None:
+                    meter.add(prompt_tokens=0, completion_tokens=0, cache_hit=True, seconds=0.0)
+                log.debug("llm cache hit %s", key[:12])
+                return resp
+        t0 = time.monotonic()
+        completion = self._call_with_retries(messages, params, deadline)
+        seconds = time.monotonic() - t0
+        choice = completion.choices[0] if completion.choices else None
+        text = (choice.message.content if choice and choice.message else None) or ""
+        usage = completion.usage
+        if usage is None:
+            log.warning("endpoint returned no usage; tokens for this call count as 0")
+        pt = int(getattr(usage, "prompt_tokens", 0) or 0)
+        ct = int(getattr(usage, "completion_tokens", 0) or 0)
+        if meter is not None:
+            meter.add(prompt_tokens=pt, completion_tokens=ct, cache_hit=False, seconds=seconds)
+        if self.cache is not None:
+            self.cache.put(key, request, {"text": text, "prompt_tokens": pt, "completion_tokens": ct})
+        log.debug("llm call model=%s prompt=%d completion=%d %.2fs", self.model, pt, ct, seconds)
+        return LLMResponse(text, pt, ct, False, seconds, self.model)
+
+    def chat_json(
+        self,
+        messages: Sequence[dict[str, str]],
+        schema: type[T],
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        deadline: float | None = None,
+        meter: CostMeter | None = None,
+    ) -> LLMResponse:
+        """A chat completion parsed into ``schema``; one repair request on failure, then LLMFormatError."""
+        kw = dict(max_tokens=max_tokens, temperature=temperature, json_mode=True, deadline=deadline, meter=meter)
+        resp = self.chat(messages, **kw)
+        parsed, problem = self._parse(resp.text, schema)
+        if parsed is not None:
+            return _with_parsed(resp, parsed)
+        repair = list(messages) + [
+            {"role": "assistant", "content": resp.text},
+            {
+                "role": "user",
+                "content": f"That reply could not be used: {problem}. Reply again with only one JSON object "
+                f"in the requested format.",
+            },
+        ]
+        resp2 = self.chat(repair, **kw)
+        parsed, problem2 = self._parse(resp2.text, schema)
+        if parsed is not None:
+            return _with_parsed(resp2, parsed, extra=resp)
+        raise LLMFormatError(f"{schema.__name__}: reply not valid after one repair request: {problem2}")
+
+    @staticmethod
+    def _parse(text: str, schema: type[T]) -> tuple[T | None, str]:
+        try:
+            data = _extract_json(text)
+        except json.JSONDecodeError as exc:
+            return None, f"not valid JSON ({exc.msg} at position {exc.pos})"
+        try:
+            return schema.model_validate(data), ""
+        except ValidationError as exc:
+            errs = "; ".join(f"{'.'.join(str(x) for x in e['loc']) or 'reply'}: {e['msg']}" for e in exc.errors()[:5])
+            return None, f"JSON does not match the format ({errs})"
+
+    def _call_with_retries(self, messages, params, deadline):
+        from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
+
+        s = self.settings
+        backoff = s.retry_backoff_s
+        wait = wait_exponential(multiplier=backoff, min=backoff, max=max(backoff, 30.0))
+        retrying = Retrying(
+            stop=stop_after_attempt(s.max_retries + 1),
+            wait=wait,
+            retry=retry_if_exception_type(_Transient),
+            reraise=False,
+        )
+        try:
+            for attempt in retrying:
+                with attempt:
+                    return self._call_once(messages, params, deadline)
+        except RetryError as exc:
+            last = exc.last_attempt.exception()
+            assert isinstance(last, _Transient)
+            self._raise_final(last)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _call_once(self, messages, params, deadline):
+        oa = self._openai
+        timeout = self.settings.call_timeout_s
+        if deadline is not None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0.5:
+                raise LLMDeadlineError("the question's time budget is spent")
+            timeout = min(timeout, remaining)
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": list(messages),
+            "temperature": params["temperature"],
+            "max_tokens": params["max_tokens"],
+            "seed": params["seed"],
+            "timeout": timeout,
+        }
+        if params["json"]:
+            kwargs["response_format"] = {"type": "json_object"}
+        try:
+            return self._client.chat.completions.create(**kwargs)
+        except oa.APITimeoutError as exc:
+            if deadline is not None and deadline - time.monotonic() <= 0.5:
+                raise LLMDeadlineError("the question's time budget ran out during an LLM call") from None
+            raise _Transient("timeout", exc) from None
+        except oa.RateLimitError as exc:
+            raise _Transient("rate_limit", exc) from None
+        except oa.APIConnectionError as exc:
+            raise _Transient("connection", exc) from None
+        except oa.APIStatusError as exc:
+            if exc.status_code >= 500:
+                raise _Transient("server", exc) from None
+            raise LLMRequestError(
+                f"{self.base_url} rejected the request for model {self.model!r}: HTTP {exc.status_code} "
+                f"{_short(exc)}"
+            ) from None
+
+    def _raise_final(self, last: _Transient) -> None:
+        n = self.settings.max_retries + 1
+        if last.kind == "timeout":
+            raise LLMTimeoutError(
+                f"{self.model} at {self.base_url}: timed out {n} times (limit {self.settings.call_timeout_s:.0f} s per call)"
+            ) from None
+        if last.kind == "rate_limit":
+            raise LLMRateLimitError(f"{self.model} at {self.base_url}: rate-limited (429) on all {n} attempts") from None
+        if last.kind == "server":
+            raise LLMServerError(f"{self.model} at {self.base_url}: server error on all {n} attempts: {_short(last.exc)}") from None
+        raise LLMUnavailableError(f"cannot reach {self.base_url} ({n} attempts): {type(last.exc).__name__}") from None
+
+
+def _short(exc: BaseException) -> str:
+    msg = getattr(exc, "message", None) or str(exc)
+    return msg[:300]
+
+
+def _with_parsed(resp: LLMResponse, parsed: Any, extra: LLMResponse | None = None) -> LLMResponse:
+    pt = resp.prompt_tokens + (extra.prompt_tokens if extra else 0)
+    ct = resp.completion_tokens + (extra.completion_tokens if extra else 0)
+    secs = resp.seconds + (extra.seconds if extra else 0.0)
+    hit = resp.cache_hit and (extra.cache_hit if extra else True)
+    return LLMResponse(resp.text, pt, ct, hit, secs, resp.model, parsed)
+
+
+def open_client(config: LensConfig) -> LLMClient:
+    """The client a configuration describes: its endpoint, or the embedded local model started on demand."""
+    s = config.llm
+    cache = None
+    if s.cache:
+        from platformdirs import user_cache_dir
+
+        cache = ResponseCache(Path(s.cache_dir) if s.cache_dir else Path(user_cache_dir("lens")) / "responses")
+    if s.base_url:
+        return LLMClient(
+            base_url=s.base_url,
+            model=s.served_model,
+            settings=s,
+            api_key=os.environ.get(s.api_key_env) or None,
+            cache=cache,
+            backend="remote",
+        )
+    from lens._embedded import embedded_server
+
+    server = embedded_server(
+        s.local_model, n_ctx=s.n_ctx, n_threads=s.n_threads, startup_timeout_s=s.startup_timeout_s
+    )
+    return LLMClient(
+        base_url=server.base_url,
+        model=s.local_model,
+        settings=s,
+        api_key=None,
+        cache=cache,
+        backend=f"embedded llama.cpp ({s.local_model})",
+    )
