@@ -213,7 +213,13 @@ class _FileResult:
 
 def _html_to_text(text: str) -> str:
     text = re.sub(r"(?is)<(script|style)\b.*?</\1>", " ", text)
-    text = re.sub(r"(?i)<br\s*/?>|</p>|</h[1-6]>|</li>|</tr>|</div>", "\n", text)
+    # block-level ends become line breaks, so a minified page still yields its title as a line of its own
+    text = re.sub(
+        r"(?i)<br\s*/?>|</(?:p|h[1-6]|li|tr|div|title|head|header|footer|section|article|blockquote|pre|ul|ol"
+        r"|table|dt|dd|caption|figcaption)\s*>",
+        "\n",
+        text,
+    )
     text = re.sub(r"<[^>]+>", " ", text)
     for ent, ch in (("&nbsp;", " "), ("&amp;", "&"), ("&lt;", "<"), ("&gt;", ">"), ("&quot;", '"'), ("&#39;", "'")):
         text = text.replace(ent, ch)

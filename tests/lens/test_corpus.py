@@ -1,0 +1,420 @@
+"""SPEC §2/§6 and issue 2: the raw-corpus reader reads a folder as it is now, skips bad files with counted
+reasons, never follows symlinks out of the folder, and gives each document a stable id, its sentences with line
+ranges, and the sha256 of the bytes it read.
+"""
+
+from __future__ import annotations
+
+import bz2
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+import lens._corpus as corpus
+from lens._config import ReaderSettings
+from lens._corpus import CorpusError, read_document, scan_corpus, split_sentences
+from lens._errors import LensError
+
+
+def write(root: Path, rel: str, data: str | bytes) -> Path:
+    p = root / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    p.write_bytes(data)
+    return p
+
+
+def by_id(scan) -> dict:
+    return {d.doc_id: d for d in scan.documents}
+
+
+def records(*objs) -> str:
+    return "".join(json.dumps(o) + "\n" for o in objs)
+
+
+ARTICLE = {"id": "1", "title": "Marrow Bay", "text": ["Marrow Bay is a cove.", "It faces north."]}
+
+
+# --------------------------------------------------------------------------- the folder itself
+
+
+def test_missing_folder_raises_corpus_error_naming_it(tmp_path):
+    with pytest.raises(CorpusError, match="no such folder") as e:
+        scan_corpus(tmp_path / "absent")
+    assert "absent" in str(e.value)
+    assert isinstance(e.value, LensError)
+
+
+def test_a_file_instead_of_a_folder_raises_corpus_error(tmp_path):
+    f = write(tmp_path, "notes.txt", "hello")
+    with pytest.raises(CorpusError, match="not a folder"):
+        scan_corpus(f)
+
+
+def test_empty_folder_reads_as_zero_documents(tmp_path):
+    scan = scan_corpus(tmp_path)
+    assert scan.documents == []
+    assert (scan.files, scan.bytes_read) == (0, 0)
+    assert scan.stats()["documents"] == 0
+
+
+def test_folder_of_only_skipped_files_reads_as_zero_documents_with_reasons(tmp_path):
+    write(tmp_path, "photo.png", b"\x89PNG\r\n")
+    write(tmp_path, "empty.txt", b"")
+    scan = scan_corpus(tmp_path)
+    assert scan.documents == []
+    assert scan.skipped == {"binary": 1, "empty": 1}
+
+
+# --------------------------------------------------------------------------- file kinds
+
+
+def test_text_kinds_and_extensionless_files_are_read(tmp_path):
+    write(tmp_path, "a.md", "# Alpha\n\nFirst.\n")
+    write(tmp_path, "b.txt", "Beta\nSecond.\n")
+    write(tmp_path, "Gamma Station", "Gamma Station\nThird.\n")
+    write(tmp_path, "d.csv", "name,year\nDelta,1901\n")
+    scan = scan_corpus(tmp_path)
+    assert sorted(by_id(scan)) == ["Gamma Station", "a.md", "b.txt", "d.csv"]
+    assert by_id(scan)["Gamma Station"].title == "Gamma Station"
+    assert by_id(scan)["a.md"].title == "Alpha"
+    assert scan.files == 4 and not scan.skipped
+
+
+def test_html_is_read_as_text_without_markup_or_scripts(tmp_path):
+    write(
+        tmp_path,
+        "page.html",
+        "<html><head><title>Harbor Log</title><script>var x = 'hidden';</script></head>"
+        "<body><h1>Harbor Log</h1><p>Boats &amp; nets.</p></body></html>",
+    )
+    (doc,) = scan_corpus(tmp_path).documents
+    assert doc.title == "Harbor Log"
+    assert "Boats & nets." in doc.text
+    assert "<p>" not in doc.text and "hidden" not in doc.text
+
+
+def test_hidden_files_and_folders_are_skipped(tmp_path):
+    write(tmp_path, ".secret.txt", "x")
+    write(tmp_path, ".git/config", "x")
+    write(tmp_path, "visible.txt", "Visible.")
+    scan = scan_corpus(tmp_path)
+    assert list(by_id(scan)) == ["visible.txt"]
+    assert scan.skipped["hidden"] == 2
+
+
+def test_nested_folders_give_posix_relative_ids(tmp_path):
+    write(tmp_path, "2024/june/report.md", "Report.\n")
+    (doc,) = scan_corpus(tmp_path).documents
+    assert doc.doc_id == doc.path == "2024/june/report.md"
+    assert doc.name == "report.md"
+
+
+# --------------------------------------------------------------------------- bad files
+
+
+def test_binary_file_by_content_is_skipped_and_counted(tmp_path):
+    write(tmp_path, "blob", b"header\x00\x01\x02" * 50)
+    write(tmp_path, "ok.txt", "Fine.")
+    scan = scan_corpus(tmp_path)
+    assert list(by_id(scan)) == ["ok.txt"]
+    assert scan.skipped["binary"] == 1
+
+
+def test_binary_file_by_kind_is_skipped_without_reading(tmp_path):
+    write(tmp_path, "scan.pdf", "%PDF-1.4 pretend text")
+    write(tmp_path, "model.gguf", "GGUF")
+    scan = scan_corpus(tmp_path)
+    assert scan.documents == [] and scan.skipped["binary"] == 2
+
+
+def test_invalid_utf8_is_decoded_with_replacement(tmp_path):
+    raw = b"Caf\xe9 Lumen opened in 1923.\nIts owner was \xff\xfe Ada.\n"
+    write(tmp_path, "cafe.txt", raw)
+    (doc,) = scan_corpus(tmp_path).documents
+    assert "Caf\ufffd Lumen opened in 1923." in doc.text
+    assert "\ufffd\ufffd Ada" in doc.text
+    assert doc.sha256 == hashlib.sha256(raw).hexdigest()  # the hash is of the bytes, not the decoded text
+
+
+def test_file_over_the_size_limit_is_skipped_and_counted(tmp_path):
+    write(tmp_path, "huge.txt", "word " * 400)  # 2,000 bytes
+    write(tmp_path, "small.txt", "Small.")
+    scan = scan_corpus(tmp_path, ReaderSettings(max_file_bytes=1000))
+    assert list(by_id(scan)) == ["small.txt"]
+    assert scan.skipped["oversized"] == 1
+
+
+def test_file_at_exactly_the_size_limit_is_read(tmp_path):
+    write(tmp_path, "edge.txt", "x" * 1000)
+    assert len(scan_corpus(tmp_path, ReaderSettings(max_file_bytes=1000)).documents) == 1
+
+
+def test_empty_and_whitespace_files_are_skipped_as_empty(tmp_path):
+    write(tmp_path, "a.txt", b"")
+    write(tmp_path, "b.txt", "  \n\n\t\n")
+    scan = scan_corpus(tmp_path)
+    assert scan.documents == [] and scan.skipped["empty"] == 2
+
+
+def test_special_files_are_skipped_not_opened(tmp_path):
+    os.mkfifo(tmp_path / "pipe")  # opening a FIFO would block the scan forever
+    write(tmp_path, "ok.txt", "Fine.")
+    scan = scan_corpus(tmp_path)
+    assert list(by_id(scan)) == ["ok.txt"]
+    assert scan.skipped["not_regular"] == 1
+
+
+# --------------------------------------------------------------------------- symlinks
+
+
+def test_symlink_to_a_file_outside_the_folder_is_skipped_and_counted(tmp_path):
+    root = tmp_path / "docs"
+    outside = write(tmp_path, "private/diary.txt", "My secret diary.")
+    write(root, "ok.txt", "Fine.")
+    (root / "diary.txt").symlink_to(outside)
+    scan = scan_corpus(root)
+    assert list(by_id(scan)) == ["ok.txt"]
+    assert scan.skipped["symlink_outside"] == 1
+    assert all("secret" not in d.text for d in scan.documents)
+
+
+def test_symlink_to_a_folder_outside_is_skipped_even_when_following_symlinks(tmp_path):
+    root = tmp_path / "docs"
+    write(tmp_path, "private/diary.txt", "My secret diary.")
+    write(root, "ok.txt", "Fine.")
+    (root / "private").symlink_to(tmp_path / "private", target_is_directory=True)
+    scan = scan_corpus(root, ReaderSettings(follow_symlinks=True))
+    assert list(by_id(scan)) == ["ok.txt"]
+    assert scan.skipped["symlink_outside"] == 1
+
+
+def test_symlinked_folder_inside_is_not_followed_by_default(tmp_path):
+    write(tmp_path, "real/a.txt", "Alpha.")
+    (tmp_path / "alias").symlink_to(tmp_path / "real", target_is_directory=True)
+    scan = scan_corpus(tmp_path)
+    assert list(by_id(scan)) == ["real/a.txt"]
+    assert scan.skipped["symlink_dir"] == 1
+    followed = scan_corpus(tmp_path, ReaderSettings(follow_symlinks=True))
+    assert sorted(by_id(followed)) == ["alias/a.txt", "real/a.txt"]
+
+
+def test_symlink_loop_does_not_recurse_forever(tmp_path):
+    write(tmp_path, "sub/a.txt", "Alpha.")
+    (tmp_path / "sub" / "up").symlink_to(tmp_path, target_is_directory=True)
+    scan = scan_corpus(tmp_path, ReaderSettings(follow_symlinks=True))
+    assert "sub/a.txt" in by_id(scan)
+    assert len(scan.documents) <= 2
+
+
+# --------------------------------------------------------------------------- containers
+
+
+def test_jsonl_container_gives_one_document_per_article(tmp_path):
+    second = {"id": "2", "title": "Quill Point", "text": ["Quill Point is a cape.", "It has a light."]}
+    write(tmp_path, "wiki.jsonl", records(ARTICLE, second))
+    scan = scan_corpus(tmp_path)
+    docs = by_id(scan)
+    assert sorted(docs) == ["wiki.jsonl#L1", "wiki.jsonl#L2"]
+    doc = docs["wiki.jsonl#L2"]
+    assert (doc.title, doc.path, doc.line, doc.kind) == ("Quill Point", "wiki.jsonl", 2, "record")
+    assert [s.text for s in doc.sentences] == ["Quill Point is a cape.", "It has a light."]
+    assert scan.files == 1
+
+
+def test_bz2_jsonl_shard_is_read(tmp_path):
+    p = tmp_path / "wiki_00.bz2"
+    with bz2.open(p, "wt", encoding="utf-8") as fh:
+        fh.write(records(ARTICLE, {"id": "9", "title": "Orrin Fell", "text": [["Orrin Fell is a hill."]]}))
+    scan = scan_corpus(tmp_path)
+    docs = by_id(scan)
+    assert sorted(docs) == ["wiki_00.bz2#L1", "wiki_00.bz2#L2"]
+    assert docs["wiki_00.bz2#L1"].title == "Marrow Bay"
+    assert [s.text for s in docs["wiki_00.bz2#L2"].sentences] == ["Orrin Fell is a hill."]  # nested paragraphs
+    assert scan.bytes_read == len(records(ARTICLE, {"id": "9", "title": "Orrin Fell", "text": [["Orrin Fell is a hill."]]}).encode())
+
+
+def test_record_text_may_be_one_string(tmp_path):
+    write(tmp_path, "w.jsonl", records({"title": "Tarn", "text": "Tarn is a lake. It is cold."}))
+    (doc,) = scan_corpus(tmp_path).documents
+    assert [s.text for s in doc.sentences] == ["Tarn is a lake.", "It is cold."]
+
+
+def test_malformed_jsonl_line_is_skipped_and_named_by_file_and_line(tmp_path):
+    write(tmp_path, "sub/wiki.jsonl", records(ARTICLE) + '{"title": "Broken", "text": [\n' + records(ARTICLE))
+    scan = scan_corpus(tmp_path)
+    assert sorted(by_id(scan)) == ["sub/wiki.jsonl#L1", "sub/wiki.jsonl#L3"]
+    assert scan.skipped["malformed_record"] == 1
+    assert len(scan.problems) == 1
+    assert scan.problems[0].startswith("sub/wiki.jsonl:2: malformed JSON")
+
+
+def test_record_without_a_title_is_named_by_field(tmp_path):
+    write(tmp_path, "w.jsonl", records(ARTICLE, {"id": "2", "text": ["No title here."]}))
+    scan = scan_corpus(tmp_path)
+    assert len(scan.documents) == 1
+    assert scan.problems == ['w.jsonl:2: field "title" missing or not a non-empty string']
+
+
+def test_container_with_no_valid_record_is_skipped_with_a_reason(tmp_path):
+    write(tmp_path, "log.jsonl", '{"level": "info"}\nnot json\n')
+    scan = scan_corpus(tmp_path)
+    assert scan.documents == [] and scan.files == 0
+    assert scan.skipped == {"no_valid_records": 1, "malformed_record": 2}
+
+
+def test_corrupt_bz2_shard_is_skipped_as_unreadable(tmp_path):
+    write(tmp_path, "bad.bz2", b"BZh91AY&SY" + b"\x00garbage" * 10)
+    scan = scan_corpus(tmp_path)
+    assert scan.documents == [] and scan.skipped["unreadable"] == 1
+    assert scan.problems and scan.problems[0].startswith("bad.bz2:")
+
+
+def test_blank_lines_in_containers_keep_line_numbers(tmp_path):
+    write(tmp_path, "w.jsonl", "\n" + records(ARTICLE) + "\n\n" + records(ARTICLE))
+    assert sorted(by_id(scan_corpus(tmp_path))) == ["w.jsonl#L2", "w.jsonl#L5"]
+
+
+# --------------------------------------------------------------------------- files changing under the reader
+
+
+def test_file_deleted_between_listing_and_reading_is_skipped_as_vanished(tmp_path, monkeypatch):
+    write(tmp_path, "a.txt", "Alpha.")
+    write(tmp_path, "b.txt", "Beta.")
+    write(tmp_path, "c.jsonl", records(ARTICLE))
+    real_listing = corpus._list_files
+
+    def listing_then_delete(*args):
+        paths = real_listing(*args)  # the real listing sees all three files ...
+        (tmp_path / "b.txt").unlink()  # ... then two vanish before they are read
+        (tmp_path / "c.jsonl").unlink()
+        return paths
+
+    monkeypatch.setattr(corpus, "_list_files", listing_then_delete)
+    scan = scan_corpus(tmp_path)
+    assert list(by_id(scan)) == ["a.txt"]
+    assert scan.skipped["vanished"] == 2
+    assert scan.files == 1
+
+
+def test_reading_a_listed_path_that_is_gone_reports_vanished(tmp_path):
+    write(tmp_path, "a.txt", "Alpha.")
+    (listed,) = corpus._list_files(tmp_path, ReaderSettings(), corpus.Counter(), [])
+    (tmp_path / listed).unlink()
+    res = read_document(tmp_path, listed)
+    assert res.skip == "vanished" and res.documents == []
+
+
+def test_document_hash_matches_the_content_it_read_even_if_the_file_changes_later(tmp_path):
+    p = write(tmp_path, "a.txt", "Version one.")
+    (doc,) = scan_corpus(tmp_path).documents
+    p.write_text("Version two, longer.", encoding="utf-8")
+    assert doc.text == "Version one."
+    assert doc.sha256 == hashlib.sha256(b"Version one.").hexdigest()
+    (doc2,) = scan_corpus(tmp_path).documents  # the folder as it is *now*
+    assert doc2.text == "Version two, longer." and doc2.sha256 != doc.sha256
+
+
+# --------------------------------------------------------------------------- ids and hashes
+
+
+def test_sha256_is_of_the_file_bytes(tmp_path):
+    raw = "Title\r\nA line with CRLF.\r\n".encode()
+    write(tmp_path, "a.txt", raw)
+    (doc,) = scan_corpus(tmp_path).documents
+    assert doc.sha256 == hashlib.sha256(raw).hexdigest()
+
+
+def test_sha256_of_a_record_is_of_its_line(tmp_path):
+    write(tmp_path, "w.jsonl", records(ARTICLE, ARTICLE | {"id": "2"}))
+    docs = scan_corpus(tmp_path).documents
+    lines = (tmp_path / "w.jsonl").read_bytes().splitlines()
+    assert [d.sha256 for d in docs] == [hashlib.sha256(line).hexdigest() for line in lines]
+
+
+def test_ids_are_stable_across_scans_and_unaffected_by_new_files(tmp_path):
+    write(tmp_path, "b.txt", "Beta.")
+    write(tmp_path, "a/x.md", "X.")
+    write(tmp_path, "w.jsonl", records(ARTICLE, ARTICLE))
+    first = [(d.doc_id, d.sha256) for d in scan_corpus(tmp_path).documents]
+    assert first == [(d.doc_id, d.sha256) for d in scan_corpus(tmp_path).documents]
+    write(tmp_path, "a/aa.txt", "New.")
+    after = [(d.doc_id, d.sha256) for d in scan_corpus(tmp_path).documents]
+    assert [x for x in after if x[0] != "a/aa.txt"] == first
+    assert [d for d, _ in first] == ["a/x.md", "b.txt", "w.jsonl#L1", "w.jsonl#L2"]  # sorted walk order
+
+
+def test_parallel_and_serial_reads_give_the_same_result(tmp_path):
+    for i in range(150):
+        write(tmp_path, f"d{i // 50}/doc{i:03d}.txt", f"Doc {i}\nSentence {i}.\n")
+    write(tmp_path, "w.jsonl", records(ARTICLE))
+    serial = scan_corpus(tmp_path, ReaderSettings(workers=1))
+    parallel = scan_corpus(tmp_path, ReaderSettings(workers=4))
+    assert [(d.doc_id, d.sha256) for d in serial.documents] == [(d.doc_id, d.sha256) for d in parallel.documents]
+    assert (serial.files, serial.bytes_read) == (parallel.files, parallel.bytes_read) == (151, serial.bytes_read)
+
+
+def test_the_reader_never_writes_into_the_folder(tmp_path):
+    write(tmp_path, "a.txt", "Alpha.")
+    write(tmp_path, "w.jsonl", records(ARTICLE))
+    before = sorted((p, p.stat().st_mtime_ns) for p in tmp_path.rglob("*"))
+    scan = scan_corpus(tmp_path)
+    _ = [d.sentences for d in scan.documents]
+    assert sorted((p, p.stat().st_mtime_ns) for p in tmp_path.rglob("*")) == before
+
+
+def test_stats_report_counts_bytes_and_throughput(tmp_path):
+    write(tmp_path, "a.txt", "Alpha.")
+    write(tmp_path, "b.png", b"\x89PNG")
+    stats = scan_corpus(tmp_path).stats()
+    assert stats["files"] == 1 and stats["documents"] == 1 and stats["bytes"] == 6
+    assert stats["skipped"] == {"binary": 1}
+    assert stats["mb_per_s"] >= 0 and stats["seconds"] >= 0
+    json.dumps(stats)
+
+
+# --------------------------------------------------------------------------- sentences
+
+
+def test_sentences_carry_their_line_ranges(tmp_path):
+    write(
+        tmp_path,
+        "harbor.md",
+        "Harbor Notes\n\nThe lighthouse was built in 1871. Dr. Ames kept it\nuntil 1902. It still stands.\n",
+    )
+    (doc,) = scan_corpus(tmp_path).documents
+    got = [(s.text, s.line_start, s.line_end, s.heading) for s in doc.sentences]
+    assert got == [
+        ("Harbor Notes", 1, 1, True),
+        ("The lighthouse was built in 1871.", 3, 3, False),
+        ("Dr. Ames kept it until 1902.", 3, 4, False),  # not split after "Dr."; spans two lines
+        ("It still stands.", 4, 4, False),
+    ]
+    assert doc.citation(2, 3) == "harbor.md:3-4"
+    assert doc.citation(1, 1) == "harbor.md:3"
+
+
+def test_headings_and_list_items_are_units_of_their_own():
+    sents = split_sentences("# Ships\n- The Wren, 1890\n- The Kite, 1894\n\nAfter the list.")
+    assert [(s.text, s.heading) for s in sents] == [
+        ("Ships", True),
+        ("- The Wren, 1890", False),
+        ("- The Kite, 1894", False),
+        ("After the list.", False),
+    ]
+
+
+def test_initials_do_not_end_a_sentence():
+    sents = split_sentences("J. R. Tolland wrote it. It sold well.")
+    assert [s.text for s in sents] == ["J. R. Tolland wrote it.", "It sold well."]
+
+
+def test_record_sentences_cite_the_container_line(tmp_path):
+    write(tmp_path, "w.jsonl", "\n" + records(ARTICLE))
+    (doc,) = scan_corpus(tmp_path).documents
+    assert [(s.line_start, s.line_end) for s in doc.sentences] == [(2, 2), (2, 2)]
+    assert doc.citation(0, 1) == "w.jsonl:2"
