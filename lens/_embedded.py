@@ -15,6 +15,7 @@ import hashlib
 import importlib.util
 import logging
 import os
+import queue
 import signal
 import socket
 import subprocess
@@ -24,6 +25,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -174,6 +176,40 @@ def _pdeathsig() -> None:  # runs in the child before exec (Linux): die with the
         pass
 
 
+def _spawn_loop(requests: "queue.SimpleQueue") -> None:
+    while True:
+        args, kwargs, result = requests.get()
+        try:
+            result.set_result(subprocess.Popen(*args, **kwargs))
+        except BaseException as exc:  # handed to the caller's thread
+            result.set_exception(exc)
+
+
+_spawn_lock = threading.Lock()
+_spawn_requests: "queue.SimpleQueue | None" = None
+
+
+def _popen(*args, **kwargs) -> subprocess.Popen:
+    """``subprocess.Popen`` from a thread that lives as long as the process.
+
+    PR_SET_PDEATHSIG fires when the *thread* that forked the child exits, not the process: a server started
+    from a worker thread (a thread pool answering questions) would be killed as soon as that worker finished.
+    The main thread, or one daemon spawner thread kept for the life of the process, outlives every caller.
+    """
+    global _spawn_requests
+    if threading.current_thread() is threading.main_thread():
+        return subprocess.Popen(*args, **kwargs)
+    with _spawn_lock:
+        if _spawn_requests is None:
+            _spawn_requests = queue.SimpleQueue()
+            threading.Thread(
+                target=_spawn_loop, args=(_spawn_requests,), name="lens-embedded-spawner", daemon=True
+            ).start()
+    result: Future = Future()
+    _spawn_requests.put((args, kwargs, result))
+    return result.result()
+
+
 class EmbeddedServer:
     """A llama.cpp OpenAI-compatible server child process; a context manager that always stops it."""
 
@@ -224,7 +260,7 @@ class EmbeddedServer:
         ]  # fmt: skip
         log.info("starting embedded model %s on 127.0.0.1:%d", self.model, self.port)
         with open(self.log_path, "wb") as logf:
-            self.process = subprocess.Popen(
+            self.process = _popen(
                 cmd,
                 stdin=subprocess.DEVNULL,
                 stdout=logf,
