@@ -1,0 +1,397 @@
+"""HotpotQA loaders: questions (official distractor / fullwiki JSON), Wikipedia abstracts, prediction files.
+
+Every loader validates what it reads and raises one ``DataError`` naming the file, the record (0-based index
+in the JSON array, or in the JSONL/shard file with its 1-based line) and the field that is wrong, e.g.
+``questions.json: record 17: field "answer" missing``. Truncated JSON is reported at the record it cuts.
+
+Titles compare case-insensitively everywhere in the harness: compare ``title_key(a) == title_key(b)``.
+"""
+
+from __future__ import annotations
+
+import bz2
+import json
+import os
+import unicodedata
+from dataclasses import dataclass
+from json.decoder import WHITESPACE  # type: ignore[attr-defined]
+from pathlib import Path
+from typing import Any, Iterator
+
+from lens._errors import LensError
+
+__all__ = [
+    "DataError",
+    "Question",
+    "Article",
+    "title_key",
+    "load_questions",
+    "load_articles",
+    "iter_articles",
+    "load_predictions",
+]
+
+
+class DataError(LensError, ValueError):
+    """A data file is missing, unreadable or malformed; the message names file, record and field."""
+
+
+def title_key(title: str) -> str:
+    """The key under which two titles are the same article: NFC, case-folded, whitespace collapsed."""
+    return " ".join(unicodedata.normalize("NFC", title).casefold().split())
+
+
+@dataclass(frozen=True)
+class Question:
+    """One HotpotQA question. ``supporting_facts`` are (title, sent_id); ``context`` is (title, sentences)."""
+
+    id: str
+    question: str
+    answer: str
+    type: str
+    level: str
+    supporting_facts: tuple[tuple[str, int], ...]
+    context: tuple[tuple[str, tuple[str, ...]], ...]
+
+    @property
+    def gold_titles(self) -> tuple[str, ...]:
+        """Unique supporting-fact titles (compared by ``title_key``) in order of first appearance."""
+        seen: set[str] = set()
+        out: list[str] = []
+        for title, _ in self.supporting_facts:
+            key = title_key(title)
+            if key not in seen:
+                seen.add(key)
+                out.append(title)
+        return tuple(out)
+
+
+@dataclass(frozen=True)
+class Article:
+    """One Wikipedia abstract: id, title and its sentences (as stored, leading spaces included)."""
+
+    id: str
+    title: str
+    sentences: tuple[str, ...]
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def _field(obj: dict, name: str, where: str) -> Any:
+    if name not in obj:
+        raise DataError(f'{where}: field "{name}" missing')
+    return obj[name]
+
+
+def _string(obj: dict, name: str, where: str, *, nonempty: bool = False) -> str:
+    value = _field(obj, name, where)
+    if not isinstance(value, str):
+        raise DataError(f'{where}: field "{name}" is {_kind(value)}, expected string')
+    if nonempty and not value.strip():
+        raise DataError(f'{where}: field "{name}" is empty')
+    return value
+
+
+def _read_text(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise DataError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise DataError(f"{path}: is a folder, expected a file") from None
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{path}: not UTF-8 (byte {exc.start})") from None
+
+
+def _iter_json_array(text: str, path: Path, what: str) -> Iterator[tuple[int, Any]]:
+    """Yield (index, record) from a JSON array, decoding record by record so errors name the record."""
+    decoder = json.JSONDecoder()
+    n = len(text)
+    i = WHITESPACE.match(text, 0).end()
+    if i >= n:
+        raise DataError(f"{path}: empty file, expected a JSON array of {what}")
+    if text[i] != "[":
+        raise DataError(f"{path}: expected a JSON array of {what}, found {_first_kind(text[i])}")
+    i = WHITESPACE.match(text, i + 1).end()
+    if i < n and text[i] == "]":
+        return
+    index = 0
+    while True:
+        if i >= n:
+            raise DataError(f"{path}: record {index}: file ends early (truncated JSON)")
+        try:
+            obj, end = decoder.raw_decode(text, i)
+        except json.JSONDecodeError as exc:
+            cut = " (truncated JSON)" if exc.pos >= n - 1 or "Unterminated" in exc.msg else ""
+            raise DataError(
+                f"{path}: record {index}: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}{cut}"
+            ) from None
+        yield index, obj
+        i = WHITESPACE.match(text, end).end()
+        if i >= n:
+            raise DataError(f"{path}: record {index}: file ends before the closing ']' (truncated JSON)")
+        if text[i] == ",":
+            i = WHITESPACE.match(text, i + 1).end()
+            index += 1
+            continue
+        if text[i] == "]":
+            rest = WHITESPACE.match(text, i + 1).end()
+            if rest < n:
+                raise DataError(f"{path}: unexpected data after the closing ']' (offset {rest})")
+            return
+        line = text.count("\n", 0, i) + 1
+        raise DataError(f"{path}: record {index}: expected ',' or ']' after it at line {line}")
+
+
+def _first_kind(ch: str) -> str:
+    return {"{": "an object", '"': "a string"}.get(ch, f"{ch!r}")
+
+
+# --------------------------------------------------------------------------- questions
+
+
+def _question(obj: Any, where: str) -> Question:
+    if not isinstance(obj, dict):
+        raise DataError(f"{where}: is {_kind(obj)}, expected a question object")
+    qid = _string(obj, "_id", where, nonempty=True)
+    question = _string(obj, "question", where)
+    answer = _string(obj, "answer", where)
+    qtype = _string(obj, "type", where)
+    level = _string(obj, "level", where)
+
+    raw_sf = _field(obj, "supporting_facts", where)
+    if not isinstance(raw_sf, list):
+        raise DataError(f'{where}: field "supporting_facts" is {_kind(raw_sf)}, expected array')
+    facts: list[tuple[str, int]] = []
+    for j, item in enumerate(raw_sf):
+        if (
+            not isinstance(item, list)
+            or len(item) != 2
+            or not isinstance(item[0], str)
+            or not isinstance(item[1], int)
+            or isinstance(item[1], bool)
+        ):
+            raise DataError(
+                f'{where}: field "supporting_facts" item {j} is {json.dumps(item)[:80]}, '
+                "expected [title, sentence id]"
+            )
+        if item[1] < 0:
+            raise DataError(f'{where}: field "supporting_facts" item {j} has negative sentence id {item[1]}')
+        facts.append((item[0], item[1]))
+
+    raw_ctx = _field(obj, "context", where)
+    if not isinstance(raw_ctx, list):
+        raise DataError(f'{where}: field "context" is {_kind(raw_ctx)}, expected array')
+    context: list[tuple[str, tuple[str, ...]]] = []
+    for j, item in enumerate(raw_ctx):
+        if not isinstance(item, list) or len(item) != 2 or not isinstance(item[0], str):
+            raise DataError(
+                f'{where}: field "context" item {j} is {json.dumps(item)[:80]}, expected [title, [sentences]]'
+            )
+        sents = item[1]
+        if not isinstance(sents, list) or not all(isinstance(s, str) for s in sents):
+            raise DataError(f'{where}: field "context" item {j} ("{item[0][:60]}"): sentences must be strings')
+        context.append((item[0], tuple(sents)))
+    return Question(qid, question, answer, qtype, level, tuple(facts), tuple(context))
+
+
+def load_questions(path: str | os.PathLike[str]) -> list[Question]:
+    """Questions from an official HotpotQA JSON file (distractor or fullwiki layout), in file order.
+
+    Requires ``_id``, ``question``, ``answer``, ``type``, ``level``, ``supporting_facts`` and ``context`` on
+    every record; ids must be unique. Raises DataError naming file, record index (0-based) and field.
+    """
+    p = Path(path)
+    out: list[Question] = []
+    seen: dict[str, int] = {}
+    for index, obj in _iter_json_array(_read_text(p), p, "question records"):
+        q = _question(obj, f"{p}: record {index}")
+        if q.id in seen:
+            raise DataError(f'{p}: record {index}: field "_id" {q.id!r} repeats record {seen[q.id]}')
+        seen[q.id] = index
+        out.append(q)
+    return out
+
+
+# --------------------------------------------------------------------------- articles
+
+
+def _article(obj: Any, where: str) -> Article:
+    if not isinstance(obj, dict):
+        raise DataError(f"{where}: is {_kind(obj)}, expected an article object")
+    raw_id = _field(obj, "id", where)
+    if isinstance(raw_id, bool) or not isinstance(raw_id, (str, int)):
+        raise DataError(f'{where}: field "id" is {_kind(raw_id)}, expected string')
+    title = _string(obj, "title", where, nonempty=True)
+    if "sentences" in obj:
+        sents = obj["sentences"]
+        if not isinstance(sents, list) or not all(isinstance(s, str) for s in sents):
+            raise DataError(f'{where}: field "sentences" must be an array of strings')
+        sentences = tuple(sents)
+    else:
+        text = _field(obj, "text", where)
+        if isinstance(text, str):
+            from lens._corpus import split_sentences
+
+            sentences = tuple(s.text for s in split_sentences(text))
+        elif isinstance(text, list):
+            flat: list[str] = []
+            for j, item in enumerate(text):  # official dumps: sentences, or paragraphs of sentences
+                if isinstance(item, str):
+                    flat.append(item)
+                elif isinstance(item, list) and all(isinstance(s, str) for s in item):
+                    flat.extend(item)
+                else:
+                    raise DataError(f'{where}: field "text" item {j} is {_kind(item)}, expected string')
+            sentences = tuple(flat)
+        else:
+            raise DataError(f'{where}: field "text" is {_kind(text)}, expected array of sentences or string')
+    return Article(str(raw_id), title, sentences)
+
+
+def _shard_files(folder: Path) -> list[Path]:
+    files = [
+        p
+        for p in folder.rglob("*")
+        if p.is_file()
+        and not any(part.startswith(".") for part in p.relative_to(folder).parts)
+        and p.name.lower().endswith((".bz2", ".jsonl", ".ndjson"))
+    ]
+    files.sort(key=lambda p: p.relative_to(folder).as_posix())
+    if not files:
+        raise DataError(f"{folder}: folder holds no .bz2 or .jsonl article shards")
+    return files
+
+
+def _iter_file(path: Path) -> Iterator[Article]:
+    compressed = path.name.lower().endswith(".bz2")
+    index = -1
+    lineno = 0
+    try:
+        fh = bz2.open(path, "rb") if compressed else open(path, "rb")
+    except FileNotFoundError:
+        raise DataError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    with fh:
+        try:
+            for lineno, raw in enumerate(fh, 1):
+                if not raw.strip():
+                    continue
+                index += 1
+                where = f"{path}: record {index} (line {lineno})"
+                try:
+                    obj = json.loads(raw.decode("utf-8"))
+                except UnicodeDecodeError as exc:
+                    raise DataError(f"{where}: not UTF-8 (byte {exc.start})") from None
+                except json.JSONDecodeError as exc:
+                    cut = " (truncated?)" if not raw.endswith(b"\n") else ""
+                    raise DataError(f"{where}: malformed JSON at column {exc.colno}: {exc.msg}{cut}") from None
+                yield _article(obj, where)
+        except EOFError:
+            raise DataError(
+                f"{path}: compressed stream ends early after line {lineno} (truncated .bz2)"
+            ) from None
+        except OSError as exc:  # corrupt .bz2 data
+            raise DataError(f"{path}: unreadable after line {lineno}: {exc}") from None
+
+
+def iter_articles(path: str | os.PathLike[str]) -> Iterator[Article]:
+    """Articles one by one from a JSONL file, a ``.bz2`` shard, or a folder of shards (sorted by path)."""
+    p = Path(path)
+    if p.is_dir():
+        for f in _shard_files(p):
+            yield from _iter_file(f)
+    elif not p.exists():
+        raise DataError(f"{p}: no such file or folder")
+    else:
+        yield from _iter_file(p)
+
+
+def load_articles(path: str | os.PathLike[str]) -> list[Article]:
+    """All articles from a JSONL file (``id``, ``title``, ``text``, ``sentences``), a ``.bz2`` shard of one
+    JSON object per line (official layout: ``id``, ``url``, ``title``, ``text`` as a sentence list), or a
+    folder of such shards. Sentences come from ``sentences`` when present, else from ``text`` (a list, nested
+    paragraph lists flattened, or a string split into sentences). Raises DataError naming the record."""
+    articles = list(iter_articles(path))
+    if not articles:
+        raise DataError(f"{path}: no articles")
+    return articles
+
+
+# --------------------------------------------------------------------------- predictions
+
+
+def load_predictions(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
+    """A prediction file in the official layout ``{"answer": {id: str}, "sp": {id: [[title, sent_id], ...]}}``.
+
+    Returns ``{"answer": {...}, "sp": {...}}``; a section the file lacks is returned as absent (not empty),
+    so callers can tell "no supporting facts predicted at all" from "missing for some questions".
+    """
+    p = Path(path)
+    text = _read_text(p)
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{p}: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    if not isinstance(obj, dict):
+        raise DataError(f'{p}: is {_kind(obj)}, expected an object with "answer" and "sp"')
+    if "answer" not in obj and "sp" not in obj:
+        raise DataError(f'{p}: neither "answer" nor "sp" present')
+    out: dict[str, dict[str, Any]] = {}
+    if "answer" in obj:
+        answers = obj["answer"]
+        if not isinstance(answers, dict):
+            raise DataError(f'{p}: field "answer" is {_kind(answers)}, expected object of id -> answer')
+        for qid, value in answers.items():
+            if not isinstance(value, str):
+                raise DataError(f'{p}: answer for {qid!r} is {_kind(value)}, expected string')
+        out["answer"] = dict(answers)
+    if "sp" in obj:
+        sps = obj["sp"]
+        if not isinstance(sps, dict):
+            raise DataError(f'{p}: field "sp" is {_kind(sps)}, expected object of id -> [[title, sent_id]]')
+        clean: dict[str, list[tuple[str, int]]] = {}
+        for qid, facts in sps.items():
+            if not isinstance(facts, list):
+                raise DataError(f'{p}: sp for {qid!r} is {_kind(facts)}, expected array of [title, sent_id]')
+            pairs: list[tuple[str, int]] = []
+            for j, item in enumerate(facts):
+                if (
+                    not isinstance(item, list)
+                    or len(item) != 2
+                    or not isinstance(item[0], str)
+                    or not isinstance(item[1], int)
+                    or isinstance(item[1], bool)
+                ):
+                    raise DataError(
+                        f"{p}: sp for {qid!r} item {j} is {json.dumps(item)[:80]}, expected [title, sentence id]"
+                    )
+                pairs.append((item[0], item[1]))
+            clean[qid] = pairs
+        out["sp"] = clean
+    return out
+

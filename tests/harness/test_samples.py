@@ -1,0 +1,142 @@
+"""Frozen stratified samples: nested prefixes, deterministic (hashes fixed), balanced within the bound."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harness.datasets import DataError, Question, load_questions
+from harness.samples import (
+    draw_samples,
+    frozen_order,
+    ids_sha256,
+    parse_sizes,
+    read_samples,
+    stratum_of,
+    write_samples,
+)
+
+# Computed once on ../shared/data/hotpotqa/hotpot_dev_distractor.json (588 questions), seed 42, cap 5+.
+# A change here means every published binding changes: do it on purpose or not at all.
+FROZEN = {
+    125: ("fcbbba846632b011b93f411147df0192f3489d15b547fdfe6c83b52421ac3ab1",
+          "256df16d485de2c7a652d9385da516e58a696ac40d0086dfb4998a3ffe4571a3"),
+    250: ("934f0a1537f1026a194214917ca2f7336b0351c8db2c35bfb9c6df41c85de049",
+          "de7ad5f265f8194c02770b85519d57dbbde86b1c7277d88b3f833d8b29f84b43"),
+    500: ("02d81bfdf7341a43cf597510f0a66fbf1466d1fb97258f2b3af98269b601c3dc",
+          "4df567a953aa445fd216288438c823e1c5adb8e03cde9aa437c67162b8f6a83b"),
+}  # fmt: skip
+
+
+def _q(qid: str, qtype: str, n_facts: int) -> Question:
+    facts = tuple((f"T{i % 2}", i // 2) for i in range(n_facts))
+    return Question(qid, "?", "a", qtype, "hard", facts, ())
+
+
+def test_frozen_hashes_on_the_shared_distractor_sample(real_questions):
+    fs = draw_samples(real_questions, (125, 250, 500), seed=42)
+    for stage in fs.stages:
+        assert (stage.sample_sha256, stage.order_sha256) == FROZEN[stage.size], stage.name
+
+
+def test_shared_sample_prefixes_stay_within_the_reported_deviation(real_questions):
+    fs = draw_samples(real_questions, (125, 250, 500))
+    pop = Counter(stratum_of(q) for q in real_questions)
+    labels = {q.id: stratum_of(q) for q in real_questions}
+    for stage in fs.stages:
+        counts = Counter(labels[i] for i in stage.ids)
+        worst = max(abs(counts[s] / stage.size - pop[s] / len(real_questions)) for s in pop)
+        assert stage.max_abs_deviation == pytest.approx(worst)
+        assert worst < 1 / stage.size  # every stratum within one question of its proportional share
+        assert stage.empty_strata == ()
+    assert sorted(fs.population_strata) == [
+        "bridge/2", "bridge/3", "bridge/4", "bridge/5+", "comparison/2", "comparison/3", "comparison/4",
+    ]  # fmt: skip
+
+
+def test_samples_are_nested_prefixes_of_one_order(real_questions):
+    fs = draw_samples(real_questions, (125, 250, 500))
+    g125, g250, g500 = (set(s.ids) for s in fs.stages)
+    assert g125 < g250 < g500
+    assert fs.stages[1].ids[:125] == fs.stages[0].ids
+    assert fs.stages[2].ids == fs.order
+
+
+def test_order_does_not_depend_on_input_order_or_largest_size():
+    pop = [_q(f"id{i}", "bridge" if i % 3 else "comparison", 2 + i % 4) for i in range(90)]
+    base = draw_samples(pop, (10, 20, 60))
+    shuffled = list(pop)
+    random.Random(1).shuffle(shuffled)
+    assert draw_samples(shuffled, (10, 20, 60)).order == base.order
+    assert draw_samples(pop, (20,)).stage(20).ids == base.stage(20).ids
+    assert draw_samples(pop, (10, 20, 60), seed=43).order != base.order
+
+
+def test_hashes_are_sha256_of_newline_terminated_ids():
+    import hashlib
+
+    assert ids_sha256(["b", "a"]) == hashlib.sha256(b"b\na\n").hexdigest()
+    pop = [_q(f"x{i}", "bridge", 2) for i in range(5)]
+    stage = draw_samples(pop, (3,)).stage(3)
+    assert stage.sample_sha256 == ids_sha256(sorted(stage.ids))
+    assert stage.order_sha256 == ids_sha256(stage.ids)
+
+
+def test_supporting_fact_counts_at_the_cap_share_a_cell():
+    assert stratum_of(_q("a", "bridge", 4)) == "bridge/4"
+    assert stratum_of(_q("a", "bridge", 5)) == "bridge/5+"
+    assert stratum_of(_q("a", "bridge", 7)) == "bridge/5+"
+    assert stratum_of(_q("a", "bridge", 7), sf_cap=8) == "bridge/7"
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    sizes=st.lists(st.integers(1, 40), min_size=1, max_size=8),
+    seed=st.integers(0, 10_000),
+)
+def test_every_prefix_holds_each_stratum_within_one_question_of_its_share(sizes, seed):
+    pop = [_q(f"s{s}-{j}", f"t{s}", 2) for s, n in enumerate(sizes) for j in range(n)]
+    order = frozen_order(pop, seed=seed)
+    assert sorted(q.id for q in order) == sorted(q.id for q in pop)
+    counts: Counter = Counter()
+    for k, q in enumerate(order, 1):
+        counts[q.type] += 1
+        for s, n in enumerate(sizes):
+            assert abs(counts[f"t{s}"] - k * n / len(pop)) < 1
+
+
+def test_write_and_read_back_with_hash_checks(tmp_path):
+    pop = [_q(f"id{i}", "bridge" if i % 2 else "comparison", 2 + i % 3) for i in range(30)]
+    fs = draw_samples(pop, (5, 10, 20), population_sha256="abc")
+    write_samples(fs, tmp_path)
+    import hashlib
+
+    g10 = (tmp_path / "G10.txt").read_bytes()
+    assert hashlib.sha256(g10).hexdigest() == fs.stage(10).order_sha256  # sha256sum G10.txt
+    back = read_samples(tmp_path)
+    assert back.order == fs.order and back.stages == fs.stages and back.population_sha256 == "abc"
+    assert [q.id for q in back.questions(pop, 5)] == list(fs.stage(5).ids)
+    text = (tmp_path / "sample.json").read_text()
+    (tmp_path / "sample.json").write_text(text.replace(fs.order[0], "tampered", 1))
+    with pytest.raises(DataError, match="does not match"):
+        read_samples(tmp_path)
+
+
+def test_sizes_are_validated():
+    assert parse_sizes("500, 125,250,125") == (125, 250, 500)
+    for bad in ("", "12x", "0,5", "-3"):
+        with pytest.raises(DataError):
+            parse_sizes(bad)
+    pop = [_q(f"id{i}", "bridge", 2) for i in range(10)]
+    with pytest.raises(DataError, match="exceeds the population of 10"):
+        draw_samples(pop, (5, 11))
+
+
+def test_reading_the_real_file_twice_gives_identical_samples(shared_dir):
+    a = draw_samples(load_questions(shared_dir / "hotpot_dev_distractor.json"), (125, 250, 500))
+    b = draw_samples(load_questions(shared_dir / "hotpot_dev_distractor.json"), (125, 250, 500))
+    assert a == b
