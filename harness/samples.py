@@ -7,12 +7,15 @@ One frozen, stratum-balanced order is drawn once from the population:
 
 1. inside each stratum, questions are ordered by ``sha256(f"{seed}:{id}")`` (a seeded shuffle that is the same
    on every machine and Python/NumPy version);
-2. the order is then filled one position at a time: position k takes the next question of the stratum with the
-   largest deficit ``k·N_s/N − c_s`` (exact integer arithmetic; ties go to the larger stratum, then to the
-   label), where N_s is the stratum's population count and c_s how many it already has.
+2. the order is then filled one position at a time by Tijdeman's chairman-assignment rule: position k goes
+   to the stratum with the earliest deadline ``(c_s + B)·N/N_s`` among those that may take one more without
+   running ``B`` ahead of their share ``k·N_s/N`` (exact rational arithmetic; ties go to the larger stratum,
+   then to the label), where N_s is the stratum's population count, c_s how many it already has and
+   ``B = 1 − 1/(2m − 2)`` for m non-empty strata.
 
-Each position depends only on earlier ones, so every prefix is balanced (each stratum within one question of
-its proportional share) and G_n is the first n ids of the order whatever the largest size requested.
+Each position depends only on earlier ones, so G_n is the first n ids of the order whatever the largest size
+requested, and every prefix holds each stratum within B (< 1) questions of its proportional share, so its
+share deviates from the population's by less than 1/n (Tijdeman, "The chairman assignment problem", 1980).
 
 Hashes are sha256 of canonical id lists: UTF-8 ids, each followed by ``\\n``. The *order hash* takes the ids
 in frozen order (so it equals ``sha256sum G125.txt``); the *sample hash* takes them sorted by code point.
@@ -25,6 +28,7 @@ import json
 import os
 from collections import Counter
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -173,19 +177,24 @@ def frozen_order(
         members.sort(key=lambda q: (hashlib.sha256(f"{seed}:{q.id}".encode()).hexdigest(), q.id))
     pop = {label: len(m) for label, m in queues.items()}
     taken = dict.fromkeys(queues, 0)
-    # ties: larger stratum first, then label order
-    labels = sorted(queues, key=lambda s: (-pop[s], s))
+    labels = sorted(queues, key=lambda s: (-pop[s], s))  # ties: larger stratum first, then label order
+    d = max(2 * len(labels) - 2, 1)  # bound B = 1 - 1/d on every stratum's deviation, in questions
     out: list[Question] = []
     for k in range(1, size + 1):
         best = None
-        best_deficit = None
+        best_deadline = None
         for label in labels:
-            if taken[label] >= pop[label]:
+            n_s, c_s = pop[label], taken[label]
+            if c_s >= n_s:
                 continue
-            deficit = k * pop[label] - taken[label] * n_pop  # = N · (k·N_s/N − c_s)
-            if best_deficit is None or deficit > best_deficit:
-                best, best_deficit = label, deficit
-        assert best is not None  # size <= n_pop guarantees a non-exhausted stratum
+            # eligible: taking one more keeps the stratum at most B ahead of k·N_s/N
+            if len(labels) > 1 and d * (k * n_s - c_s * n_pop) < n_pop:
+                continue
+            # deadline: the step at which it would fall B behind without this pick, (c_s + B)·N/N_s
+            deadline = Fraction((d * c_s + d - 1) * n_pop, d * n_s)
+            if best_deadline is None or deadline < best_deadline:
+                best, best_deadline = label, deadline
+        assert best is not None  # Tijdeman (1980): some stratum is always eligible
         out.append(queues[best][taken[best]])
         taken[best] += 1
     return out

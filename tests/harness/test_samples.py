@@ -23,12 +23,12 @@ from harness.samples import (
 # Computed once on ../shared/data/hotpotqa/hotpot_dev_distractor.json (588 questions), seed 42, cap 5+.
 # A change here means every published binding changes: do it on purpose or not at all.
 FROZEN = {
-    125: ("fcbbba846632b011b93f411147df0192f3489d15b547fdfe6c83b52421ac3ab1",
-          "256df16d485de2c7a652d9385da516e58a696ac40d0086dfb4998a3ffe4571a3"),
-    250: ("934f0a1537f1026a194214917ca2f7336b0351c8db2c35bfb9c6df41c85de049",
-          "de7ad5f265f8194c02770b85519d57dbbde86b1c7277d88b3f833d8b29f84b43"),
-    500: ("02d81bfdf7341a43cf597510f0a66fbf1466d1fb97258f2b3af98269b601c3dc",
-          "4df567a953aa445fd216288438c823e1c5adb8e03cde9aa437c67162b8f6a83b"),
+    125: ("8013ddde76d602e38b0c625299e36554a1bd3eb114e24178725a9ef7e5fbaf4e",
+          "3eaa0032a41924b2ec2082d7a50404ad39c1026d8c514469cd936343c0059bd0"),
+    250: ("0bc0a1ee55e116e51f35a176293a3c671b265ffe2e48c93999a991a7c9f5cf78",
+          "7865fc5b2bdf7e0f9ea7ad61d8ca37ad8d6c919138c7f9991ddd554c1ac0fc21"),
+    500: ("0794b6ebe4d788007d581ca260e71d9e14a675cb43500d046f7b514a10753d2a",
+          "8c9145f0e4a1621cca48dc0f9ff61286acd89d66c733d0e36d1fd652b96c2072"),
 }  # fmt: skip
 
 
@@ -93,20 +93,24 @@ def test_supporting_fact_counts_at_the_cap_share_a_cell():
     assert stratum_of(_q("a", "bridge", 7), sf_cap=8) == "bridge/7"
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(
-    sizes=st.lists(st.integers(1, 40), min_size=1, max_size=8),
+    sizes=st.lists(st.integers(1, 40), min_size=1, max_size=10),
     seed=st.integers(0, 10_000),
 )
-def test_every_prefix_holds_each_stratum_within_one_question_of_its_share(sizes, seed):
+def test_every_prefix_holds_each_stratum_within_tijdemans_bound(sizes, seed):
+    from fractions import Fraction
+
     pop = [_q(f"s{s}-{j}", f"t{s}", 2) for s, n in enumerate(sizes) for j in range(n)]
     order = frozen_order(pop, seed=seed)
     assert sorted(q.id for q in order) == sorted(q.id for q in pop)
+    m = len(sizes)
+    bound = 1 - Fraction(1, 2 * m - 2) if m > 1 else Fraction(0)
     counts: Counter = Counter()
     for k, q in enumerate(order, 1):
         counts[q.type] += 1
         for s, n in enumerate(sizes):
-            assert abs(counts[f"t{s}"] - k * n / len(pop)) < 1
+            assert abs(counts[f"t{s}"] - Fraction(k * n, len(pop))) <= bound
 
 
 def test_write_and_read_back_with_hash_checks(tmp_path):
