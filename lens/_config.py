@@ -97,6 +97,7 @@ class PriorSettings(_Section):
     link_hop: bool = True
     link_hop_seeds: int = 2
     window_sentences: int = Field(6, ge=1, description="Sentences per candidate window.")
+    temperature: float = Field(1.0, gt=0, description="Prior weight of a document = exp(score / temperature).")
 
 
 class OracleReliability(_Section):
@@ -120,6 +121,7 @@ class LoopSettings(_Section):
     )
     relaxed_factor: float = Field(0.5, gt=0, le=1, description="Threshold multiplier on self-correction.")
     windows_per_round: int = Field(3, ge=1)
+    evidence_docs: int = Field(4, ge=1, description="Documents kept in the consolidated evidence set E*.")
     window_token_cap: int = Field(1500, ge=64)
     reliability: dict[str, OracleReliability] = Field(default_factory=dict)
 
@@ -133,7 +135,7 @@ class MemorySettings(_Section):
 class ReaderSettings(_Section):
     max_file_bytes: int = Field(20_000_000, ge=1)
     follow_symlinks: bool = False
-    workers: int = Field(8, ge=1, json_schema_extra=_NOT_HASHED)
+    workers: int = Field(1, ge=1, json_schema_extra=_NOT_HASHED)  # threads lose to serial reads under the GIL
 
 
 class AblationSettings(_Section):

@@ -206,14 +206,18 @@ class LLMClient:
         temperature: float | None = None,
         deadline: float | None = None,
         meter: CostMeter | None = None,
+        repair: bool = True,
     ) -> LLMResponse:
-        """A chat completion parsed into ``schema``; one repair request on failure, then LLMFormatError."""
+        """A chat completion parsed into ``schema``; one repair request on failure (unless ``repair`` is
+        False, e.g. when the caller's call budget has no room for it), then LLMFormatError."""
         kw = dict(max_tokens=max_tokens, temperature=temperature, json_mode=True, deadline=deadline, meter=meter)
         resp = self.chat(messages, **kw)
         parsed, problem = self._parse(resp.text, schema)
         if parsed is not None:
             return _with_parsed(resp, parsed)
-        repair = list(messages) + [
+        if not repair:
+            raise LLMFormatError(f"{schema.__name__}: reply not valid and no repair allowed: {problem}")
+        repair_messages = list(messages) + [
             {"role": "assistant", "content": resp.text},
             {
                 "role": "user",
@@ -221,7 +225,7 @@ class LLMClient:
                 f"in the requested format.",
             },
         ]
-        resp2 = self.chat(repair, **kw)
+        resp2 = self.chat(repair_messages, **kw)
         parsed, problem2 = self._parse(resp2.text, schema)
         if parsed is not None:
             return _with_parsed(resp2, parsed, extra=resp)

@@ -1,0 +1,135 @@
+"""Beliefs over candidate windows, one per requirement, and the generalized likelihood ratio that stops the loop.
+
+For requirement j the hypotheses are "window w is the minimal sufficient window Z*_j" for each candidate w, plus
+"elsewhere" (Z*_j lies outside the candidates; the prior can miss). The prior weights come from Layer 1.
+
+An observation is the oracle's judgement about one window w for requirement j. With the oracle's measured
+reliability (true-positive rate ``tpr``, false-positive rate ``fpr``, per model):
+
+    says relevant:      P(obs | Z* = w) = tpr        P(obs | Z* ≠ w) = fpr
+    says not relevant:  P(obs | Z* = w) = 1 − tpr    P(obs | Z* ≠ w) = 1 − fpr
+
+so a weak oracle (tpr ≈ fpr) moves beliefs little and a strong one a lot. Only spans verified against the text
+count as "relevant"; an unverifiable claim is no observation at all.
+
+GLR_j is the log posterior ratio of the favoured window to the best alternative ("elsewhere" included), and
+is 0 until the favoured window has a verified positive observation (nothing is certified unseen). The loop
+stops when min_j GLR_j ≥ β(t, δ)·γ(I): the weakest requirement certifies the conjunction.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from lens._config import OracleReliability
+
+__all__ = ["Belief", "beta", "ELSEWHERE"]
+
+ELSEWHERE = "<elsewhere>"
+
+
+def beta(t: int, delta: float) -> float:
+    """The stopping threshold's exploration rate: log((1 + log(1 + t)) / δ) after t observation rounds."""
+    return math.log((1.0 + math.log(1.0 + max(t, 0))) / delta)
+
+
+@dataclass
+class Belief:
+    """Log-weights over candidate windows (by key) plus "elsewhere", for one requirement."""
+
+    requirement_id: str
+    elsewhere_mass: float = 0.2
+    log_w: dict[str, float] = field(default_factory=dict)
+    confirmed: set[str] = field(default_factory=set)  # windows with a verified positive observation
+    observations: int = 0
+
+    def __post_init__(self) -> None:
+        self.log_w.setdefault(ELSEWHERE, math.log(self.elsewhere_mass))
+
+    def add_candidates(self, weights: dict[str, float]) -> None:
+        """Add windows with prior weights (relative, > 0). New windows take their mass from "elsewhere":
+        they are where the missing mass was hiding. Existing windows keep their beliefs."""
+        new = {k: w for k, w in weights.items() if k not in self.log_w and w > 0}
+        if not new:
+            return
+        post = self.posterior()
+        pool = post.get(ELSEWHERE, 0.0)
+        share = 0.8 * pool  # some mass always stays outside the candidates
+        total = sum(new.values())
+        log_w = {k: math.log(max(p, 1e-300)) for k, p in post.items() if k != ELSEWHERE}
+        log_w[ELSEWHERE] = math.log(max(pool - share, 1e-300))
+        for k, w in new.items():
+            log_w[k] = math.log(max(share * w / total, 1e-300))
+        self.log_w = log_w
+
+    def init(self, weights: dict[str, float]) -> None:
+        """Fresh prior: candidates share 1 − elsewhere_mass in proportion to their weights."""
+        total = sum(w for w in weights.values() if w > 0)
+        self.log_w = {ELSEWHERE: math.log(self.elsewhere_mass)}
+        if total <= 0:
+            self.log_w[ELSEWHERE] = 0.0
+            return
+        for k, w in weights.items():
+            if w > 0:
+                self.log_w[k] = math.log((1.0 - self.elsewhere_mass) * w / total)
+
+    def observe(self, key: str, relevant: bool, reliability: OracleReliability) -> None:
+        """Bayes update for one judgement about window ``key`` (unknown keys are ignored)."""
+        if key not in self.log_w:
+            return
+        tpr, fpr = reliability.tpr, reliability.fpr
+        if relevant:
+            hit, miss = math.log(tpr), math.log(fpr)
+            self.confirmed.add(key)
+        else:
+            hit, miss = math.log(1.0 - tpr), math.log(1.0 - fpr)
+        for k in self.log_w:
+            self.log_w[k] += hit if k == key else miss
+        self.observations += 1
+        self._normalise()
+
+    def _normalise(self) -> None:
+        m = max(self.log_w.values())
+        z = m + math.log(sum(math.exp(v - m) for v in self.log_w.values()))
+        for k in self.log_w:
+            self.log_w[k] -= z
+
+    def posterior(self) -> dict[str, float]:
+        if not self.log_w:
+            return {}
+        m = max(self.log_w.values())
+        ws = {k: math.exp(v - m) for k, v in self.log_w.items()}
+        z = sum(ws.values())
+        return {k: w / z for k, w in ws.items()}
+
+    def favoured(self) -> str | None:
+        """The most probable candidate window (never "elsewhere"), ties broken by key."""
+        cands = [(v, k) for k, v in self.log_w.items() if k != ELSEWHERE]
+        if not cands:
+            return None
+        return max(cands, key=lambda x: (x[0], _neg(x[1])))[1]
+
+    def glr(self) -> float:
+        """log p(favoured) − log max p(alternative), 0 unless the favoured window is confirmed."""
+        fav = self.favoured()
+        if fav is None or fav not in self.confirmed:
+            return 0.0
+        alt = max((v for k, v in self.log_w.items() if k != fav), default=-math.inf)
+        return max(0.0, self.log_w[fav] - alt)
+
+    def summary(self, top: int = 3) -> dict:
+        post = self.posterior()
+        best = sorted(((p, k) for k, p in post.items()), reverse=True)[:top]
+        return {
+            "favoured": self.favoured(),
+            "glr": round(self.glr(), 3),
+            "elsewhere": round(post.get(ELSEWHERE, 0.0), 4),
+            "top": [[k, round(p, 4)] for p, k in best],
+            "observations": self.observations,
+        }
+
+
+def _neg(key: str) -> tuple:
+    # smaller key wins ties deterministically
+    return tuple(-ord(c) for c in key)

@@ -1,0 +1,315 @@
+"""Layer 2: the budgeted propose–observe–update loop.
+
+Each round proposes the unobserved windows with the highest expected value for the outstanding requirements
+per token (belief mass of each outstanding requirement the window has not yet been judged for), within the
+round's token cap and the ``max_files`` admission limit; one oracle call observes them for *every* outstanding
+requirement; every belief is updated from that one observation. A verified value of a fact that a bridge fact
+depends on fills in the bridge fact's cues and re-runs the prior for it. The loop stops when the weakest
+requirement is certified (min_j GLR_j ≥ β(t, δ)·γ(I)), when no candidate is left to observe, or when the
+budget (rounds, calls, tokens, time) is spent.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass, field
+
+from lens._beliefs import ELSEWHERE, Belief, beta
+from lens._budget import Budget
+from lens._config import LensConfig, OracleReliability
+from lens._corpus import Document
+from lens._cost import CostMeter
+from lens._llm import LLMClient, LLMDeadlineError, LLMError, LLMFormatError
+from lens._observation import Finding, ObservationReply, observation_messages, verify_reply
+from lens._prior import CorpusView, Prior
+from lens._requirements import Decomposition, Requirement
+from lens._result import RoundTrace
+from lens._terms import content_terms
+from lens._windows import Window, estimate_tokens, windows_for
+
+__all__ = ["LoopState", "Loop"]
+
+log = logging.getLogger("lens.loop")
+_OBS_MAX_TOKENS = 400
+
+
+@dataclass
+class LoopState:
+    """Everything the loop knows about one question; consolidation and synthesis read it afterwards."""
+
+    question: str
+    decomposition: Decomposition
+    view: CorpusView
+    prior: Prior
+    beliefs: dict[str, Belief] = field(default_factory=dict)
+    windows: dict[str, Window] = field(default_factory=dict)
+    prior_limit: dict[str, int] = field(default_factory=dict)
+    observed: set[tuple[str, str]] = field(default_factory=set)  # (window key, requirement id + text)
+    values: dict[str, str] = field(default_factory=dict)  # verified value of each requirement's favoured window
+    findings: dict[str, list[Finding]] = field(default_factory=dict)
+    admitted: set[int] = field(default_factory=set)  # documents admitted to evidence extraction
+    trace: list[RoundTrace] = field(default_factory=list)
+    memory_signal: dict[str, dict[int, float]] = field(default_factory=dict)
+    prior_ranking: dict[str, list[int]] = field(default_factory=dict)  # requirement -> doc indices, prior order
+    bridged: dict[str, str] = field(default_factory=dict)  # bridge requirement -> source value its prior used
+
+    @property
+    def requirements(self) -> list[Requirement]:
+        return self.decomposition.requirements
+
+    def doc(self, key: str) -> Document:
+        return self.view.docs[self.windows[key].doc_index]
+
+
+class Loop:
+    def __init__(
+        self,
+        state: LoopState,
+        *,
+        client: LLMClient | None,
+        config: LensConfig,
+        budget: Budget,
+        meter: CostMeter,
+        reliability: OracleReliability,
+    ):
+        self.s = state
+        self.client = client
+        self.config = config
+        self.budget = budget
+        self.meter = meter
+        self.reliability = reliability
+
+    # ------------------------------------------------------------------ prior → beliefs
+    def _cues(self, req: Requirement) -> list[str]:
+        cues = req.all_cues(self.s.values)
+        if not req.waiting(self.s.values):
+            cues = cues + [req.resolved_text(self.s.values)]
+        return cues
+
+    def seed(self) -> None:
+        """Initial beliefs for every requirement from the prior (bridge facts start from the question)."""
+        for req in self.s.requirements:
+            self.s.prior_limit[req.id] = self.config.prior.candidates
+            self.refresh(req, fresh=True)
+
+    def refresh(self, req: Requirement, *, fresh: bool, limit: int | None = None) -> None:
+        """Re-run the prior for ``req`` with its current cues; ``fresh`` re-initialises its belief (a bridge
+        cue arrived), otherwise new windows are added to the existing belief (expansion)."""
+        s, cfg = self.s, self.config
+        limit = limit or s.prior_limit.get(req.id, cfg.prior.candidates)
+        s.prior_limit[req.id] = limit
+        cues = self._cues(req)
+        ranked = s.prior.score(s.question, cues, memory=s.memory_signal.get(req.id), limit=limit)
+        s.prior_ranking[req.id] = [c.index for c in ranked]
+        terms = list(dict.fromkeys(t for c in cues + [s.question] for t in content_terms(c)))
+        weights: dict[str, float] = {}
+        tau = max(cfg.prior.temperature, 1e-6)
+        for c in ranked:
+            doc = s.view.docs[c.index]
+            wins = windows_for(doc, c.index, terms, cfg.prior.window_sentences)
+            for rank, w in enumerate(wins):
+                s.windows.setdefault(w.key, w)
+                # the document's prior mass, split across its windows in cue-hit order
+                weights[w.key] = math.exp(c.score / tau) / (1 + rank)
+        belief = s.beliefs.get(req.id)
+        if belief is None or fresh:
+            belief = Belief(req.id)
+            belief.init(weights)
+            s.beliefs[req.id] = belief
+        else:
+            belief.add_candidates(weights)
+
+    # ------------------------------------------------------------------ one round
+    def _outstanding(self, threshold: float, focus: set[str] | None) -> list[Requirement]:
+        out = []
+        for req in self.s.requirements:
+            if req.waiting(self.s.values):
+                continue
+            if focus is not None and req.id not in focus:
+                continue
+            if self.s.beliefs[req.id].glr() >= threshold:
+                continue
+            out.append(req)
+        return out
+
+    def _propose(self, outstanding: list[Requirement]) -> list[tuple[Window, float]]:
+        s, cfg = self.s, self.config
+        scored = []
+        for key, w in s.windows.items():
+            gain = 0.0
+            for req in outstanding:
+                tag = f"{req.id}:{req.resolved_text(s.values)}"
+                if (key, tag) in s.observed:
+                    continue
+                gain += s.beliefs[req.id].posterior().get(key, 0.0)
+            if gain <= 0:
+                continue
+            # expected value per token, with a floor so tiny windows are not favoured for being tiny
+            scored.append((gain / max(w.tokens, 150), -w.doc_index, key, w, gain))
+        scored.sort(key=lambda x: (x[0], x[1], x[2]), reverse=True)
+        picked: list[tuple[Window, float]] = []
+        tokens = 0
+        admitted = set(s.admitted)
+        for _, _, _, w, gain in scored:
+            if len(picked) >= cfg.loop.windows_per_round:
+                break
+            if w.doc_index not in admitted and len(admitted) >= cfg.budget.max_files:
+                continue
+            if picked and tokens + w.tokens > cfg.loop.window_token_cap:
+                continue
+            picked.append((w, gain))
+            tokens += w.tokens
+            admitted.add(w.doc_index)
+        return picked
+
+    def _expand(self, outstanding: list[Requirement]) -> bool:
+        """No window left to observe: widen the candidate set of the outstanding requirements once more."""
+        grew = False
+        for req in outstanding:
+            before = len(self.s.windows)
+            limit = self.s.prior_limit.get(req.id, self.config.prior.candidates)
+            if limit >= 4 * self.config.prior.candidates:
+                continue
+            self.refresh(req, fresh=False, limit=limit + self.config.prior.candidates)
+            grew = grew or len(self.s.windows) > before
+        return grew
+
+    def run(self, *, threshold_scale: float = 1.0, focus: set[str] | None = None) -> str:
+        """Rounds until certified, out of candidates, or out of budget. Returns the stop reason."""
+        s, cfg = self.s, self.config
+        gamma = cfg.loop.gamma.get(s.decomposition.intent, 1.0)
+        while True:
+            t = len(s.trace)
+            threshold = beta(t, cfg.loop.delta) * gamma * threshold_scale
+            outstanding = self._outstanding(threshold, focus)
+            if not outstanding and not any(r.waiting(s.values) for r in s.requirements):
+                return "certified"
+            if not outstanding:
+                # bridge facts whose source gave no value: let them search with the question's own cues
+                for r in s.requirements:
+                    if r.waiting(s.values):
+                        s.values.setdefault(r.depends_on or "", "")
+                        self.refresh(r, fresh=True)
+                continue
+            proposal = self._propose(outstanding)
+            if not proposal and self._expand(outstanding):
+                proposal = self._propose(outstanding)
+            if not proposal:
+                return "candidates"
+            if not self.budget.start_round():
+                return "budget:" + ",".join(self.budget.exhausted)
+            stop = self._round(outstanding, proposal, threshold_scale, gamma)
+            if stop:
+                return stop
+
+    def _round(self, outstanding, proposal, threshold_scale, gamma) -> str | None:
+        s, cfg = self.s, self.config
+        windows = [w for w, _ in proposal]
+        docs = [s.view.docs[w.doc_index] for w in windows]
+        facts = [(r.id, r.resolved_text(s.values)) for r in outstanding]
+        messages, labels = observation_messages(s.question, facts, windows, docs)
+        est = sum(estimate_tokens(m["content"]) for m in messages) + _OBS_MAX_TOKENS
+        obs_record: dict = {"findings": [], "rejected": [], "mentions": []}
+        stop: str | None = None
+        reply = None
+        if self.client is None or not self.budget.can_call("round", est):
+            stop = "budget:" + ",".join(self.budget.exhausted or ["calls"])
+        else:
+            repair = self.budget.can_call("round", est, calls=2)
+            before = self.meter.cost.oracle_calls
+            try:
+                resp = self.client.chat_json(
+                    messages, ObservationReply, max_tokens=_OBS_MAX_TOKENS, deadline=self.budget.deadline,
+                    meter=self.meter, repair=repair,
+                )
+                reply = resp.parsed
+            except LLMDeadlineError:
+                obs_record["error"] = "time budget spent"
+                stop = "budget:time"
+            except LLMFormatError as exc:
+                obs_record["error"] = str(exc)
+            except LLMError as exc:
+                obs_record["error"] = str(exc)
+                stop = "llm-error"
+            finally:
+                self.budget.charge("round", self.meter.cost.oracle_calls - before)
+        for w in windows:
+            s.admitted.add(w.doc_index)
+        if reply is not None:
+            docs_by_key = {w.key: s.view.docs[w.doc_index] for w in windows}
+            obs = verify_reply(reply, labels, docs_by_key, {r.id for r in outstanding})
+            self._update(outstanding, windows, obs.findings)
+            obs_record = {
+                "findings": [f.__dict__ | {"sentences": list(f.sentences)} for f in obs.findings],
+                "rejected": obs.rejected,
+                "mentions": obs.mentions,
+            }
+            self._bridge(obs.mentions)
+        glrs = {r.id: round(s.beliefs[r.id].glr(), 3) for r in s.requirements}
+        threshold = beta(len(s.trace) + 1, cfg.loop.delta) * gamma * threshold_scale
+        ready = [r for r in s.requirements if not r.waiting(s.values)]
+        if stop is None and ready and len(ready) == len(s.requirements) and min(glrs.values()) >= threshold:
+            stop = "certified"
+        s.trace.append(
+            RoundTrace(
+                round=len(s.trace) + 1,
+                proposal=[
+                    {"window": w.key, "path": w.path, "sentences": [w.first, w.last], "tokens": w.tokens, "value": round(g, 4)}
+                    for w, g in proposal
+                ],
+                observation=obs_record,
+                beliefs={r.id: s.beliefs[r.id].summary() for r in s.requirements},
+                glr=glrs,
+                threshold=round(threshold, 3),
+                stop=stop,
+            )
+        )
+        return stop
+
+    def _update(self, outstanding: list[Requirement], windows: list[Window], findings: list[Finding]) -> None:
+        """One observation updates the belief of every outstanding requirement."""
+        s = self.s
+        positive = {(f.requirement_id, f.window_key) for f in findings}
+        for req in outstanding:
+            tag = f"{req.id}:{req.resolved_text(s.values)}"
+            belief = s.beliefs[req.id]
+            for w in windows:
+                belief.observe(w.key, (req.id, w.key) in positive, self.reliability)
+                s.observed.add((w.key, tag))
+        for f in findings:
+            s.findings.setdefault(f.requirement_id, []).append(f)
+        # the value of a requirement is the one read in its favoured confirmed window
+        for req in outstanding:
+            fav = s.beliefs[req.id].favoured()
+            for f in reversed(s.findings.get(req.id, [])):
+                if f.window_key == fav and f.value:
+                    s.values[req.id] = f.value
+                    break
+
+    def _bridge(self, mentions: list[str]) -> None:
+        """Fill in bridge cues from newly known values (or mentions) and re-run the prior for those facts."""
+        s = self.s
+        for req in s.requirements:
+            if not req.depends_on:
+                continue
+            known = s.values.get(req.depends_on)
+            if known and s.bridged.get(req.id) != known:
+                s.bridged[req.id] = known
+                self.refresh(req, fresh=True)
+            elif not known and mentions:
+                new = [m for m in mentions if m not in req.bridge_cues]
+                if new:
+                    req.bridge_cues.extend(new)
+
+    # ------------------------------------------------------------------ summaries
+    def posterior_by_doc(self) -> dict[int, float]:
+        """Σ_j P_j(document holds Z*_j): the expected number of requirements each document serves."""
+        out: dict[int, float] = {}
+        for belief in self.s.beliefs.values():
+            for key, p in belief.posterior().items():
+                if key == ELSEWHERE:
+                    continue
+                idx = self.s.windows[key].doc_index
+                out[idx] = out.get(idx, 0.0) + p
+        return out

@@ -1,0 +1,230 @@
+"""Warm-reuse memory: an append-only log of confirmed evidence, read through an eligibility predicate.
+
+After a query, each certified requirement appends one entry: the requirement text and its lexical terms (and an
+embedding when the caller supplies one), the window it was confirmed in (path, document id, sentence and line
+range), the observed value, the sha256 of the file content it was read from, and when it was observed (wall
+time and stream position). Entries are never edited or removed.
+
+Later queries read the log only through an **eligibility predicate** supplied by the caller — by default "every
+entry from an earlier position"; the PIT audit passes Stateless / PIT / Future-h / Future views. Ineligible
+entries are filtered out before anything else looks at them. A lookup returns at most ``capacity`` eligible
+entries, nearest first. The caller (the prior) must also check that the file still has the entry's content hash:
+stale entries are ignored, never served.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import math
+import os
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+from lens._errors import LensError
+from lens._terms import content_terms
+
+__all__ = ["MemoryEntry", "MemoryStore", "Eligibility", "all_past", "new_entry", "similarity", "MemoryLogError"]
+
+LOG_NAME = "memory.jsonl"
+
+
+class MemoryLogError(LensError):
+    """The memory folder or its log is unusable (the message names the file and line)."""
+
+
+@dataclass(frozen=True)
+class MemoryEntry:
+    position: int
+    observed_at: float
+    question: str
+    requirement: str
+    terms: tuple[str, ...]
+    path: str
+    doc_id: str
+    first: int
+    last: int
+    line_start: int
+    line_end: int
+    value: str
+    sha256: str
+    embedding: tuple[float, ...] | None = None
+
+    def to_json(self) -> str:
+        d = asdict(self)
+        d["terms"] = list(self.terms)
+        d["embedding"] = list(self.embedding) if self.embedding is not None else None
+        return json.dumps(d, ensure_ascii=False, sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, d: dict, where: str) -> "MemoryEntry":
+        try:
+            emb = d.get("embedding")
+            return cls(
+                position=int(d["position"]),
+                observed_at=float(d["observed_at"]),
+                question=str(d["question"]),
+                requirement=str(d["requirement"]),
+                terms=tuple(str(t) for t in d["terms"]),
+                path=str(d["path"]),
+                doc_id=str(d["doc_id"]),
+                first=int(d["first"]),
+                last=int(d["last"]),
+                line_start=int(d["line_start"]),
+                line_end=int(d["line_end"]),
+                value=str(d["value"]),
+                sha256=str(d["sha256"]),
+                embedding=tuple(float(x) for x in emb) if emb is not None else None,
+            )
+        except KeyError as exc:
+            raise MemoryLogError(f"{where}: field {exc.args[0]!r} missing") from None
+        except (TypeError, ValueError) as exc:
+            raise MemoryLogError(f"{where}: bad field value ({exc})") from None
+
+
+Eligibility = Callable[[MemoryEntry], bool]
+
+
+def all_past(position: int) -> Eligibility:
+    """The default view: every entry observed at an earlier stream position."""
+    return lambda e: e.position < position
+
+
+def similarity(a_terms: Sequence[str], b_terms: Sequence[str], a_emb=None, b_emb=None) -> float:
+    """Cosine of embeddings when both have one, else cosine of the binary term vectors."""
+    if a_emb is not None and b_emb is not None and len(a_emb) == len(b_emb):
+        dot = sum(x * y for x, y in zip(a_emb, b_emb))
+        na = math.sqrt(sum(x * x for x in a_emb))
+        nb = math.sqrt(sum(y * y for y in b_emb))
+        return dot / (na * nb) if na and nb else 0.0
+    sa, sb = set(a_terms), set(b_terms)
+    if not sa or not sb:
+        return 0.0
+    return len(sa & sb) / math.sqrt(len(sa) * len(sb))
+
+
+@dataclass
+class MemoryStore:
+    """The memory folder: ``memory.jsonl``, appended under a file lock (safe across threads and processes)."""
+
+    directory: Path
+    capacity: int = 32
+    min_similarity: float = 0.35
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _cache: tuple[int, int, list[MemoryEntry]] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        self.directory = Path(self.directory)
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise MemoryLogError(f"{self.directory}: cannot create memory folder: {exc.strerror or exc}") from None
+
+    @property
+    def log_path(self) -> Path:
+        return self.directory / LOG_NAME
+
+    def entries(self) -> list[MemoryEntry]:
+        """Every entry in log order (cached until the log changes)."""
+        path = self.log_path
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            return []
+        key = (st.st_size, st.st_mtime_ns)
+        if self._cache and self._cache[:2] == key:
+            return self._cache[2]
+        out: list[MemoryEntry] = []
+        with open(path, encoding="utf-8") as fh:
+            for n, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    d = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    if not line.endswith("\n"):  # a torn last line from a crash: ignore it
+                        continue
+                    raise MemoryLogError(f"{path}:{n}: malformed JSON ({exc.msg})") from None
+                out.append(MemoryEntry.from_dict(d, f"{path}:{n}"))
+        self._cache = (key[0], key[1], out)
+        return out
+
+    def next_position(self) -> int:
+        return max((e.position for e in self.entries()), default=-1) + 1
+
+    def append(self, entries: Iterable[MemoryEntry]) -> int:
+        """Append entries (never rewrites); returns how many were written."""
+        lines = [e.to_json() + "\n" for e in entries]
+        if not lines:
+            return 0
+        blob = "".join(lines).encode("utf-8")
+        with self._lock:
+            fd = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                os.write(fd, blob)
+                os.fsync(fd)
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                os.close(fd)
+        return len(lines)
+
+    def lookup(
+        self,
+        requirement: str,
+        eligible: Eligibility,
+        *,
+        capacity: int | None = None,
+        embedding: Sequence[float] | None = None,
+    ) -> list[tuple[MemoryEntry, float]]:
+        """At most ``capacity`` eligible entries most similar to ``requirement`` (ineligible ones are never
+        scored), each with its similarity, best first; ties broken by position."""
+        cap = self.capacity if capacity is None else capacity
+        if cap <= 0:
+            return []
+        terms = content_terms(requirement)
+        scored = []
+        for e in self.entries():
+            if not eligible(e):
+                continue
+            s = similarity(terms, e.terms, embedding, e.embedding)
+            if s >= self.min_similarity:
+                scored.append((s, -e.position, e))
+        scored.sort(key=lambda x: (x[0], x[1]), reverse=True)
+        return [(e, s) for s, _, e in scored[:cap]]
+
+
+def new_entry(
+    *,
+    position: int,
+    question: str,
+    requirement: str,
+    path: str,
+    doc_id: str,
+    first: int,
+    last: int,
+    line_start: int,
+    line_end: int,
+    value: str,
+    sha256: str,
+    embedding: Sequence[float] | None = None,
+) -> MemoryEntry:
+    return MemoryEntry(
+        position=position,
+        observed_at=time.time(),
+        question=question,
+        requirement=requirement,
+        terms=tuple(content_terms(requirement)),
+        path=path,
+        doc_id=doc_id,
+        first=first,
+        last=last,
+        line_start=line_start,
+        line_end=line_end,
+        value=value,
+        sha256=sha256,
+        embedding=tuple(embedding) if embedding is not None else None,
+    )

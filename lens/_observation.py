@@ -1,0 +1,188 @@
+"""The proposal-and-observation interface: one oracle call judges a batch of windows for every outstanding
+requirement at once, and every claim is verified against the document text before it counts.
+
+The oracle returns, per (requirement, window), whether the window states the fact, the sentence ids, a quote and
+the extracted value, plus names that later (bridge) facts may be about. Code then checks each claim:
+
+- the quote must occur in the window's text (case- and space-insensitive; near-exact fuzzy match allowed), or,
+  without a usable quote, the value must occur in the sentences it cites;
+- sentence ids are re-derived from where the quote actually occurs;
+- a value must itself occur in the window's text (yes/no values excepted), else it is dropped;
+- mentions are kept only if they occur in an observed window.
+
+An unverifiable claim is discarded: it is neither a positive nor a negative observation.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, Field, field_validator
+
+from lens._corpus import Document
+from lens._prompts import fence_passage, render
+from lens._windows import Window
+
+__all__ = ["Finding", "Observation", "ObservationReply", "observation_messages", "verify_reply", "normalise"]
+
+
+class _FindingReply(BaseModel):
+    fact: str
+    passage: str
+    sentences: list[int] = Field(default_factory=list)
+    quote: str = ""
+    value: str = ""
+
+    @field_validator("sentences", mode="before")
+    @classmethod
+    def _ints(cls, v: Any) -> Any:
+        if v is None:
+            return []
+        if isinstance(v, (int, str)):
+            v = [v]
+        out = []
+        for x in v if isinstance(v, list) else []:
+            try:
+                out.append(int(str(x).strip("[] ")))
+            except ValueError:
+                continue
+        return out
+
+    @field_validator("quote", "value", "fact", "passage", mode="before")
+    @classmethod
+    def _str(cls, v: Any) -> Any:
+        if v is None:
+            return ""
+        if isinstance(v, list):
+            return " ".join(str(x) for x in v)
+        return str(v)
+
+
+class ObservationReply(BaseModel):
+    findings: list[_FindingReply] = Field(default_factory=list)
+    mentions: list[str] = Field(default_factory=list)
+
+    @field_validator("mentions", mode="before")
+    @classmethod
+    def _mentions(cls, v: Any) -> Any:
+        if v is None:
+            return []
+        if isinstance(v, str):
+            return [v]
+        return [str(x) for x in v if isinstance(x, (str, int))]
+
+    @field_validator("findings", mode="before")
+    @classmethod
+    def _findings(cls, v: Any) -> Any:
+        if v is None:
+            return []
+        if isinstance(v, dict):
+            return [v]
+        return [x for x in v if isinstance(x, dict)] if isinstance(v, list) else []
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A verified claim: window ``window_key`` states requirement ``requirement_id`` in ``sentences``."""
+
+    requirement_id: str
+    window_key: str
+    sentences: tuple[int, ...]
+    quote: str
+    value: str
+
+
+@dataclass
+class Observation:
+    findings: list[Finding] = field(default_factory=list)
+    rejected: list[dict] = field(default_factory=list)  # claims that failed verification, with the reason
+    mentions: list[str] = field(default_factory=list)
+
+
+def normalise(text: str) -> str:
+    """Lowercase, unify quotes, drop punctuation and collapse spaces: the form in which quotes are checked."""
+    text = text.lower().replace("’", "'").replace("“", '"').replace("”", '"')
+    return " ".join(re.findall(r"[0-9a-z\u00c0-\u024f']+", text))
+
+
+def _contains(haystack: str, needle: str) -> bool:
+    if not needle:
+        return False
+    if needle in haystack:
+        return True
+    if len(needle) < 12:
+        return False
+    from rapidfuzz import fuzz
+
+    return fuzz.partial_ratio(needle, haystack) >= 94
+
+
+def observation_messages(
+    question: str,
+    facts: list[tuple[str, str]],
+    windows: list[Window],
+    docs: list[Document],
+) -> tuple[list[dict[str, str]], dict[str, Window]]:
+    """The observation prompt for ``windows`` (labelled P1..Pn) and outstanding ``facts`` (id, text)."""
+    labels: dict[str, Window] = {}
+    blocks = []
+    for n, (w, d) in enumerate(zip(windows, docs), 1):
+        pid = f"P{n}"
+        labels[pid] = w
+        blocks.append(fence_passage(pid, f"{w.path} — {w.title}", w.sentences(d)))
+    fact_lines = "\n".join(f"{rid}: {text}" for rid, text in facts)
+    return render("observation", question=question, facts=fact_lines, passages="\n\n".join(blocks)), labels
+
+
+def verify_reply(
+    reply: ObservationReply,
+    labels: dict[str, Window],
+    docs_by_key: dict[str, Document],
+    outstanding: set[str],
+) -> Observation:
+    """Keep only claims that the window text supports (see module docstring)."""
+    obs = Observation()
+    seen: set[tuple[str, str]] = set()
+    for f in reply.findings:
+        rid = f.fact.strip().lstrip("#").upper()
+        pid = f.passage.strip().upper()
+        if not pid.startswith("P"):
+            pid = f"P{pid}"
+        win = labels.get(pid)
+        claim = {"fact": rid, "passage": pid, "quote": f.quote[:200], "value": f.value[:100]}
+        if rid not in outstanding:
+            obs.rejected.append({**claim, "reason": "unknown or settled fact"})
+            continue
+        if win is None:
+            obs.rejected.append({**claim, "reason": "unknown passage"})
+            continue
+        if (rid, win.key) in seen:
+            continue
+        doc = docs_by_key[win.key]
+        sents = win.sentences(doc)
+        normed = [(i, normalise(t)) for i, t in sents]
+        window_text = " ".join(t for _, t in normed)
+        quote, value = normalise(f.quote), normalise(f.value)
+        where = [i for i, t in normed if quote and _contains(t, quote)]
+        if quote and not where and _contains(window_text, quote):
+            where = [i for i, t in normed if t and any(w in t for w in quote.split()[:3])][:2]
+        if not where:
+            cited = [i for i, t in normed if i in set(f.sentences)]
+            cited_text = " ".join(t for i, t in normed if i in set(f.sentences))
+            if value and value not in {"yes", "no"} and cited and _contains(cited_text, value):
+                where = cited
+        if not where:
+            obs.rejected.append({**claim, "reason": "quote not found in the passage"})
+            continue
+        if value and value not in {"yes", "no", "true", "false"} and not _contains(window_text, value):
+            value = ""  # the value is not in the text: keep the span, drop the value
+        seen.add((rid, win.key))
+        obs.findings.append(Finding(rid, win.key, tuple(sorted(set(where))), f.quote.strip(), f.value.strip() if value else ""))
+    all_text = " ".join(normalise(w.text(docs_by_key[w.key])) for w in labels.values())
+    for m in reply.mentions:
+        nm = normalise(m)
+        if nm and len(nm) > 2 and nm in all_text:
+            obs.mentions.append(m.strip())
+    return obs

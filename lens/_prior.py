@@ -1,0 +1,308 @@
+"""Layer 1: the low-cost prior over the folder as it is now (no LLM, no persistent index).
+
+For a question and a requirement's cues, every document read by the scan gets a score from signals that cost
+no oracle call:
+
+- **lexical**: BM25 (lucene form, k1 0.9, b 0.4) of the cue and question terms, with term and document
+  frequencies counted by one multi-pattern (Aho–Corasick) pass over the scan's text — IDF comes from the scan
+  itself, nothing is stored between queries. Matches respect word starts and fold simple suffixes (-s, -es,
+  -ed, -ing, 's), a cheap stand-in for stemming.
+- **path/title**: titles or file names that occur verbatim in the question or cues (word n-gram lookup in a
+  title table built from the scan), plus fuzzy matches (rapidfuzz) of names in the cues against titles.
+- **layout**: cue terms that occur in a document's title line or headings weigh more than body hits.
+- **link hop**: titles that occur in the text of the best documents (a bridge step with no LLM), weighted by
+  their overlap with the question.
+- **memory**: documents that similar past requirements confirmed (eligible, unchanged content only).
+
+The result is the candidate set C_init (documents ranked by prior score) with per-signal contributions, so
+traces and ablations can show where each candidate came from.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+
+from lens._config import PriorSettings
+from lens._corpus import CorpusScan, Document
+from lens._terms import STOPWORDS, base_title, capitalised_spans, content_terms, title_key, tokens
+
+__all__ = ["CorpusView", "PriorScore", "Prior"]
+
+K1, B = 0.9, 0.4
+_SUFFIXES = ("s", "es", "ed", "ing", "'s", "’s", "ly", "er", "ers")
+_MAX_NGRAM = 10
+
+
+@dataclass(frozen=True)
+class PriorScore:
+    """One candidate document with its prior score and the contribution of each signal."""
+
+    index: int
+    score: float
+    signals: Mapping[str, float]
+
+
+_TEXT_SUFFIXES = frozenset(".txt .md .markdown .rst .text .html .htm .csv .tsv .json .xml .org .tex .log".split())
+
+
+def _file_stem(name: str) -> str:
+    """The file name without a known text extension ("notes.md" -> "notes"; "A. Smith" stays)."""
+    i = name.rfind(".")
+    return name[:i] if i > 0 and name[i:].lower() in _TEXT_SUFFIXES else name
+
+
+class CorpusView:
+    """One scan of the folder, with the lookups the prior needs built once per query."""
+
+    def __init__(self, scan: CorpusScan):
+        self.scan = scan
+        self.docs: list[Document] = scan.documents
+        lowered = [d.text.lower() for d in self.docs]
+        self._big = "\x00".join(lowered)
+        starts = np.zeros(len(lowered) + 1, dtype=np.int64)
+        if lowered:
+            starts[1:] = np.cumsum([len(t) + 1 for t in lowered])
+        self._starts = starts
+        self.lengths = np.array([t.count(" ") + t.count("\n") + 1 for t in lowered], dtype=np.float64)
+        self.avg_len = float(self.lengths.mean()) if len(lowered) else 1.0
+        self._titles: dict[str, list[int]] | None = None
+        self._title_keys: list[str] | None = None
+
+    def __len__(self) -> int:
+        return len(self.docs)
+
+    # ---------------------------------------------------------------- titles
+    def _build_titles(self) -> None:
+        table: dict[str, list[int]] = {}
+        keys: list[str] = []
+        for i, d in enumerate(self.docs):
+            full = title_key(d.title)
+            keys.append(full)
+            names = {full, title_key(base_title(d.title))}
+            if d.line is None:  # a file's own name is a title too (for containers it names the shard)
+                names.add(title_key(_file_stem(d.name)))
+            for name in names:
+                if name:
+                    table.setdefault(name, []).append(i)
+        self._titles, self._title_keys = table, keys
+
+    @property
+    def titles(self) -> dict[str, list[int]]:
+        """Title key (full title, title without disambiguation, file stem) -> document indices."""
+        if self._titles is None:
+            self._build_titles()
+        return self._titles  # type: ignore[return-value]
+
+    @property
+    def title_keys(self) -> list[str]:
+        if self._title_keys is None:
+            self._build_titles()
+        return self._title_keys  # type: ignore[return-value]
+
+    def titles_in(self, text: str) -> dict[int, int]:
+        """Documents whose title occurs as a *maximal* word n-gram of ``text``: index -> length in words.
+
+        A title match inside a longer title match ("Bass" inside "Electoral district of Bass") is dropped:
+        the longer name is what the text refers to.
+        """
+        words = tokens(text)
+        table = self.titles
+        spans: list[tuple[int, int, list[int]]] = []  # (start, end exclusive, docs)
+        for i in range(len(words)):
+            key = ""
+            best: tuple[int, int, list[int]] | None = None
+            for n in range(1, min(_MAX_NGRAM, len(words) - i) + 1):
+                key = words[i] if n == 1 else f"{key} {words[i + n - 1]}"
+                hits = table.get(key)
+                if hits:
+                    best = (i, i + n, hits)
+            if best:
+                spans.append(best)
+        found: dict[int, int] = {}
+        for a, b, hits in spans:
+            if any(a2 <= a and b <= b2 and (b2 - a2) > (b - a) for a2, b2, _ in spans):
+                continue
+            for h in hits:
+                found[h] = max(found.get(h, 0), b - a)
+        return found
+
+    # ---------------------------------------------------------------- term counts
+    def term_counts(self, terms: Sequence[str]) -> np.ndarray:
+        """Matrix [documents × terms] of word-start matches with simple suffix folding."""
+        counts = np.zeros((len(self.docs), len(terms)), dtype=np.float64)
+        if not terms or not self.docs:
+            return counts
+        import ahocorasick
+
+        auto = ahocorasick.Automaton()
+        for j, term in enumerate(terms):
+            auto.add_word(term, (j, len(term)))
+        auto.make_automaton()
+        big = self._big
+        n = len(big)
+        ends: list[int] = []
+        cols: list[int] = []
+        for end, (j, length) in auto.iter(big):
+            start = end - length + 1
+            if start > 0 and big[start - 1].isalnum():
+                continue
+            nxt = end + 1
+            if nxt < n and big[nxt].isalnum():
+                ok = False
+                for suf in _SUFFIXES:
+                    stop = nxt + len(suf)
+                    if big.startswith(suf, nxt) and (stop >= n or not big[stop].isalnum()):
+                        ok = True
+                        break
+                if not ok:
+                    continue
+            ends.append(end)
+            cols.append(j)
+        if ends:
+            rows = np.searchsorted(self._starts, np.asarray(ends), side="right") - 1
+            np.add.at(counts, (rows, np.asarray(cols)), 1.0)
+        return counts
+
+
+def _bm25(counts: np.ndarray, lengths: np.ndarray, avg_len: float, weights: np.ndarray) -> np.ndarray:
+    n_docs = counts.shape[0]
+    df = (counts > 0).sum(axis=0)
+    idf = np.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+    norm = K1 * (1.0 - B + B * lengths / max(avg_len, 1e-9))
+    tf = counts * (K1 + 1.0) / (counts + norm[:, None])
+    return (tf * (idf * weights)[None, :]).sum(axis=1)
+
+
+class Prior:
+    """Scores every document of a CorpusView for a question and one requirement's cues."""
+
+    def __init__(self, view: CorpusView, settings: PriorSettings | None = None, *, lexical_only: bool = False):
+        self.view = view
+        self.settings = settings or PriorSettings()
+        self.lexical_only = lexical_only
+
+    def score(
+        self,
+        question: str,
+        cues: Iterable[str] = (),
+        *,
+        memory: Mapping[int, float] | None = None,
+        limit: int | None = None,
+    ) -> list[PriorScore]:
+        """Candidates best first (at most ``limit``, default ``settings.candidates``)."""
+        view, s = self.view, self.settings
+        limit = limit or s.candidates
+        if not len(view):
+            return []
+        cues = [c for c in cues if c and c.strip()]
+        q_terms = content_terms(question)
+        cue_terms = [t for c in cues for t in content_terms(c)]
+        terms = list(dict.fromkeys(cue_terms + q_terms))
+        if not terms:
+            terms = list(dict.fromkeys(tokens(question)))[:8]
+        weights = np.array([1.5 if t in set(cue_terms) and t not in set(q_terms) else 1.0 for t in terms])
+        counts = view.term_counts(terms)
+        lexical = _bm25(counts, view.lengths, view.avg_len, weights)
+        top_lex = float(lexical.max()) if lexical.size else 0.0
+        lex_norm = lexical / top_lex if top_lex > 0 else lexical
+        total = s.lexical_weight * lex_norm
+        signals: dict[str, np.ndarray] = {"lexical": s.lexical_weight * lex_norm}
+
+        if not self.lexical_only:
+            title = np.zeros(len(view))
+            named = " \n ".join([question, *cues])
+            df = (counts > 0).sum(axis=0)
+            idf = np.log(1.0 + (len(view) - df + 0.5) / (df + 0.5))
+            idf_of = {t: float(idf[j]) / max(float(idf.max()), 1e-9) for j, t in enumerate(terms)}
+            capitalised = {w for span in capitalised_spans(named) for w in tokens(span)}
+            matches = view.titles_in(named)
+            for idx, n_words in matches.items():
+                key = view.title_keys[idx]
+                words = key.split()
+                if all(w in STOPWORDS or w.isdigit() for w in words):
+                    continue
+                if n_words >= 2:
+                    specificity = 1.0 if n_words >= len(words) else 0.85
+                else:  # one word: only as specific as the word is rare, and only if written as a name
+                    w = words[0] if len(words) == 1 else next((x for x in words if x in idf_of), words[0])
+                    specificity = idf_of.get(w, 0.5) * (0.7 if w in capitalised else 0.25)
+                # several documents sharing one name ("Home (film)", "Home (song)") split the signal
+                ambiguity = len(view.titles.get(title_key(base_title(view.docs[idx].title)), [idx]))
+                title[idx] = max(title[idx], specificity / math.sqrt(max(ambiguity, 1)))
+            for span in self._name_cues(question, cues):
+                for idx, sim in self._fuzzy_titles(span):
+                    title[idx] = max(title[idx], 0.8 * sim)
+            signals["title"] = s.title_weight * title
+            total = total + signals["title"]
+
+            layout = np.zeros(len(view))
+            cand = np.argsort(-total)[: max(limit * 5, 50)]
+            term_set = set(terms)
+            for idx in cand:
+                doc = view.docs[idx]
+                head = set(tokens(doc.title))
+                if term_set:
+                    layout[idx] = len(head & term_set) / len(term_set)
+            signals["layout"] = s.layout_weight * layout
+            total = total + signals["layout"]
+
+            if s.link_hop:
+                hop = self._link_hop(total, q_terms + cue_terms)
+                signals["hop"] = s.title_weight * 0.6 * hop
+                total = total + signals["hop"]
+
+            if memory:
+                mem = np.zeros(len(view))
+                for idx, sim in memory.items():
+                    mem[idx] = max(mem[idx], sim)
+                signals["memory"] = s.memory_weight * mem
+                total = total + signals["memory"]
+
+        order = np.lexsort((np.arange(len(view)), -total))[:limit]
+        return [
+            PriorScore(int(i), float(total[i]), {k: float(v[i]) for k, v in signals.items() if v[i]})
+            for i in order
+            if total[i] > 0
+        ]
+
+    # ---------------------------------------------------------------- signals
+    @staticmethod
+    def _name_cues(question: str, cues: Sequence[str]) -> list[str]:
+        spans = capitalised_spans(question)
+        spans += [c for c in cues if c[:1].isupper() or '"' in c]
+        out = []
+        for sp in spans:
+            key = title_key(sp)
+            if key and len(key) >= 4 and key not in STOPWORDS:
+                out.append(key)
+        return list(dict.fromkeys(out))
+
+    def _fuzzy_titles(self, span: str) -> list[tuple[int, float]]:
+        from rapidfuzz import fuzz, process
+
+        hits = process.extract(span, self.view.title_keys, scorer=fuzz.ratio, limit=5, score_cutoff=88)
+        return [(idx, score / 100.0) for _, score, idx in hits]
+
+    def _link_hop(self, total: np.ndarray, q_terms: Sequence[str]) -> np.ndarray:
+        """Titles named in the best documents, weighted by how much of the question they share."""
+        view, s = self.view, self.settings
+        hop = np.zeros(len(view))
+        seeds = np.lexsort((np.arange(len(view)), -total))[: s.link_hop_seeds]
+        qset = set(q_terms)
+        for rank, seed in enumerate(seeds):
+            if total[seed] <= 0:
+                continue
+            for idx, n_words in view.titles_in(view.docs[seed].text).items():
+                if idx == seed:
+                    continue
+                words = view.title_keys[idx].split()
+                if n_words < 2 and (len(words) > 1 or words[0] in STOPWORDS):
+                    continue  # single common words inside a text are not links
+                overlap = len(qset & set(tokens(view.docs[idx].text[:2000]))) / max(len(qset), 1)
+                hop[idx] = max(hop[idx], overlap / (1 + rank))
+        return hop

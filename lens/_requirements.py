@@ -1,0 +1,195 @@
+"""Requirements: the question's intent and its atomic facts f_1..f_K, each with search cues.
+
+One LLM call (prompts/decomposition.md) proposes them; code then checks the proposal against the question:
+cues must come from the question (names the model invents are dropped), at most four facts, ids unique,
+dependencies pointing backwards. Bridge facts name the answer they depend on as ``#R1``; their cues are filled
+in when that answer is observed. If the call fails or the budget forbids it, a decomposition is made in code
+from the question's wording (named spans, comparison markers), so the loop can always run.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, field_validator
+
+from lens._terms import capitalised_spans, content_terms, title_key, tokens
+from lens._values import comparison_of
+
+__all__ = ["Intent", "INTENTS", "Requirement", "Decomposition", "DecompositionReply", "from_reply", "heuristic"]
+
+Intent = Literal["lookup", "bridge", "comparison", "aggregation", "computation"]
+INTENTS: tuple[str, ...] = ("lookup", "bridge", "comparison", "aggregation", "computation")
+MAX_REQUIREMENTS = 4
+_REF = re.compile(r"#?R(\d+)\b|#(\d+)\b")
+
+
+@dataclass
+class Requirement:
+    """One atomic fact to localise. ``text`` may refer to another fact's answer as ``#R1``."""
+
+    id: str
+    text: str
+    cues: list[str] = field(default_factory=list)
+    depends_on: str | None = None
+    entity: str | None = None
+    bridge_cues: list[str] = field(default_factory=list)  # learned from observations
+
+    def resolved_text(self, values: dict[str, str]) -> str:
+        """The fact with ``#R<n>`` references replaced by the observed answers (kept if still unknown)."""
+
+        def sub(m: re.Match) -> str:
+            rid = f"R{m.group(1) or m.group(2)}"
+            return values.get(rid, m.group(0))
+
+        return _REF.sub(sub, self.text) if "#" in self.text else self.text
+
+    def waiting(self, values: dict[str, str]) -> bool:
+        """A bridge fact whose source answer is not known yet."""
+        return bool(self.depends_on) and self.depends_on not in values
+
+    def all_cues(self, values: dict[str, str]) -> list[str]:
+        out = list(self.cues) + list(self.bridge_cues)
+        if self.depends_on and self.depends_on in values:
+            out.append(values[self.depends_on])
+        return list(dict.fromkeys(c for c in out if c and not c.startswith("#")))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "text": self.text,
+            "cues": self.cues,
+            "depends_on": self.depends_on,
+            "entity": self.entity,
+            "bridge_cues": self.bridge_cues,
+        }
+
+
+@dataclass
+class Decomposition:
+    intent: str
+    requirements: list[Requirement]
+    source: Literal["llm", "heuristic"]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"intent": self.intent, "source": self.source, "requirements": [r.to_dict() for r in self.requirements]}
+
+
+class _FactReply(BaseModel):
+    id: str | None = None
+    text: str = Field(min_length=1)
+    search: list[str] = Field(default_factory=list)
+    depends_on: str | None = None
+    entity: str | None = None
+
+    @field_validator("search", mode="before")
+    @classmethod
+    def _listify(cls, v: Any) -> Any:
+        if v is None:
+            return []
+        if isinstance(v, str):
+            return [v]
+        return [str(x) for x in v if isinstance(x, (str, int, float))]
+
+    @field_validator("depends_on", "entity", "id", mode="before")
+    @classmethod
+    def _stringify(cls, v: Any) -> Any:
+        if v is None or v == "" or isinstance(v, str):
+            return v or None
+        if isinstance(v, list):
+            return str(v[0]) if v else None
+        return str(v)
+
+
+class DecompositionReply(BaseModel):
+    intent: str = "lookup"
+    facts: list[_FactReply] = Field(min_length=1)
+
+    @field_validator("intent", mode="before")
+    @classmethod
+    def _intent(cls, v: Any) -> Any:
+        v = str(v or "lookup").strip().lower()
+        return v if v in INTENTS else "lookup"
+
+
+def _question_intent(question: str) -> str | None:
+    """Intent the wording makes certain; overrides the model, which mislabels comparisons."""
+    if comparison_of(question) is not None and (
+        re.search(r"\bor\b", question, re.I) or re.search(r"\b(both|same|either|neither)\b", question, re.I)
+    ):
+        return "comparison"
+    return None
+
+
+def _grounded_cues(cues: list[str], question: str) -> list[str]:
+    """Cues whose words all occur in the question (the model must not search for its own guesses)."""
+    qwords = set(tokens(question))
+    out = []
+    for c in cues:
+        words = tokens(c)
+        if words and all(w in qwords for w in words):
+            out.append(c.strip())
+    return list(dict.fromkeys(out))
+
+
+def from_reply(question: str, reply: DecompositionReply) -> Decomposition:
+    """Check the model's decomposition against the question and normalise it."""
+    facts = reply.facts[:MAX_REQUIREMENTS]
+    ids: dict[str, str] = {}
+    reqs: list[Requirement] = []
+    for n, fact in enumerate(facts, 1):
+        rid = f"R{n}"
+        if fact.id:
+            ids[fact.id.strip().lstrip("#").upper()] = rid
+        text = fact.text.strip()
+        reqs.append(
+            Requirement(
+                id=rid,
+                text=text,
+                cues=_grounded_cues(fact.search, question),
+                depends_on=fact.depends_on,
+                entity=fact.entity,
+            )
+        )
+    for r in reqs:
+        dep = (r.depends_on or "").strip().lstrip("#").upper()
+        dep = ids.get(dep, dep if re.fullmatch(r"R\d+", dep) else "")
+        r.depends_on = dep if dep and dep < r.id and any(x.id == dep for x in reqs) else None
+        # renumbered references in the text ("#R1") follow the new ids
+        r.text = _REF.sub(lambda m: f"#{ids.get('R' + (m.group(1) or m.group(2)), 'R' + (m.group(1) or m.group(2)))}", r.text)
+        if r.entity and r.entity.startswith("#"):
+            r.entity = None
+        if r.entity and not _grounded_cues([r.entity], question):
+            r.entity = None
+        if r.entity and r.entity not in r.cues:
+            r.cues.insert(0, r.entity)
+        if not r.cues and not r.depends_on:
+            r.cues = _names(r.text, question) or content_terms(r.text)[:4]
+    intent = _question_intent(question) or reply.intent
+    if intent == "bridge" and not any(r.depends_on for r in reqs):
+        intent = "lookup" if len(reqs) == 1 else intent
+    return Decomposition(intent, reqs, "llm")
+
+
+def _names(text: str, question: str) -> list[str]:
+    return _grounded_cues(capitalised_spans(text), question)
+
+
+def heuristic(question: str) -> Decomposition:
+    """A decomposition from the wording alone (no LLM): named spans become cues; comparisons split."""
+    names = [n for n in capitalised_spans(question) if title_key(n) and len(title_key(n)) > 2]
+    names = list(dict.fromkeys(names))
+    intent = _question_intent(question)
+    if intent == "comparison" and len(names) >= 2:
+        # the two names nearest an "or"/"and" are the compared entities
+        pair = names[-2:]
+        attr = " ".join(content_terms(question)[:6])
+        reqs = [Requirement(f"R{i}", f"{attr} — {n}", [n], None, n) for i, n in enumerate(pair, 1)]
+        return Decomposition("comparison", reqs, "heuristic")
+    return Decomposition(
+        "lookup",
+        [Requirement("R1", question.strip(), names[:4] or content_terms(question)[:6])],
+        "heuristic",
+    )

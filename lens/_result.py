@@ -1,0 +1,113 @@
+"""The result of one question: answer, evidence with source traces, per-requirement status, trace and cost."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+__all__ = ["Evidence", "RequirementStatus", "RoundTrace", "AskResult"]
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One consolidated evidence region: a sentence range of one document, with the hash of what was read."""
+
+    id: str  # "E1"
+    path: str  # relative to the asked folder
+    doc_id: str  # path, plus "#L<line>" inside a container
+    title: str
+    first_sentence: int
+    last_sentence: int
+    line_start: int
+    line_end: int
+    text: str
+    sha256: str  # of the file content (or container line) read for this answer
+    requirements: tuple[str, ...]  # ids of the requirements it supports
+    status: str  # "confirmed" (verified span, certified) | "candidate" (prior/posterior, not certified)
+
+    @property
+    def citation(self) -> str:
+        return f"{self.path}:{self.line_start}" if self.line_start == self.line_end else f"{self.path}:{self.line_start}-{self.line_end}"
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["requirements"] = list(self.requirements)
+        d["citation"] = self.citation
+        return d
+
+
+@dataclass(frozen=True)
+class RequirementStatus:
+    id: str
+    text: str
+    status: str  # "certified" | "unresolved"
+    value: str | None
+    glr: float
+    evidence: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["evidence"] = list(self.evidence)
+        return d
+
+
+@dataclass(frozen=True)
+class RoundTrace:
+    """One propose–observe–update round as it happened."""
+
+    round: int
+    proposal: list[dict]  # windows proposed: key, path, sentence range, tokens, expected value
+    observation: dict  # findings (verified), rejected claims, mentions, error if the call failed
+    beliefs: dict[str, dict]  # requirement id -> belief summary
+    glr: dict[str, float]
+    threshold: float
+    stop: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class AskResult:
+    question: str
+    answer: str
+    best_effort: bool
+    intent: str
+    requirements: list[RequirementStatus]
+    evidence: list[Evidence]
+    trace: list[RoundTrace]
+    cost: dict[str, Any]
+    corpus: dict[str, Any]
+    config_hash: str
+    model: str
+    stop_reason: str
+    notes: list[str] = field(default_factory=list)
+    decomposition: dict[str, Any] = field(default_factory=dict)
+    stages: list[dict] = field(default_factory=list)  # non-loop oracle calls: decomposition, synthesis, ...
+
+    def to_dict(self, *, trace: bool = True) -> dict[str, Any]:
+        return {
+            "question": self.question,
+            "answer": self.answer,
+            "best_effort": self.best_effort,
+            "intent": self.intent,
+            "stop_reason": self.stop_reason,
+            "requirements": [r.to_dict() for r in self.requirements],
+            "evidence": [e.to_dict() for e in self.evidence],
+            "cost": self.cost,
+            "corpus": self.corpus,
+            "config_hash": self.config_hash,
+            "model": self.model,
+            "notes": self.notes,
+            "decomposition": self.decomposition,
+            "stages": self.stages,
+            "trace": [t.to_dict() for t in self.trace] if trace else [],
+        }
+
+    def to_json(self, *, trace: bool = True, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(trace=trace), ensure_ascii=False, indent=indent)
+
+    @property
+    def cited_paths(self) -> list[str]:
+        return list(dict.fromkeys(e.path for e in self.evidence))

@@ -1,0 +1,192 @@
+"""Answer synthesis over the consolidated evidence E*.
+
+- Comparison and computation intents: the atomic values were extracted and verified during the loop; when the
+  question's comparison is one we compute (dates, numbers, sameness) and every value parses, the answer is
+  computed in code. Otherwise the model answers from the evidence with the confirmed values listed.
+- Lookups and bridges: one synthesis call over the evidence.
+- The synthesis reply names requirements that no passage states ("missing"), which drives self-correction.
+- Answer-span calibration optionally shortens a long answer to the span a reader expects.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import BaseModel, Field, field_validator
+
+from lens._prompts import fence_passage, render
+from lens._requirements import Decomposition
+from lens._result import Evidence
+from lens._values import compare, comparison_of
+
+__all__ = [
+    "SynthesisReply",
+    "CoverageReply",
+    "CalibrationReply",
+    "code_answer",
+    "synthesis_messages",
+    "coverage_messages",
+    "calibration_messages",
+    "needs_calibration",
+    "clean_answer",
+    "is_yes_no_question",
+]
+
+
+def _str_list(v: Any) -> Any:
+    if v is None:
+        return []
+    if isinstance(v, str):
+        return [v]
+    return [str(x) for x in v if isinstance(x, (str, int))] if isinstance(v, list) else []
+
+
+def _answer_text(v: Any) -> Any:
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, (int, float)):
+        return str(v)
+    if isinstance(v, list):
+        return ", ".join(str(x) for x in v)
+    return v
+
+
+class SynthesisReply(BaseModel):
+    answer: str
+    passages: list[str] = Field(default_factory=list)
+    missing: list[str] = Field(default_factory=list)
+
+    @field_validator("answer", mode="before")
+    @classmethod
+    def _answer(cls, v: Any) -> Any:
+        return _answer_text(v)
+
+    @field_validator("passages", "missing", mode="before")
+    @classmethod
+    def _lists(cls, v: Any) -> Any:
+        return _str_list(v)
+
+
+class CoverageReply(BaseModel):
+    complete: bool = False
+    missing: list[str] = Field(default_factory=list)
+    reason: str = ""
+
+    @field_validator("missing", mode="before")
+    @classmethod
+    def _lists(cls, v: Any) -> Any:
+        return _str_list(v)
+
+
+class CalibrationReply(BaseModel):
+    answer: str
+
+    @field_validator("answer", mode="before")
+    @classmethod
+    def _answer(cls, v: Any) -> Any:
+        return _answer_text(v)
+
+
+def is_yes_no_question(question: str) -> bool:
+    return re.match(r"^\s*(is|are|was|were|do|does|did|has|have|had|can|could|will|would)\b", question, re.I) is not None
+
+
+def clean_answer(answer: str, question: str) -> str:
+    a = answer.strip().strip('"').strip()
+    a = re.sub(r"\s+", " ", a)
+    if a.endswith(".") and not re.search(r"\b[A-Z]\.$", a):
+        a = a[:-1]
+    if is_yes_no_question(question):
+        low = a.lower()
+        if low.startswith("yes"):
+            return "yes"
+        if low.startswith("no"):
+            return "no"
+    return a
+
+
+def code_answer(question: str, decomposition: Decomposition, values: dict[str, str]) -> tuple[str, str] | None:
+    """(answer, explanation) computed from verified values, or None when the comparison isn't computable."""
+    if decomposition.intent not in ("comparison", "computation"):
+        return None
+    comparison = comparison_of(question)
+    if comparison is None:
+        return None
+    reqs = [r for r in decomposition.requirements if r.entity and values.get(r.id)]
+    if len(reqs) < 2 or len(reqs) != len([r for r in decomposition.requirements if r.entity]):
+        return None
+    vals = [values[r.id] for r in reqs]
+    if comparison.kind == "same" and any(len(v.split()) > 3 for v in vals):
+        return None  # long free-text values don't compare reliably by string
+    entities = []
+    for r in reqs:  # the entity as the question writes it
+        m = re.search(re.escape(r.entity or ""), question, re.I)
+        entities.append(m.group(0) if m else (r.entity or ""))
+    answer = compare(comparison, entities, vals)
+    if answer is None:
+        return None
+    why = f"{comparison.kind} {comparison.pick} over " + ", ".join(f"{e}={v}" for e, v in zip(entities, vals))
+    return answer, why
+
+
+def _passages(evidence: list[Evidence]) -> tuple[str, dict[str, str]]:
+    blocks, labels = [], {}
+    for n, e in enumerate(evidence, 1):
+        pid = f"P{n}"
+        labels[pid] = e.id
+        blocks.append(fence_passage(pid, f"{e.path} — {e.title}", [(0, e.text)]))
+    return "\n\n".join(blocks), labels
+
+
+def _facts(decomposition: Decomposition, values: dict[str, str]) -> str:
+    return "\n".join(f"{r.id}: {r.resolved_text(values)}" for r in decomposition.requirements)
+
+
+def _known(decomposition: Decomposition, values: dict[str, str]) -> str:
+    lines = [f"{r.id}: {values[r.id]}" for r in decomposition.requirements if values.get(r.id)]
+    return "\n".join(lines) or "(none yet)"
+
+
+def synthesis_messages(
+    question: str, decomposition: Decomposition, values: dict[str, str], evidence: list[Evidence]
+) -> tuple[list[dict[str, str]], dict[str, str]]:
+    passages, labels = _passages(evidence)
+    if decomposition.intent in ("comparison", "computation"):
+        guidance = "- First find each needed fact's value in the passages, then compare or compute from those values."
+    else:
+        guidance = "- Follow the facts in order: the answer to an earlier fact tells you what a later fact is about."
+    if is_yes_no_question(question):
+        guidance += '\n- This is a yes/no question: answer exactly "yes" or "no".'
+    msgs = render(
+        "synthesis",
+        question=question,
+        facts=_facts(decomposition, values),
+        known=_known(decomposition, values),
+        passages=passages or "(no passages)",
+        guidance=guidance,
+    )
+    return msgs, labels
+
+
+def coverage_messages(
+    question: str, decomposition: Decomposition, values: dict[str, str], evidence: list[Evidence]
+) -> list[dict[str, str]]:
+    passages, _ = _passages(evidence)
+    return render(
+        "coverage",
+        question=question,
+        facts=_facts(decomposition, values),
+        known=_known(decomposition, values),
+        passages=passages or "(no passages)",
+    )
+
+
+def needs_calibration(question: str, answer: str) -> bool:
+    """Long free-text answers are shortened; yes/no and short spans are left alone."""
+    return bool(answer) and not is_yes_no_question(question) and len(answer.split()) > 5
+
+
+def calibration_messages(question: str, answer: str, evidence: list[Evidence]) -> list[dict[str, str]]:
+    passages, _ = _passages(evidence[:2])
+    return render("calibration", question=question, answer=answer, passages=passages or "(no passages)")

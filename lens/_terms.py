@@ -1,0 +1,82 @@
+"""Terms and cues: how questions, requirements and titles are cut into matchable words.
+
+One place defines tokenisation, stopwords and the light suffix folding the prior's scan uses, so the prior, the
+memory's lexical similarity and the requirement cues agree on what a "term" is.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+__all__ = ["STOPWORDS", "tokens", "content_terms", "fold", "title_key", "base_title", "capitalised_spans"]
+
+STOPWORDS = frozenset(
+    """a an the and or but if of at by for with about against between into through during before after above below
+    to from up down in out on off over under again further then once here there when where why how all any both
+    each few more most other some such no nor not only own same so than too very can will just don should now is
+    are was were be been being have has had having do does did doing i me my we our you your he him his she her it
+    its they them their what which who whom this that these those am as until while also s t would could may might
+    must shall one ones whose known name named called based first second""".split()
+)
+_WORD = re.compile(r"[0-9A-Za-z\u00C0-\u024F\u0370-\u03FF\u0400-\u04FF]+(?:['’][A-Za-z]+)?")
+
+
+def fold(text: str) -> str:
+    """Lowercase and strip accents, keeping string length stable enough for matching."""
+    text = unicodedata.normalize("NFKD", text)
+    return "".join(c for c in text if not unicodedata.combining(c)).lower()
+
+
+def tokens(text: str) -> list[str]:
+    """Lowercased, accent-folded word tokens (apostrophe suffixes dropped: "Wood's" -> "wood")."""
+    out = []
+    for m in _WORD.finditer(fold(text)):
+        w = m.group(0)
+        if "'" in w or "’" in w:
+            w = re.split(r"['’]", w)[0]
+        out.append(w)
+    return out
+
+
+def content_terms(text: str, *, min_len: int = 2) -> list[str]:
+    """Tokens without stopwords, in order, unique."""
+    seen: dict[str, None] = {}
+    for t in tokens(text):
+        if len(t) >= min_len and t not in STOPWORDS:
+            seen.setdefault(t, None)
+    return list(seen)
+
+
+_PAREN = re.compile(r"\s*\([^)]*\)\s*$")
+
+
+def base_title(title: str) -> str:
+    """A title without a trailing disambiguation: "Ed Wood (film)" -> "Ed Wood"."""
+    return _PAREN.sub("", title).strip() or title.strip()
+
+
+def title_key(title: str) -> str:
+    """Case- and accent-insensitive key for comparing titles and names."""
+    return " ".join(tokens(title))
+
+
+_CAP_SPAN = re.compile(
+    r"(?:\"([^\"]{2,80})\")|((?:[A-Z0-9][\w'’.&-]*)(?:\s+(?:(?:of|the|and|de|von|van|la|le|du|del|da|in|on|for|&)\s+)*[A-Z0-9][\w'’.&-]*)*)"
+)
+
+
+def capitalised_spans(text: str) -> list[str]:
+    """Quoted strings and runs of capitalised words ("Ed Wood", "University of Texas"): likely names."""
+    out: list[str] = []
+    for m in _CAP_SPAN.finditer(text):
+        span = (m.group(1) or m.group(2) or "").strip(" .,'’")
+        if not span:
+            continue
+        words = span.split()
+        # a sentence-initial stopword ("The", "Which") is not a name on its own
+        while words and words[0].lower() in STOPWORDS and len(words) > 0:
+            words = words[1:]
+        if words:
+            out.append(" ".join(words))
+    return out
