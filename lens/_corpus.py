@@ -227,6 +227,19 @@ def _html_to_text(text: str) -> str:
 
 
 def _title_of(text: str, fallback: str) -> str:
+    """The first non-blank line (Markdown ``#`` removed) if it is at most 200 characters, else ``fallback``."""
+    # Look at complete lines of a short head first: splitting a whole large file only to take its first line
+    # costs a copy of the file. A line cut at the head's end is not complete, so it is never judged there.
+    head = text[:1024]
+    lines = head.splitlines(True)
+    if len(head) < len(text) and lines:
+        lines.pop()
+    for line in lines:
+        s = line.strip().lstrip("#").strip()
+        if s:
+            return s if len(s) <= 200 else fallback
+    if len(head) == len(text):
+        return fallback
     for line in text.splitlines():
         s = line.strip().lstrip("#").strip()
         if s:
@@ -309,25 +322,55 @@ def _read_container(path: str, full: str, settings: ReaderSettings) -> _FileResu
 
 def read_document(root: Path, path: str, settings: ReaderSettings | None = None) -> _FileResult:
     """Read one file (relative ``path`` under ``root``) into documents, or a skip reason."""
-    settings = settings or ReaderSettings()
-    full = os.path.join(root, path)
+    return _read_file(os.path.join(root, path), path, settings or ReaderSettings())
+
+
+def _read_bytes(full: str, max_bytes: int) -> bytes | str:
+    """The file's bytes (at most ``max_bytes + 1``), or a skip reason.
+
+    One ``os.read`` per file in the common case (a regular file that did not change since ``fstat``); the
+    scan of a folder of many small files is dominated by per-file overhead, not by bytes.
+    """
+    try:
+        fd = os.open(full, os.O_RDONLY)  # non-inheritable by default (PEP 446)
+    except FileNotFoundError:
+        return "vanished"
+    except OSError:
+        return "unreadable"
+    try:
+        size = os.fstat(fd).st_size
+        if size > max_bytes:
+            return "binary" if b"\x00" in os.read(fd, _SNIFF_BYTES) else "oversized"
+        limit = max_bytes + 1
+        data = os.read(fd, size + 1)
+        if len(data) != size:  # grew, shrank or a short read since fstat: read on to EOF or the limit
+            parts, n = [data], len(data)
+            while n < limit:
+                chunk = os.read(fd, limit - n)
+                if not chunk:
+                    break
+                parts.append(chunk)
+                n += len(chunk)
+            data = b"".join(parts)
+    except FileNotFoundError:
+        return "vanished"
+    except OSError:
+        return "unreadable"
+    finally:
+        os.close(fd)
+    if data.find(b"\x00", 0, _SNIFF_BYTES) >= 0:
+        return "binary"
+    if len(data) > max_bytes:  # grew while we read it
+        return "oversized"
+    return data
+
+
+def _read_file(full: str, path: str, settings: ReaderSettings) -> _FileResult:
     if _is_container(path):
         return _read_container(path, full, settings)
-    try:
-        with open(full, "rb") as fh:
-            head = fh.read(_SNIFF_BYTES)
-            if b"\x00" in head:
-                return _FileResult(path, [], skip="binary")
-            size = os.fstat(fh.fileno()).st_size
-            if size > settings.max_file_bytes:
-                return _FileResult(path, [], skip="oversized")
-            data = head + fh.read(settings.max_file_bytes + 1 - len(head))
-    except FileNotFoundError:
-        return _FileResult(path, [], skip="vanished")
-    except OSError:
-        return _FileResult(path, [], skip="unreadable")
-    if len(data) > settings.max_file_bytes:  # grew while we read it
-        return _FileResult(path, [], skip="oversized")
+    data = _read_bytes(full, settings.max_file_bytes)
+    if isinstance(data, str):
+        return _FileResult(path, [], skip=data)
     text = data.decode("utf-8", errors="replace")
     if path.lower().endswith(_HTML_SUFFIXES):
         text = _html_to_text(text)
@@ -363,8 +406,10 @@ def scan_corpus(root: str | os.PathLike[str], settings: ReaderSettings | None = 
     nbytes = 0
     files = 0
 
+    prefix = os.path.join(root_path, "")  # joined by concatenation: cheaper than os.path.join per file
+
     def work(p: str) -> _FileResult:
-        return read_document(root_path, p, settings)
+        return _read_file(prefix + p, p, settings)
 
     if settings.workers > 1 and len(paths) > 64:
         with ThreadPoolExecutor(settings.workers) as pool:

@@ -319,6 +319,58 @@ def test_document_hash_matches_the_content_it_read_even_if_the_file_changes_late
     assert doc2.text == "Version two, longer." and doc2.sha256 != doc.sha256
 
 
+def _fstat_reporting(monkeypatch, size: int) -> None:
+    """Make ``os.fstat`` report ``size``: the file changed between taking its size and reading it."""
+    real = os.fstat
+
+    def fstat(fd):
+        st = real(fd)
+        return os.stat_result((st.st_mode, st.st_ino, st.st_dev, st.st_nlink, st.st_uid, st.st_gid, size,
+                               st.st_atime, st.st_mtime, st.st_ctime))
+
+    monkeypatch.setattr(os, "fstat", fstat)
+
+
+def test_file_that_grew_after_its_size_was_taken_is_read_to_the_end(tmp_path, monkeypatch):
+    write(tmp_path, "log.txt", "Line one.\nLine two, appended later.\n")
+    _fstat_reporting(monkeypatch, 10)
+    (doc,) = scan_corpus(tmp_path).documents
+    assert doc.text == "Line one.\nLine two, appended later.\n"
+    assert doc.sha256 == hashlib.sha256(doc.text.encode()).hexdigest()
+
+
+def test_file_that_shrank_after_its_size_was_taken_is_read_as_it_is(tmp_path, monkeypatch):
+    write(tmp_path, "log.txt", "Short now.")
+    _fstat_reporting(monkeypatch, 500)
+    (doc,) = scan_corpus(tmp_path).documents
+    assert doc.text == "Short now."
+
+
+def test_file_that_grew_past_the_limit_while_read_is_oversized(tmp_path, monkeypatch):
+    write(tmp_path, "log.txt", "x" * 300)
+    _fstat_reporting(monkeypatch, 10)
+    scan = scan_corpus(tmp_path, ReaderSettings(max_file_bytes=100))
+    assert scan.documents == [] and scan.skipped == {"oversized": 1}
+
+
+def test_oversized_binary_file_is_counted_as_binary(tmp_path):
+    write(tmp_path, "image", b"\x00\x01" * 1000)
+    assert scan_corpus(tmp_path, ReaderSettings(max_file_bytes=100)).skipped == {"binary": 1}
+
+
+def test_nul_byte_after_the_sniff_window_is_text(tmp_path):
+    write(tmp_path, "data.txt", b"a" * 9000 + b"\x00")
+    assert len(scan_corpus(tmp_path).documents) == 1
+
+
+def test_title_is_the_first_non_blank_line_even_far_into_a_large_file(tmp_path):
+    write(tmp_path, "a.txt", "\n" * 5000 + "  # Late Title  \nBody.\n" + "filler line\n" * 1000)
+    write(tmp_path, "b.txt", "T" * 1500 + "\nBody.\n")  # a first line over 200 characters is not a title
+    docs = by_id(scan_corpus(tmp_path))
+    assert docs["a.txt"].title == "Late Title"
+    assert docs["b.txt"].title == "b"
+
+
 # --------------------------------------------------------------------------- ids and hashes
 
 
