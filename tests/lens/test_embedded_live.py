@@ -146,3 +146,20 @@ def test_server_started_from_a_worker_thread_outlives_that_thread():
         pid = server.process.pid if server.process else None
         server.stop()
     assert pid is None or gone(pid)
+
+
+def test_llm_check_reports_backend_model_answer_and_speeds():
+    proc = subprocess.run(
+        [sys.executable, "-c", "import sys; from lens._cli import main; sys.exit(main())",
+         "llm", "check", "--json", "--preset", "fast"],
+        capture_output=True, text=True, timeout=280,
+        env={k: v for k, v in os.environ.items() if not k.startswith("LENS_")},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    import json
+
+    report = json.loads(proc.stdout)
+    assert report["backend"].startswith("embedded") and report["model"] == SMALL
+    assert "paris" in report["answer"].lower()
+    assert report["prompt_tokens_per_s"] > 0 and report["generation_tokens_per_s"] > 0
+    assert report["probe"]["prompt_tokens"] > 200 and report["probe"]["generated_tokens"] > 10
