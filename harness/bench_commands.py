@@ -34,7 +34,8 @@ def _table(headers: list[str], rows: list[list[str]], right: set[int] | None = N
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
 
     def fmt(cells: list[str]) -> str:
-        return "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+        padded = (c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+        return "  ".join(padded).rstrip()
 
     return "\n".join([fmt(headers), fmt(["-" * w for w in widths]), *(fmt(r) for r in rows)])
 
@@ -80,7 +81,7 @@ def sample(args: argparse.Namespace) -> int:
     fs = draw_samples(
         questions, sizes, seed=args.seed, sf_cap=args.sf_cap, population_sha256=file_sha256(args.questions)
     )
-    written = write_samples(fs, args.out)
+    written = write_samples(fs, args.out, source=args.questions)
     if args.json:
         data = fs.to_json()
         data.pop("order")

@@ -246,15 +246,21 @@ def draw_samples(
     )
 
 
-def write_samples(sample: FrozenSample, out_dir: str | os.PathLike[str]) -> list[Path]:
-    """Write ``sample.json`` (order, stages, hashes, strata) and ``G<n>.txt`` (ids in frozen order, one a line;
-    its sha256 is the stage's order hash). Every file is written atomically. Returns the paths written."""
+def write_samples(
+    sample: FrozenSample, out_dir: str | os.PathLike[str], *, source: str | os.PathLike[str] | None = None
+) -> list[Path]:
+    """Write ``sample.json`` (order, stages, hashes, strata; ``source`` recorded as the population's path)
+    and ``G<n>.txt`` (ids in frozen order, one a line; its sha256 is the stage's order hash). Every file is
+    written atomically. Returns the paths written."""
     out = Path(out_dir)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise DataError(f"{out}: cannot create output folder: {exc.strerror or exc}") from None
-    written = [write_json_atomic(out / "sample.json", sample.to_json())]
+    data = sample.to_json()
+    if source is not None:
+        data["population"]["path"] = str(source)
+    written = [write_json_atomic(out / "sample.json", data)]
     for stage in sample.stages:
         written.append(write_text_atomic(out / f"{stage.name}.txt", "".join(i + "\n" for i in stage.ids)))
     return written

@@ -46,7 +46,14 @@ from urllib.parse import quote, unquote
 
 from harness._atomic import write_json_atomic
 from harness.datasets import Article, DataError, Question, title_key
-from harness.samples import DEFAULT_SEED, DEFAULT_SF_CAP, DEFAULT_SIZES, FrozenSample, draw_samples
+from harness.samples import (
+    DEFAULT_SEED,
+    DEFAULT_SF_CAP,
+    DEFAULT_SIZES,
+    FrozenSample,
+    draw_samples,
+    ids_sha256,
+)
 
 __all__ = [
     "SNAPSHOT_FORMAT",
@@ -853,6 +860,11 @@ def verify_snapshots(out_dir: str | os.PathLike[str]) -> VerifyReport:
             prev = None
             continue
         report.stages.append(name)
+        sample = m.get("sample") or {}
+        if ids_sha256(sample.get("question_ids") or []) != sample.get("order_sha256"):
+            report.problems.append(
+                f"{path.name}: question_ids do not match the recorded order_sha256 (manifest edited)"
+            )
         if len(files) != len(m["files"]):
             report.problems.append(f"{path.name}: a file name is listed twice")
         if corpus_checksum(files.items()) != m.get("corpus_checksum"):

@@ -31,7 +31,8 @@ def test_bench_registration_imports_nothing_heavy():
 
 def test_sample_writes_ids_and_prints_hashes_and_deviation(tmp_path, small_data, capsys):
     qpath, _ = small_data
-    code, out, _ = run(capsys, "bench", "sample", "--questions", str(qpath), "--out", str(tmp_path / "s"), "--sizes", "10,20")
+    out_dir = str(tmp_path / "s")
+    code, out, _ = run(capsys, "bench", "sample", "--questions", str(qpath), "--out", out_dir, "--sizes", "10,20")
     assert code == 0
     data = json.loads((tmp_path / "s" / "sample.json").read_text())
     g10 = data["stages"][0]

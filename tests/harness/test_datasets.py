@@ -156,7 +156,8 @@ def test_malformed_article_lines_name_record_and_line(tmp_path):
 
 
 def test_truncated_bz2_shard_is_reported(tmp_path):
-    blob = bz2.compress(b"".join(json.dumps({"id": str(i), "title": f"T{i}", "text": ["s."]}).encode() + b"\n" for i in range(200)))
+    rows = (json.dumps({"id": str(i), "title": f"T{i}", "text": ["s."]}).encode() + b"\n" for i in range(200))
+    blob = bz2.compress(b"".join(rows))
     path = tmp_path / "wiki_00.bz2"
     path.write_bytes(blob[: len(blob) // 2])
     msg = _error(load_articles, path)

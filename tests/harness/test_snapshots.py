@@ -135,7 +135,7 @@ def test_manifest_records_every_file_hash_checksum_and_composition(tmp_path, sma
     assert not list(out.glob(".*"))  # no temporary files left beside the manifests
 
 
-@pytest.mark.parametrize("tamper", ["edit", "add", "remove", "manifest", "hidden"])
+@pytest.mark.parametrize("tamper", ["edit", "add", "remove", "manifest", "hidden", "questions"])
 def test_verify_detects_tampering(tmp_path, small_data, tamper):
     questions, articles = _load(small_data)
     out = tmp_path / "snap"
@@ -154,6 +154,12 @@ def test_verify_detects_tampering(tmp_path, small_data, tamper):
     elif tamper == "hidden":
         (out / "D10" / ".DS_Store").write_bytes(b"\0")
         expected = "D10/.DS_Store: file not in the manifest"
+    elif tamper == "questions":
+        path = out / "D10.manifest.json"
+        m = json.loads(path.read_text())
+        m["sample"]["question_ids"][0] = "q999"
+        path.write_text(json.dumps(m))
+        expected = "D10.manifest.json: question_ids do not match"
     else:
         path = out / "D10.manifest.json"
         m = json.loads(path.read_text())
@@ -175,7 +181,8 @@ def test_verify_detects_a_stage_that_was_not_grown_from_the_previous_one(tmp_pat
     pool = make.pool_for(recs, n_background=50)
     for a in pool:
         a["sentences"] = [s + " (edited)" for s in a["sentences"]]
-    build_snapshots(plan_snapshots(questions, load_articles(make.write_jsonl(tmp_path / "p.jsonl", pool)), (20,)), other)
+    edited = load_articles(make.write_jsonl(tmp_path / "p.jsonl", pool))
+    build_snapshots(plan_snapshots(questions, edited, (20,)), other)
     for suffix in ("", ".manifest.json"):
         os.rename(other / f"D20{suffix}", out / f"D20-swap{suffix}")
     os.rename(out / "D20", out / "D20-orig")
