@@ -17,6 +17,7 @@ segmented lazily, on first use, so a scan of a large folder stays cheap.
 from __future__ import annotations
 
 import bz2
+import fnmatch
 import hashlib
 import json
 import os
@@ -143,10 +144,28 @@ def _suffix(name: str) -> str:
     return name[i:].lower() if i > 0 else ""
 
 
+IGNORE_FILE = ".lensignore"
+
+
+def _ignore_patterns(root: Path) -> list[str]:
+    """fnmatch patterns from ``<root>/.lensignore`` (one per line, ``#`` comments), matched on relative paths."""
+    try:
+        lines = (root / IGNORE_FILE).read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
+    return [ln.strip() for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]
+
+
+def _ignored(rel_path: str, patterns: list[str]) -> bool:
+    name = rel_path.rsplit("/", 1)[-1]
+    return any(fnmatch.fnmatchcase(rel_path, p) or fnmatch.fnmatchcase(name, p) for p in patterns)
+
+
 def _list_files(root: Path, settings: ReaderSettings, skipped: Counter, problems: list[str]) -> list[str]:
     """Relative posix paths of the candidate files, sorted; skip reasons counted in ``skipped``."""
     out: list[str] = []
     root_real = os.path.realpath(root)
+    patterns = _ignore_patterns(root)
 
     def inside(target: str) -> bool:
         return target == root_real or target.startswith(root_real + os.sep)
@@ -167,6 +186,9 @@ def _list_files(root: Path, settings: ReaderSettings, skipped: Counter, problems
             rel_path = f"{rel}/{name}" if rel else name
             if name.startswith("."):
                 skipped["hidden"] += 1
+                continue
+            if patterns and _ignored(rel_path, patterns):
+                skipped["ignored"] += 1
                 continue
             try:
                 if entry.is_symlink():

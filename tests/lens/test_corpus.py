@@ -470,3 +470,14 @@ def test_record_sentences_cite_the_container_line(tmp_path):
     (doc,) = scan_corpus(tmp_path).documents
     assert [(s.line_start, s.line_end) for s in doc.sentences] == [(2, 2), (2, 2)]
     assert doc.citation(0, 1) == "w.jsonl:2"
+
+
+def test_lensignore_excludes_matching_paths_and_counts_them(tmp_path):
+    (tmp_path / "keep.md").write_text("Kept\nA kept note.\n")
+    (tmp_path / "answers.md").write_text("Answers\nThe answer is 42.\n")
+    (tmp_path / "drafts").mkdir()
+    (tmp_path / "drafts" / "a.txt").write_text("Draft\nnot ready\n")
+    (tmp_path / ".lensignore").write_text("# comment\nanswers.md\ndrafts/*\n")
+    scan = scan_corpus(tmp_path)
+    assert [d.path for d in scan.documents] == ["keep.md"]
+    assert scan.skipped["ignored"] == 2
