@@ -150,7 +150,18 @@ def snapshot(args: argparse.Namespace) -> int:
     if args.questions is None and args.articles is None:
         if not args.verify:
             raise DataError("--questions and --articles are needed to build (pass only --out and --verify to check)")
-        return _print_verify(verify_snapshots(out), out)
+        report = verify_snapshots(out)
+        if args.json:
+            summary = {
+                "out": str(out),
+                "ok": report.ok,
+                "stages": report.stages,
+                "files_checked": report.files_checked,
+                "problems": report.problems,
+            }
+            print(json.dumps(summary, indent=1, ensure_ascii=False))
+            return 0 if report.ok else 1
+        return _print_verify(report, out)
     if args.questions is None or args.articles is None:
         raise DataError(f"--{'questions' if args.questions is None else 'articles'} is needed to build snapshots")
     t0 = time.perf_counter()

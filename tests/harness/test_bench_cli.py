@@ -72,6 +72,9 @@ def test_verify_only_mode_fails_with_the_tampered_file_named(tmp_path, small_dat
     code, _, err = run(capsys, "bench", "snapshot", "--out", str(out_dir), "--verify")
     assert code == 1
     assert f"D10/{victim.name}: content changed" in err and "verify failed" in err
+    code, out, _ = run(capsys, "bench", "snapshot", "--out", str(out_dir), "--verify", "--json")
+    report = json.loads(out)
+    assert code == 1 and not report["ok"] and report["problems"][0].startswith(f"D10/{victim.name}: content changed")
 
 
 def test_snapshot_without_inputs_or_verify_is_a_clear_error(tmp_path, capsys):
