@@ -1,0 +1,85 @@
+"""Point-in-time (PIT) audit of retrieval memory: paired Stateless / PIT / Future-h / Future / Naive replay.
+
+Module map (one concept of the PIT paper each):
+
+- :mod:`~harness.audit.inputs` — typed assets, queries, gold products; BEIR and HotpotQA loaders
+- :mod:`~harness.audit.baselists` — base top-``L`` lists and query vectors, shared by every condition
+- :mod:`~harness.audit.streams` — random, semantic-burst, natural and (stress) gold-overlap streams
+- :mod:`~harness.audit.events` — the append-only event log
+- :mod:`~harness.audit.views` — memory views as eligibility predicates; the Naive full-stream memory
+- :mod:`~harness.audit.memories` — trace memory, positive-feedback cache, the rule combining them with the base
+- :mod:`~harness.audit.replay` — the vectorised paired replay
+- :mod:`~harness.audit.metrics` — recall, product metrics, TVR, query-cluster bootstrap, verdict
+- :mod:`~harness.audit.contract` — the replay contract checker
+- :mod:`~harness.audit.rows`, :mod:`~harness.audit.manifest` — row files and sha256 manifests
+- :mod:`~harness.audit.report` — tables (paper Tables 5–7 shapes) and plots
+- :mod:`~harness.audit.config`, :mod:`~harness.audit.pipeline` — configs and ``lens audit run``
+
+This package imports nothing heavy: the names below load their module on first access, so ``lens --help``
+(which imports :mod:`harness.audit.cli`) stays instant.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__all__ = [
+    "AuditConfig",
+    "load_audit_config",
+    "run_audit",
+    "check_run",
+    "build_report",
+    "Asset",
+    "Query",
+    "Request",
+    "Workload",
+    "load_beir",
+    "load_hotpotqa",
+    "Stream",
+    "EventLog",
+    "MemoryView",
+    "Stateless",
+    "PIT",
+    "FutureH",
+    "Future",
+    "NaiveMemory",
+    "TraceMemory",
+    "PositiveFeedbackCache",
+    "Violation",
+]
+
+_WHERE = {
+    "AuditConfig": "config",
+    "load_audit_config": "config",
+    "run_audit": "pipeline",
+    "check_run": "contract",
+    "Violation": "contract",
+    "build_report": "report",
+    "Asset": "inputs",
+    "Query": "inputs",
+    "Request": "inputs",
+    "Workload": "inputs",
+    "load_beir": "inputs",
+    "load_hotpotqa": "inputs",
+    "Stream": "streams",
+    "EventLog": "events",
+    "MemoryView": "views",
+    "Stateless": "views",
+    "PIT": "views",
+    "FutureH": "views",
+    "Future": "views",
+    "NaiveMemory": "views",
+    "TraceMemory": "memories",
+    "PositiveFeedbackCache": "memories",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        return getattr(importlib.import_module(f"harness.audit.{_WHERE[name]}"), name)
+    raise AttributeError(f"module 'harness.audit' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -1,0 +1,72 @@
+"""Handlers of ``lens audit run | check | report`` (imported only when the command runs)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+__all__ = ["run", "check", "report"]
+
+
+def _err(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the design of ``--config`` into ``--out``; exit 0 with a report, non-zero when the contract fails."""
+    from harness.audit.config import load_audit_config
+    from harness.audit.contract import ContractFailed
+    from harness.audit.pipeline import run_audit
+
+    config = load_audit_config(args.config)
+    try:
+        result = run_audit(
+            config,
+            args.out,
+            root=args.data_root,
+            cache_dir=args.cache,
+            progress=None if args.quiet else (lambda m: _err(f"lens audit: {m}")),
+        )
+    except ContractFailed as exc:
+        for v in exc.violations:
+            _err(f"violation {v}")
+        _err(f"lens audit: {exc}")
+        return 1
+    if args.json:
+        print(json.dumps({"run_dir": str(result.run_dir), "rows": result.rows, "report": str(result.report_dir),
+                          "timings": result.timings}, indent=2))
+    else:
+        print(f"{result.rows} rows, contract pass; report: {result.report_dir / 'report.md'}")
+    return 0
+
+
+def check(args: argparse.Namespace) -> int:
+    """Exit 0 when RUN_DIR passes the replay contract; 1 naming each violation otherwise."""
+    from harness.audit.contract import check_run, violations_json
+
+    violations = check_run(Path(args.run_dir))
+    if args.json:
+        print(violations_json(violations))
+    else:
+        for v in violations:
+            print(f"violation {v}")
+        print(f"{args.run_dir}: contract {'pass' if not violations else 'FAIL'} ({len(violations)} violations)")
+    return 0 if not violations else 1
+
+
+def report(args: argparse.Namespace) -> int:
+    """(Re)build RUN_DIR/report; refuses (exit 1) for a run that fails the contract."""
+    from harness.audit.contract import ContractFailed
+    from harness.audit.report import build_report
+
+    try:
+        rep = build_report(Path(args.run_dir), resamples=args.resamples, seed=args.seed)
+    except ContractFailed as exc:
+        for v in exc.violations:
+            _err(f"violation {v}")
+        _err(f"lens audit: {exc}")
+        return 1
+    print(rep / "report.md")
+    return 0

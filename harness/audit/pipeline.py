@@ -1,0 +1,251 @@
+"""``lens audit run``: the six replay stages end to end, for every workload of a config.
+
+1. immutable inputs — load each workload, hash its files, corpus, types, queries and labels;
+2. base behaviour — query vectors and top-``L`` base lists per retriever (labels never passed);
+3. streams — random / semantic / natural (label-free) and, only if asked, the gold-overlap stress stream;
+4. event logs — one per (stream, retriever), built online and frozen before any condition is replayed;
+5. paired replay — every memory × condition at every anchor, vectorised (:mod:`harness.audit.replay`);
+6. audit — rows written, the contract checked, the manifest written; a report only for a run that passes.
+
+The run folder holds ``rows.jsonl``, ``contract.json``, ``manifest.json``, ``config.json``, ``streams/``,
+``events/``, ``base/`` and, when valid, ``report/``. A folder that already holds a run is never overwritten.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from harness.audit.baselists import ArtifactCache, compute_base_lists, compute_query_vectors, combined_index_hash
+from harness.audit.config import AuditConfig, WorkloadSpec, data_root, resolve_data_path
+from harness.audit.contract import ContractFailed, check_rows, violations_json
+from harness.audit.events import EventLog
+from harness.audit.inputs import Workload, load_beir, load_hotpotqa, workload_summary
+from harness.audit.manifest import MANIFEST_NAME, environment, file_record, write_manifest
+from harness.audit.memories import PositiveFeedbackCache, TraceMemory
+from harness.audit.replay import Budgets, ReplayInputs, choose_anchors, replay_stream
+from harness.audit.rows import read_rows, write_rows
+from harness.audit.streams import Stream, gold_overlap_stream, natural_stream, random_stream, semantic_stream
+from harness.audit.views import standard_views
+from harness.retrieval.store import atomic_write, atomic_write_json
+from lens._errors import LensError
+
+__all__ = ["RunResult", "run_audit", "load_workload", "build_streams"]
+
+log = logging.getLogger(__name__)
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class RunResult:
+    run_dir: Path
+    rows: int
+    violations: int
+    report_dir: Path | None
+    timings: dict[str, float]
+
+
+def load_workload(spec: WorkloadSpec, root: Path, config_name: str | None = None) -> Workload:
+    """Resolve the spec's data paths against ``root`` and load the workload."""
+    if spec.format == "beir":
+        folder = resolve_data_path(spec.path or "", f"workloads[{spec.name}].path", root, config=config_name, folder=True)
+        return load_beir(folder, split=spec.split, name=spec.name)
+    q = resolve_data_path(spec.questions or "", f"workloads[{spec.name}].questions", root, config=config_name)
+    a = resolve_data_path(spec.articles or "", f"workloads[{spec.name}].articles", root, config=config_name)
+    return load_hotpotqa(q, a, name=spec.name)
+
+
+def build_streams(config: AuditConfig, workload: Workload, query_vectors: np.ndarray) -> list[Stream]:
+    """The configured streams. Only the gold-overlap stress stream receives labels."""
+    requests = workload.requests()
+    sc = config.streams
+    out: list[Stream] = []
+    for kind in sc.kinds:
+        if kind == "natural":
+            out.append(natural_stream(requests))
+            continue
+        for seed in sc.seeds:
+            if kind == "random":
+                out.append(random_stream(requests, seed))
+            elif kind == "semantic":
+                out.append(semantic_stream(requests, query_vectors, seed, min_run=sc.min_run, max_run=sc.max_run, n_clusters=sc.clusters))
+            else:  # gold-overlap: the one stream that reads labels, tagged uses_gold=True
+                out.append(gold_overlap_stream(requests, workload.gold(), seed))
+    return out
+
+
+def run_audit(
+    config: AuditConfig,
+    out_dir: str | Path,
+    *,
+    root: str | Path | None = None,
+    cache_dir: str | Path | None = None,
+    progress: Progress | None = None,
+    publish: bool = True,
+) -> RunResult:
+    """Run the whole design of ``config`` into ``out_dir`` (created; must not already hold a run).
+
+    Raises :class:`~harness.audit.contract.ContractFailed` (after writing rows, ``contract.json`` and the
+    manifest, but no report) when the rows violate the replay contract, and ``LensError`` on bad input.
+    """
+    say = progress or (lambda msg: log.info("%s", msg))
+    out = Path(out_dir)
+    if (out / MANIFEST_NAME).exists() or (out / "rows.jsonl").exists():
+        raise LensError(f"{out}: already holds an audit run; choose a new --out folder")
+    out.mkdir(parents=True, exist_ok=True)
+    droot = data_root(root)
+    cache = ArtifactCache(cache_dir if cache_dir is not None else out / "cache")
+    budgets = Budgets(
+        capacity=config.replay.capacity,
+        trace_depth=config.replay.trace_depth,
+        base_depth=config.retrieval.depth,
+        list_depth=config.retrieval.depth,
+        cutoffs=tuple(config.metrics.cutoffs),
+        headline_k=config.metrics.headline_k,
+    )
+    views = standard_views(config.replay.horizons)
+    timings: dict[str, float] = {}
+    inputs: list[dict[str, Any]] = []
+    bindings: dict[str, Any] = {}
+    outputs: list[Path] = []
+    blocks = []
+    t_all = time.perf_counter()
+
+    atomic_write_json(out / "config.json", {"config": config.model_dump(), "config_hash": config.hash})
+    outputs.append(out / "config.json")
+
+    for spec in config.workloads:
+        t0 = time.perf_counter()
+        workload = load_workload(spec, droot, config.source)
+        requests = workload.requests()
+        for path, digest in workload.sources.items():
+            rec = file_record(Path(path))
+            if rec["sha256"] != digest:
+                raise LensError(f"{path}: changed while the audit was reading it")
+            inputs.append({**rec, "workload": workload.name})
+        summary = workload_summary(workload)
+        say(f"{workload.name}: {summary['assets']} assets, {summary['queries']} queries "
+            f"({summary['queries_sharing_a_gold_asset']} share a gold asset)")
+        tie = workload.id_order()
+        wb: dict[str, Any] = {
+            "corpus_hash": workload.corpus_hash,
+            "types_hash": workload.types_hash,
+            "queries_hash": workload.queries_hash,
+            "labels_hash": workload.labels_hash,
+            "summary": summary,
+            "retrievers": {},
+            "streams": {},
+        }
+        timings[f"{workload.name}:load"] = time.perf_counter() - t0
+
+        t0 = time.perf_counter()
+        qv = compute_query_vectors(requests, config.replay.similarity, config.retrieval, cache, workload.queries_hash)
+        query_sim = qv.similarity()
+        wb["query_vectors"] = {"method": qv.method, "model": qv.model_id, "hash": qv.hash}
+        base = {}
+        for r in config.retrieval.retrievers:
+            say(f"{workload.name}: base lists ({r}, top {config.retrieval.depth})")
+            bl = compute_base_lists(
+                workload.assets, requests, r, config.retrieval, cache,
+                corpus_hash=workload.corpus_hash, queries_hash=workload.queries_hash, tie_key=tie,
+            )
+            base[r] = bl
+            p = out / "base" / workload.name / f"{r}.npz"
+            bl.save(p)
+            outputs.append(p)
+            wb["retrievers"][r] = {"base_hash": bl.hash, "index_hash": combined_index_hash(bl, qv), "params": dict(bl.params)}
+        timings[f"{workload.name}:base"] = time.perf_counter() - t0
+
+        t0 = time.perf_counter()
+        streams = build_streams(config, workload, qv.vectors)
+        gold = workload.gold()  # metrics and the label-based cache only
+        memories = []
+        for name in config.replay.memories:
+            memories.append(TraceMemory() if name == "trace" else PositiveFeedbackCache(gold, config.replay.cache_bonus_cap))
+        type_codes, type_names = workload.asset_type_codes(), workload.type_names()
+        timings[f"{workload.name}:streams"] = time.perf_counter() - t0
+        t_replay = 0.0
+        t_events = 0.0
+        for stream in streams:
+            sp = out / "streams" / workload.name / f"{stream.name}.json"
+            stream.save(sp)
+            outputs.append(sp)
+            anchors = choose_anchors(len(stream), config.replay.anchor_positions, config.replay.anchors_per_position)
+            sb = {"hash": stream.hash, "kind": stream.kind, "seed": stream.seed, "uses_gold": stream.uses_gold,
+                  "anchors": int(anchors.positions.size), "events": {}}
+            for r, bl in base.items():
+                t1 = time.perf_counter()
+                d = config.replay.trace_depth
+                events = EventLog.build(
+                    stream, lambda q, bl=bl: (bl.indices[q, :d], bl.scores[q, :d]), depth=d, version=f"{r}:{bl.hash[:16]}:d{d}"
+                )
+                ep = out / "events" / workload.name / r / f"{stream.name}.npz"
+                events.save(ep)
+                outputs.append(ep)
+                sb["events"][r] = events.hash
+                t_events += time.perf_counter() - t1
+                t1 = time.perf_counter()
+                ri = ReplayInputs(
+                    stream, events, query_sim, bl.indices, gold, type_codes, type_names, tie,
+                    bindings={
+                        "corpus_hash": workload.corpus_hash,
+                        "queries_hash": workload.queries_hash,
+                        "index_hash": wb["retrievers"][r]["index_hash"],
+                        "stream_hash": stream.hash,
+                        "events_hash": events.hash,
+                        "config_hash": config.hash,
+                    },
+                )
+                new = replay_stream(ri, anchors, views, memories, budgets, {"workload": workload.name, "retriever": r})
+                blocks.extend(new)
+                t_replay += time.perf_counter() - t1
+            wb["streams"][stream.name] = sb
+            say(f"{workload.name}: replayed {stream.name} ({int(anchors.positions.size)} anchors × "
+                f"{len(views) + 1} conditions × {len(memories)} memories × {len(base)} retrievers)")
+        timings[f"{workload.name}:events"] = t_events
+        timings[f"{workload.name}:replay"] = t_replay
+        bindings[workload.name] = wb
+
+    t0 = time.perf_counter()
+    n_rows = write_rows(out / "rows.jsonl", blocks)
+    outputs.append(out / "rows.jsonl")
+    timings["write_rows"] = time.perf_counter() - t0
+    del blocks
+
+    t0 = time.perf_counter()
+    violations = check_rows(read_rows(out / "rows.jsonl"), bindings)
+    timings["check"] = time.perf_counter() - t0
+    atomic_write(out / "contract.json", violations_json(violations).encode("utf-8"))
+    outputs.append(out / "contract.json")
+    timings["total"] = time.perf_counter() - t_all
+    write_manifest(
+        out,
+        {
+            "kind": "audit-run",
+            "config_hash": config.hash,
+            "config_source": config.source,
+            "data_root": str(droot),
+            "inputs": inputs,
+            "bindings": bindings,
+            "rows": n_rows,
+            "contract": {"status": "pass" if not violations else "fail", "violations": len(violations)},
+            "environment": environment(),
+            "timings": {k: round(v, 3) for k, v in timings.items()},
+        },
+        outputs,
+    )
+    say(f"wrote {n_rows} rows; contract: {'pass' if not violations else 'FAIL'}")
+    if violations:
+        raise ContractFailed(out, violations)
+    report_dir = None
+    if publish:
+        from harness.audit.report import build_report
+
+        report_dir = build_report(out, resamples=config.metrics.bootstrap_resamples, seed=config.metrics.bootstrap_seed)
+    return RunResult(out, n_rows, len(violations), report_dir, timings)

@@ -1,0 +1,178 @@
+"""The row contract: one JSON object per (anchor, memory, condition), and columnar reading for checks/reports.
+
+Every row carries what an independent checker needs to recompute its validity without rerunning retrieval:
+
+- identity — ``row_id``, ``workload``, ``memory`` (``label_based`` for stress tests), ``retriever``,
+  ``stream`` (name), ``stream_kind``, ``seed``, ``uses_gold``, ``anchor_group`` (0.2/0.4/…), ``anchor``
+  (stream position ``i``), ``query_id``, ``condition``, ``horizon`` (Future-h), ``view`` (e.g. ``future-h10``);
+- budgets — ``capacity`` (neighbour slots), ``trace_depth`` (assets per stored event), ``base_depth`` (base list
+  length), ``list_depth`` (reranked list length);
+- the selected entries — ``selected`` (positions, most similar first), ``n_selected``, ``n_future``, ``tvr``,
+  ``top_sim`` / ``mean_sim`` (query similarity of the nearest / average selected neighbour);
+- metrics — ``recall@k``, typed recall, ``hit@K``, ``complete@K``, ``rank80``;
+- bindings — ``corpus_hash``, ``queries_hash``, ``index_hash``, ``stream_hash``, ``events_hash``,
+  ``config_hash``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping
+
+import numpy as np
+
+from lens._errors import LensError
+
+__all__ = [
+    "SCHEMA",
+    "IDENTITY_FIELDS",
+    "BUDGET_FIELDS",
+    "BINDING_FIELDS",
+    "RowBlock",
+    "RowTable",
+    "write_rows",
+    "read_rows",
+]
+
+SCHEMA = "lens-pit-row/1"
+IDENTITY_FIELDS = (
+    "workload", "memory", "label_based", "retriever", "stream", "stream_kind", "seed", "uses_gold",
+    "anchor_group", "anchor", "query_id", "condition", "horizon", "view",
+)
+BUDGET_FIELDS = ("capacity", "trace_depth", "base_depth", "list_depth")
+BINDING_FIELDS = ("corpus_hash", "queries_hash", "index_hash", "stream_hash", "events_hash", "config_hash")
+SELECTION_FIELDS = ("selected", "n_selected", "n_future", "tvr", "top_sim", "mean_sim")
+# Fields that together name one paired anchor (every condition of one memory at one anchor shares them).
+PAIR_FIELDS = ("workload", "memory", "retriever", "stream", "anchor")
+
+
+class RowBlock:
+    """Rows of one replayed (stream, retriever, memory, condition) batch, as columns.
+
+    ``scalars`` maps a field to a value shared by every row; ``columns`` maps a field to an array of length
+    ``n``; ``selected`` is an ``(n, capacity)`` array padded with ``-1``.
+    """
+
+    def __init__(self, scalars: Mapping[str, Any], columns: Mapping[str, np.ndarray], selected: np.ndarray) -> None:
+        self.scalars = dict(scalars)
+        self.columns = dict(columns)
+        self.selected = selected
+        self.n = int(selected.shape[0])
+
+    def records(self) -> Iterator[dict[str, Any]]:
+        cols = {k: _to_list(v) for k, v in self.columns.items()}
+        sel = self.selected.tolist()
+        names = sorted([*self.scalars, *cols, "selected"], key=_field_rank)
+        for r in range(self.n):
+            rec = {}
+            for k in names:
+                if k == "selected":
+                    rec[k] = [p for p in sel[r] if p >= 0]
+                elif k in cols:
+                    rec[k] = cols[k][r]
+                else:
+                    rec[k] = self.scalars[k]
+            yield rec
+
+
+def _field_rank(name: str) -> tuple[int, int]:
+    """Row field order: identity, budgets, selection, metrics, bindings (then anything else)."""
+    for group, fields in enumerate((IDENTITY_FIELDS, BUDGET_FIELDS, SELECTION_FIELDS)):
+        if name in fields:
+            return group, fields.index(name)
+    if name in BINDING_FIELDS:
+        return 4, BINDING_FIELDS.index(name)
+    return 3, 0
+
+
+def _to_list(arr: np.ndarray) -> list:
+    out = np.asarray(arr).tolist()
+    if np.asarray(arr).dtype.kind == "f":
+        return [None if (isinstance(x, float) and math.isnan(x)) else x for x in out]
+    return out
+
+
+def write_rows(path: str | Path, blocks: Iterable[RowBlock]) -> int:
+    """Write all rows (numbered from 0) as JSON lines to ``path`` atomically; returns the row count."""
+    from harness.retrieval.store import atomic_write
+
+    count = 0
+
+    def _write(fh) -> None:
+        nonlocal count
+        for block in blocks:
+            lines = []
+            for rec in block.records():
+                rec = {"row_id": count, "schema": SCHEMA, **rec}
+                lines.append(json.dumps(rec, separators=(",", ":"), allow_nan=False))
+                count += 1
+            if lines:
+                fh.write(("\n".join(lines) + "\n").encode("utf-8"))
+
+    atomic_write(path, _write)
+    return count
+
+
+class RowTable:
+    """Rows read back as columns: ``table[field]`` is a numpy array (object dtype for strings and None);
+    ``table.selected`` is ``(n, max capacity)`` int64 padded with -1."""
+
+    def __init__(self, records: list[dict[str, Any]]) -> None:
+        self.n = len(records)
+        fields = list(dict.fromkeys(k for rec in records for k in rec))
+        self.fields = [f for f in fields if f != "selected"]
+        self._cols: dict[str, np.ndarray] = {}
+        for f in self.fields:
+            vals = [rec.get(f) for rec in records]
+            self._cols[f] = _column(vals)
+        width = max((len(rec.get("selected") or []) for rec in records), default=0)
+        sel = np.full((self.n, width), -1, dtype=np.int64)
+        for r, rec in enumerate(records):
+            s = rec.get("selected") or []
+            sel[r, : len(s)] = s
+        self.selected = sel
+        self.selected_lists = [list(rec.get("selected") or []) for rec in records]
+
+    def __getitem__(self, field: str) -> np.ndarray:
+        return self._cols[field]
+
+    def __contains__(self, field: str) -> bool:
+        return field in self._cols
+
+    def metric_fields(self) -> list[str]:
+        return [f for f in self.fields if f.startswith(("recall@", "hit@", "complete@")) or f == "rank80"]
+
+
+def _column(vals: list[Any]) -> np.ndarray:
+    kinds = {type(v) for v in vals if v is not None}
+    if kinds and kinds <= {int} and all(v is not None for v in vals):
+        return np.asarray(vals, dtype=np.int64)
+    if kinds and kinds <= {int, float}:
+        return np.asarray([math.nan if v is None else v for v in vals], dtype=np.float64)
+    if kinds == {bool} and all(v is not None for v in vals):
+        return np.asarray(vals, dtype=bool)
+    arr = np.empty(len(vals), dtype=object)
+    arr[:] = vals
+    return arr
+
+
+def read_rows(path: str | Path) -> RowTable:
+    """Read a row file; raises ``LensError`` naming the line on malformed JSON."""
+    path = Path(path)
+    if not path.is_file():
+        raise LensError(f"{path}: no such row file")
+    records = []
+    with open(path, "rb") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            if not raw.strip():
+                continue
+            try:
+                rec = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise LensError(f"{path}: line {lineno}: malformed JSON ({exc.msg})") from None
+            if not isinstance(rec, dict):
+                raise LensError(f"{path}: line {lineno}: expected a JSON object")
+            records.append(rec)
+    return RowTable(records)

@@ -1,0 +1,152 @@
+"""The replay contract: a clean run passes; each kind of tampering is caught and named."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from harness.audit.contract import check_run
+from lens._cli import main
+
+
+def _copy(run: Path, tmp_path: Path) -> Path:
+    dst = tmp_path / "run"
+    shutil.copytree(run, dst)
+    return dst
+
+
+def _rows(run: Path) -> list[dict]:
+    return [json.loads(line) for line in (run / "rows.jsonl").read_text(encoding="utf-8").splitlines()]
+
+
+def _save(run: Path, rows: list[dict]) -> None:
+    (run / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+
+def _codes(run: Path) -> set[str]:
+    return {v.code for v in check_run(run)}
+
+
+def _first(rows: list[dict], **match) -> dict:
+    return next(r for r in rows if all(r[k] == v for k, v in match.items()))
+
+
+def test_a_clean_run_passes(finished_run):
+    assert check_run(finished_run) == []
+
+
+def test_a_future_entry_slipped_into_a_pit_row_is_caught(finished_run, tmp_path):
+    run = _copy(finished_run, tmp_path)
+    rows = _rows(run)
+    r = _first(rows, condition="pit", anchor_group=0.6)
+    # The forger also fixes the bookkeeping so that only the positions give it away.
+    r["selected"] = r["selected"][:-1] + [r["anchor"] + 2]
+    r["n_future"], r["tvr"] = 0, 0.0
+    _save(run, rows)
+    codes = _codes(run)
+    assert "pit-future-entry" in codes
+    assert "tvr-mismatch" in codes  # recorded TVR 0 does not match the positions
+
+
+def test_a_changed_capacity_is_caught(finished_run, tmp_path):
+    run = _copy(finished_run, tmp_path)
+    rows = _rows(run)
+    _first(rows, condition="future")["capacity"] = 64
+    _save(run, rows)
+    assert "capacity-mismatch" in _codes(run)
+
+
+def test_a_changed_corpus_hash_is_caught(finished_run, tmp_path):
+    run = _copy(finished_run, tmp_path)
+    rows = _rows(run)
+    _first(rows, condition="pit")["corpus_hash"] = "0" * 64
+    _save(run, rows)
+    assert "corpus-hash-mismatch" in _codes(run)
+
+
+def test_a_corpus_hash_changed_on_every_row_still_disagrees_with_the_manifest(finished_run, tmp_path):
+    run = _copy(finished_run, tmp_path)
+    rows = _rows(run)
+    for r in rows:
+        r["corpus_hash"] = "f" * 64
+    _save(run, rows)
+    assert "corpus-hash-mismatch" in _codes(run)
+
+
+def test_an_altered_naive_row_is_caught(finished_run, tmp_path):
+    run = _copy(finished_run, tmp_path)
+    rows = _rows(run)
+    r = _first(rows, condition="naive", memory="trace")
+    r["recall@100"] = min(1.0, r["recall@100"] + 0.05) if r["recall@100"] < 1 else 0.5
+    _save(run, rows)
+    assert "naive-future-mismatch" in _codes(run)
+
+
+def test_a_naive_row_with_other_entries_is_caught(finished_run, tmp_path):
+    run = _copy(finished_run, tmp_path)
+    rows = _rows(run)
+    r = _first(rows, condition="naive", memory="cache")
+    r["selected"] = list(reversed(r["selected"]))
+    _save(run, rows)
+    assert "naive-future-mismatch" in _codes(run)
+
+
+def test_own_event_stateless_entries_and_horizon_breaches_are_caught(finished_run, tmp_path):
+    run = _copy(finished_run, tmp_path)
+    rows = _rows(run)
+    fut = _first(rows, condition="future")
+    fut["selected"] = fut["selected"][:-1] + [fut["anchor"]]
+    st = _first(rows, condition="stateless")
+    st["selected"], st["n_selected"] = [0], 1
+    fh = next(r for r in rows if r["condition"] == "future-h" and r["horizon"] == 3 and r["anchor"] > 0)
+    fh["selected"] = fh["selected"][:-1] + [fh["anchor"] + 7]
+    _save(run, rows)
+    codes = _codes(run)
+    assert {"own-event", "ineligible-entry"} <= codes
+
+
+def test_changed_budgets_missing_and_duplicate_rows_are_caught(finished_run, tmp_path):
+    run = _copy(finished_run, tmp_path)
+    rows = _rows(run)
+    _first(rows, condition="pit")["trace_depth"] = 49
+    dropped = _first(rows, condition="future-h", memory="cache")
+    rows = [r for r in rows if r is not dropped]
+    rows.append(dict(_first(rows, condition="stateless", memory="cache")))
+    _save(run, rows)
+    assert {"budget-mismatch", "missing-condition", "duplicate-row"} <= _codes(run)
+
+
+def test_an_index_hash_other_than_the_manifests_is_caught(finished_run, tmp_path):
+    run = _copy(finished_run, tmp_path)
+    rows = _rows(run)
+    for r in rows:
+        r["index_hash"] = "a" * 64
+    _save(run, rows)
+    assert "index-hash-mismatch" in _codes(run)
+
+
+def test_any_edit_to_a_run_file_breaks_its_manifest_hash(finished_run, tmp_path):
+    run = _copy(finished_run, tmp_path)
+    with open(run / "streams" / "syn" / "random-s0.json", "a", encoding="utf-8") as fh:
+        fh.write(" ")
+    assert _codes(run) == {"output-hash-mismatch"}
+
+
+def test_check_command_exits_non_zero_and_names_each_violation(finished_run, tmp_path, capsys):
+    assert main(["audit", "check", str(finished_run)]) == 0
+    assert "contract pass" in capsys.readouterr().out
+    run = _copy(finished_run, tmp_path)
+    rows = _rows(run)
+    _first(rows, condition="future")["capacity"] = 5
+    _first(rows, condition="pit")["corpus_hash"] = "1" * 64
+    _save(run, rows)
+    assert main(["audit", "check", str(run)]) == 1
+    out = capsys.readouterr().out
+    for code in ("capacity-mismatch", "corpus-hash-mismatch", "output-hash-mismatch"):
+        assert f"violation {code}:" in out
+    assert main(["audit", "check", str(run), "--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["status"] == "fail" and {v["code"] for v in data["violations"]} >= {"capacity-mismatch"}
