@@ -1,0 +1,51 @@
+"""lens: source-grounded answers over folders of raw, changing documents (LENS).
+
+The public surface is small and explicit; implementation modules are private (``lens._*``). Names are
+imported lazily on first use, so ``import lens`` (and ``lens --help``) stays instant.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "Agent": "lens._agent",
+    "ask": "lens._agent",
+    "AskResult": "lens._result",
+    "Evidence": "lens._result",
+    "RequirementStatus": "lens._result",
+    "LensConfig": "lens._config",
+    "load_config": "lens._config",
+    "available_presets": "lens._config",
+    "ConfigError": "lens._config",
+    "LensError": "lens._errors",
+    "MemoryStore": "lens._memory",
+    "MemoryEntry": "lens._memory",
+    "Eligibility": "lens._memory",
+    "LLMClient": "lens._llm",
+    "LLMResponse": "lens._llm",
+    "LLMError": "lens._llm",
+    "open_client": "lens._llm",
+    "CostMeter": "lens._cost",
+    "Cost": "lens._cost",
+    "scan_corpus": "lens._corpus",
+    "Document": "lens._corpus",
+}
+
+__all__ = sorted(_EXPORTS) + ["__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'lens' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

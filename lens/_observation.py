@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from lens._corpus import Document
 from lens._prompts import fence_passage, render
@@ -50,7 +50,14 @@ class _FindingReply(BaseModel):
                 continue
         return out
 
-    @field_validator("quote", "value", "fact", "passage", mode="before")
+    @field_validator("passage", mode="before")
+    @classmethod
+    def _passage(cls, v: Any) -> Any:
+        if isinstance(v, int):
+            return f"P{v}"
+        return "" if v is None else str(v)
+
+    @field_validator("quote", "value", "fact", mode="before")
     @classmethod
     def _str(cls, v: Any) -> Any:
         if v is None:
@@ -61,8 +68,27 @@ class _FindingReply(BaseModel):
 
 
 class ObservationReply(BaseModel):
+    """The oracle's reply. Accepted shapes: ``{"R1": {"passage", "sentence", "quote", "value"} | null, ...,
+    "names": [...]}`` (what the prompt asks for) or ``{"findings": [...], "mentions": [...]}``."""
+
     findings: list[_FindingReply] = Field(default_factory=list)
     mentions: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _keyed(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or "findings" in data:
+            return data
+        findings = []
+        for key, value in data.items():
+            if re.fullmatch(r"#?[Rr]\d+", str(key).strip()) and isinstance(value, dict):
+                item = dict(value)
+                item["fact"] = str(key)
+                if "sentences" not in item and "sentence" in item:
+                    item["sentences"] = item.get("sentence")
+                findings.append(item)
+        mentions = data.get("names", data.get("mentions", []))
+        return {"findings": findings, "mentions": mentions}
 
     @field_validator("mentions", mode="before")
     @classmethod

@@ -167,10 +167,18 @@ def from_reply(question: str, reply: DecompositionReply) -> Decomposition:
             r.cues.insert(0, r.entity)
         if not r.cues and not r.depends_on:
             r.cues = _names(r.text, question) or content_terms(r.text)[:4]
-    intent = _question_intent(question) or reply.intent
-    if intent == "bridge" and not any(r.depends_on for r in reqs):
-        intent = "lookup" if len(reqs) == 1 else intent
-    return Decomposition(intent, reqs, "llm")
+    return Decomposition(_intent_of(question, reqs), reqs, "llm")
+
+
+def _intent_of(question: str, reqs: list[Requirement]) -> str:
+    """Intent from the wording and the facts' structure; the model's own label is unreliable (small models
+    call most multi-fact questions comparisons), so it is not used."""
+    worded = _question_intent(question)
+    if worded:
+        return worded
+    if any(r.depends_on for r in reqs) or len(reqs) > 1:
+        return "bridge"
+    return "lookup"
 
 
 def _names(text: str, question: str) -> list[str]:
