@@ -166,14 +166,28 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _pdeathsig() -> None:  # runs in the child before exec (Linux): die with the parent
+def _pdeathsig_hook():
+    """A pre-exec hook that makes the child get SIGTERM when its parent dies (Linux only), or None.
+
+    libc is loaded here, in the parent: importing or loading a library in the forked child can deadlock if
+    another thread held the import lock at the moment of the fork.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
     try:
         import ctypes
 
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        prctl = ctypes.CDLL("libc.so.6", use_errno=True).prctl
     except Exception:
-        pass
+        return None
+
+    def hook() -> None:  # runs in the child before exec
+        try:
+            prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        except Exception:
+            pass
+
+    return hook
 
 
 def _spawn_loop(requests: "queue.SimpleQueue") -> None:
@@ -266,7 +280,7 @@ class EmbeddedServer:
                 stdout=logf,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # our own process group, stopped as a whole
-                preexec_fn=_pdeathsig if sys.platform.startswith("linux") else None,
+                preexec_fn=_pdeathsig_hook(),
             )
         _register(self)
         try:
