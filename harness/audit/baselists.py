@@ -14,6 +14,7 @@ fix which entries a view can select and what the reranker starts from.
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import logging
@@ -98,8 +99,14 @@ class ArtifactCache:
         return self.folder / f"{kind}-{sha256_bytes(canonical_json(dict(key)))[:24]}"
 
 
+@functools.lru_cache(maxsize=4)
+def _encoder_for(model: str | None, batch_size: int) -> DenseEncoder:
+    return DenseEncoder(model, batch_size=batch_size)
+
+
 def _encoder(spec: RetrievalSpec) -> DenseEncoder:
-    return DenseEncoder(spec.dense_model, batch_size=spec.batch_size)
+    """One encoder per model for the whole process: the model loads once."""
+    return _encoder_for(spec.dense_model, spec.batch_size)
 
 
 def _dense_vectors(texts: Sequence[str], ids: Sequence[str], what: str, content_hash: str, encoder: DenseEncoder, cache: ArtifactCache) -> DenseIndex:
@@ -185,6 +192,7 @@ def compute_base_lists(
         qv = _dense_vectors(qtexts, [r.id for r in requests], "queries", queries_hash, enc, cache)
         d_idx, d_val = docs.search(qv.vectors, depth)
         lists.append(d_idx)
+        params = {**params, "dense_index": docs.index_hash, "dense_queries": qv.index_hash}  # bind the vectors used
     if retriever == "bm25":
         idx, val = b_idx, b_val.astype(np.float64)
     elif retriever == "dense":

@@ -26,7 +26,7 @@ import os
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Mapping
 
 import numpy as np
 
@@ -44,7 +44,6 @@ __all__ = [
     "load_hotpotqa",
     "make_workload",
     "workload_summary",
-    "as_requests",
 ]
 
 log = logging.getLogger(__name__)
@@ -410,8 +409,3 @@ def workload_summary(w: Workload) -> dict[str, object]:
         "queries_sharing_a_gold_asset": int(shared),
         "skipped": dict(w.notes),
     }
-
-
-def as_requests(items: Sequence[Request | Query]) -> tuple[Request, ...]:
-    """Strip labels from queries (identity for requests)."""
-    return tuple(Request(x.id, x.text, x.timestamp) for x in items)

@@ -13,7 +13,6 @@ The run folder holds ``rows.jsonl``, ``contract.json``, ``manifest.json``, ``con
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from dataclasses import dataclass

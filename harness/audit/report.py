@@ -145,10 +145,13 @@ def build_report(run_dir: str | Path, *, resamples: int | None = None, seed: int
         spf = m["stateless"] < m["pit"] < m["future"]
         spf_sig = spf and e["dPIT"].lo > 0 and e["HG"].lo > 0
         v = verdict(e["dPIT"], contract_ok=True)
-        hg_rows.append([wl, mem, sk, ret, e["HG"].mean, e["HG"].lo, e["HG"].hi, e["HG"].n_clusters, e["HG"].n_pairs])
+        nd, kept = _hg_without_near_duplicates(c["cell"], headline, resamples, seed)
+        hg_rows.append([wl, mem, sk, ret, e["HG"].mean, e["HG"].lo, e["HG"].hi, e["HG"].n_clusters, e["HG"].n_pairs,
+                        nd.mean, nd.lo, nd.hi, kept])
         util_rows.append([wl, mem, sk, ret, m["stateless"], m["pit"], m["future"], e["dPIT"].mean, e["dPIT"].lo, e["dPIT"].hi,
                           e["HG"].mean, e["HG"].lo, e["HG"].hi, e["MHF"].mean, e["MHF"].lo, e["MHF"].hi, spf, spf_sig, v])
-        md_hg.append([wl, mem, sk.capitalize(), ret.upper() if ret == "bm25" else ret.capitalize(), _fmt(e["HG"])])
+        md_hg.append([wl, mem, sk.capitalize(), ret.upper() if ret == "bm25" else ret.capitalize(), _fmt(e["HG"]),
+                      f"{_fmt(nd)} ({kept:.1%} kept)"])
         md_util.append([wl, mem, sk, ret, f"{m['stateless']:.2f}", f"{m['pit']:.2f}", f"{m['future']:.2f}", _fmt(e["dPIT"]), _fmt(e["HG"]),
                         e["MHF"].fmt(scale=100.0, digits=1).replace("[", "% [").replace("]", "%]") if math.isfinite(e["MHF"].mean) else "n/a",
                         "yes" if spf else "no"])
@@ -158,7 +161,8 @@ def build_report(run_dir: str | Path, *, resamples: int | None = None, seed: int
             **{name: {"mean": est.mean, "lo": est.lo, "hi": est.hi} for name, est in e.items()},
             "S<P<F": spf, "S<P<F_intervals": spf_sig, "verdict": v, "pairs": e["HG"].n_pairs, "clusters": e["HG"].n_clusters,
         })
-    put("tables/hg.csv", _csv_bytes(["workload", "memory", "stream", "retriever", "hg", "lo", "hi", "query_clusters", "pairs"], hg_rows))
+    put("tables/hg.csv", _csv_bytes(["workload", "memory", "stream", "retriever", "hg", "lo", "hi", "query_clusters", "pairs",
+                                     "hg_no_near_dup", "lo_no_near_dup", "hi_no_near_dup", "kept_share_no_near_dup"], hg_rows))
     put("tables/utility.csv", _csv_bytes(
         ["workload", "memory", "stream", "retriever", "S", "P", "F", "dpit", "dpit_lo", "dpit_hi", "hg", "hg_lo", "hg_hi",
          "mhf", "mhf_lo", "mhf_hi", "S<P<F", "S<P<F_intervals_exclude_0", "verdict"], util_rows))
@@ -261,7 +265,7 @@ def build_report(run_dir: str | Path, *, resamples: int | None = None, seed: int
         md.append(f"- **{wl}**: corpus `{b['corpus_hash'][:16]}`, queries `{b['queries_hash'][:16]}`, {s['assets']} assets, {s['queries']} queries, "
                   f"{s['gold_per_query_mean']:.1f} gold per query, {s['queries_sharing_a_gold_asset']} share a gold asset; "
                   + ", ".join(f"{r} index `{v['index_hash'][:16]}`" for r, v in b["retrievers"].items()))
-    md += ["", "## Hindsight Gain (paper Table 5 shape)", "", _md_table(["Domain", "Memory", "Stream", "Retriever", "HG [95% CI]"], md_hg)]
+    md += ["", "## Hindsight Gain (paper Table 5 shape)", "", _md_table(["Domain", "Memory", "Stream", "Retriever", "HG [95% CI]", f"HG without near-duplicate neighbours (sim ≥ {NEAR_DUP})"], md_hg)]
     md += ["", "## Utility: S, P, F, ΔPIT = P − S, HG = F − P, MHF = HG / |ΔPIT|", "",
            _md_table(["Domain", "Memory", "Stream", "Retriever", "S", "P", "F", "ΔPIT [CI]", "HG [CI]", "MHF [CI]", "S<P<F"], md_util)]
     md += ["", "## Verdict (gated by the contract; paper Table 7)", "", _md_table(["Domain", "Memory", "Stream", "Retriever", "Contract", "ΔPIT [CI]", "Verdict"], md_verdict)]
@@ -294,6 +298,20 @@ def build_report(run_dir: str | Path, *, resamples: int | None = None, seed: int
     return rep
 
 
+NEAR_DUP = 0.99
+
+
+def _hg_without_near_duplicates(cell: _Cell, field: str, resamples: int, seed: int) -> tuple[Estimate, float]:
+    """HG after dropping anchors where PIT or Future selected a neighbour with similarity >= NEAR_DUP (paper §6.5)."""
+    top_p = np.nan_to_num(cell.values("top_sim", "pit"), nan=-1.0)
+    top_f = np.nan_to_num(cell.values("top_sim", "future"), nan=-1.0)
+    keep = (top_p < NEAR_DUP) & (top_f < NEAR_DUP)
+    if not keep.any():
+        return Estimate(math.nan, math.nan, math.nan, 0, 0), 0.0
+    d = cell.values(field, "future", _PCT)[keep] - cell.values(field, "pit", _PCT)[keep]
+    return Bootstrap(cell.query[keep], resamples=resamples, seed=seed).estimate(d), float(keep.mean())
+
+
 def _top_sim(t: RowTable, cell: _Cell, view: str, mask: np.ndarray) -> float:
     tops = cell.values("top_sim", view)[mask]
     return float(np.nanmean(tops)) if np.isfinite(tops).any() else math.nan
@@ -315,18 +333,16 @@ def _plots(folder: Path, dose_rows: list[list], pos_rows: list[list]) -> list[Pa
             series: dict[tuple[str, str], list[list]] = defaultdict(list)
             for r in rs:
                 series[(r[2], r[3])].append(r)
-            for (sk, ret), pts in sorted(series.items()):
-                if kind == "dose":
-                    labels = [p[4] for p in pts]
-                    xs = np.arange(len(pts))
-                else:
-                    labels = [f"{p[4]:.0%}" for p in pts]
-                    xs = np.arange(len(pts))
+            n_series = len(series)
+            for k, ((sk, ret), pts) in enumerate(sorted(series.items())):
+                labels = [p[4] for p in pts] if kind == "dose" else [f"{p[4]:.0%}" for p in pts]
+                ticks = np.arange(len(pts))
+                xs = ticks + (k - (n_series - 1) / 2) * 0.06  # a small offset keeps overlapping intervals readable
                 y = np.asarray([p[5] for p in pts])
                 lo = np.asarray([p[6] for p in pts])
                 hi = np.asarray([p[7] for p in pts])
                 ax.errorbar(xs, y, yerr=[y - lo, hi - y], marker="o", capsize=3, label=f"{sk} / {ret}")
-                ax.set_xticks(xs, labels)
+                ax.set_xticks(ticks, labels)
             ax.axhline(0, color="grey", linewidth=0.8)
             ax.set_xlabel("future horizon h (events after the anchor)" if kind == "dose" else "anchor position in the stream")
             ax.set_ylabel("HG (Asset Recall points, F_h − P)" if kind == "dose" else "HG (Asset Recall points, F − P)")

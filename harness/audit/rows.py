@@ -23,6 +23,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 import numpy as np
 
+from harness.retrieval.store import atomic_write
 from lens._errors import LensError
 
 __all__ = [
@@ -96,8 +97,6 @@ def _to_list(arr: np.ndarray) -> list:
 
 def write_rows(path: str | Path, blocks: Iterable[RowBlock]) -> int:
     """Write all rows (numbered from 0) as JSON lines to ``path`` atomically; returns the row count."""
-    from harness.retrieval.store import atomic_write
-
     count = 0
 
     def _write(fh) -> None:

@@ -66,7 +66,7 @@ split = "test"
 retrievers = ["bm25"]
 depth = 100
 [streams]
-kinds = ["random", "semantic"]
+kinds = ["random", "semantic", "gold-overlap"]
 seeds = [0, 1]
 [replay]
 capacity = 8
@@ -82,6 +82,12 @@ headline_k = 100
 bootstrap_resamples = 200
 bootstrap_seed = 0
 """
+
+
+@pytest.fixture
+def workload_factory():
+    """The synthetic workload builder, for tests that need a differently sized workload."""
+    return synthetic_workload
 
 
 @pytest.fixture

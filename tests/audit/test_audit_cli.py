@@ -33,10 +33,10 @@ def test_run_writes_rows_manifest_and_a_report(finished_run):
     assert sorted(p.name for p in (finished_run / "report" / "plots").glob("*.png")) == [
         "anchor-syn-cache.png", "anchor-syn-trace.png", "dose-syn-cache.png", "dose-syn-trace.png"]
     t = read_rows(finished_run / "rows.jsonl")
-    # 2 streams × 2 seeds × 24 anchors × 6 conditions (Stateless, PIT, Future-h3, Future-h10, Future, Naive) × 2 memories
+    # 3 streams (random, semantic, gold-overlap) × 2 seeds × 24 anchors × 6 conditions × 2 memories
     views = {"stateless", "pit", "future-h3", "future-h10", "future", "naive"}
     assert set(t["view"]) == views
-    assert t.n == 2 * 2 * 24 * len(views) * 2
+    assert t.n == 3 * 2 * 24 * len(views) * 2
     manifest = json.loads((finished_run / "manifest.json").read_text())
     assert manifest["contract"] == {"status": "pass", "violations": 0}
     assert {o["path"] for o in manifest["outputs"]} >= {"rows.jsonl", "contract.json", "streams/syn/random-s0.json"}
@@ -44,6 +44,17 @@ def test_run_writes_rows_manifest_and_a_report(finished_run):
     summary = json.loads((finished_run / "report" / "summary.json").read_text())
     assert summary["audit"]["max_pit_tvr"] == 0 and summary["audit"]["naive_future_max_abs_diff"] == 0
     assert "| Domain | Memory | Stream | Retriever | HG [95% CI] |" in (finished_run / "report" / "report.md").read_text()
+
+
+def test_stress_streams_are_tagged_and_kept_out_of_headline_tables(finished_run):
+    t = read_rows(finished_run / "rows.jsonl")
+    kinds = {(k, bool(u)) for k, u in zip(t["stream_kind"], t["uses_gold"])}
+    assert kinds == {("random", False), ("semantic", False), ("gold-overlap", True)}
+    tables = finished_run / "report" / "tables"
+    for name in ("hg.csv", "utility.csv", "audit.csv", "dose.csv", "anchor_position.csv", "cutoffs.csv"):
+        assert "gold-overlap" not in (tables / name).read_text(), name
+    stress = (tables / "stress.csv").read_text().splitlines()
+    assert len(stress) == 1 + 2 and all(",gold-overlap," in line for line in stress[1:])  # trace and cache
 
 
 def test_report_is_deterministic_for_a_seed(finished_run, tmp_path):

@@ -89,6 +89,7 @@ def test_random_stream_is_a_seeded_permutation_with_a_stable_hash():
     a, b, c = random_stream(r, 1), random_stream(r, 1), random_stream(r, 2)
     assert sorted(a.order.tolist()) == list(range(50))
     assert a.hash == b.hash and a.hash != c.hash
+    assert a.order.tolist() != c.order.tolist()  # the seed drives the permutation, not just the label
     assert a.query_ids == tuple(r[i].id for i in a.order)
 
 
