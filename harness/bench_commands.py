@@ -1,4 +1,5 @@
-"""Handlers of ``lens bench sample | snapshot | score`` (registered in ``harness/bench_cli.py``).
+"""Handlers of ``lens bench sample | snapshot | score | run | lifecycle | report`` (registered in
+``harness/bench_cli.py``).
 
 Each takes the parsed namespace and returns an exit code; bad input raises ``DataError`` (a ``LensError``),
 which the CLI prints as one line with exit code 2. A failed ``--verify`` prints every problem and exits 1.
@@ -26,7 +27,7 @@ from harness.snapshots import (
     verify_snapshots,
 )
 
-__all__ = ["sample", "snapshot", "score"]
+__all__ = ["sample", "snapshot", "score", "run", "lifecycle", "report"]
 
 
 def _table(headers: list[str], rows: list[list[str]], right: set[int] | None = None) -> str:
@@ -292,3 +293,99 @@ def score(args: argparse.Namespace) -> int:
     if result.extra:
         print(f"predictions for unknown ids (ignored): {len(result.extra)}: {listing(result.extra)}")
     return 0
+
+
+# --------------------------------------------------------------------------- run
+
+
+def run(args: argparse.Namespace) -> int:
+    from lens._cli import config_from_args
+
+    from harness.executor import LocalExecutor
+    from harness.runner import plan_run, run_benchmark
+    from harness.systems.registry import ArmSettings, parse_systems
+
+    systems = parse_systems(args.systems)
+    if args.concurrency < 1:
+        raise DataError(f"--concurrency {args.concurrency}: must be >= 1")
+    config = config_from_args(args)
+    settings = ArmSettings(k=args.k, react_steps=args.react_steps, dense_model=args.dense_model)
+    plan = plan_run(
+        snapshot=args.snapshot, questions_file=args.questions, systems=systems, out=args.out, config=config,
+        sample=args.sample, stage=args.stage, limit=args.limit, stale_from=args.stale_from,
+        index_dir=args.index_dir, settings=settings,
+    )  # fmt: skip
+    print(
+        f"run {plan.out}: {len(plan.questions)} questions x {len(systems)} systems on {plan.corpus.folder.name} "
+        f"({plan.arm}{', indexes from ' + plan.index_corpus.folder.name if plan.arm == 'stale' else ''}); "
+        f"config {plan.config_hash[:12]}, binding {plan.binding_hash[:12]}",
+        file=sys.stderr,
+    )
+    summary = run_benchmark(plan, executor=LocalExecutor(args.concurrency), progress=not args.no_progress)
+    if args.json:
+        print(json.dumps({
+            "out": str(summary.out), "rows_before": summary.rows_before, "rows_written": summary.rows_written,
+            "rows_total": summary.rows_total, "planned": summary.planned, "complete": summary.complete,
+            "stopped": summary.stopped, "per_system": summary.per_system,
+            "config_hash": plan.config_hash, "binding_hash": plan.binding_hash,
+        }, indent=1))  # fmt: skip
+    else:
+        rows = [
+            [name, str(int(m["rows"])), f"{100 * m['em']:.1f}", f"{100 * m['f1']:.1f}", f"{100 * m['ev_rec']:.1f}",
+             f"{100 * m['ground']:.1f}", f"{m['tokens']:,.0f}", f"{m['seconds']:.1f}", str(int(m["errors"]))]
+            for name, m in sorted(summary.per_system.items(), key=lambda kv: systems.index(kv[0]) if kv[0] in systems else 99)
+        ]  # fmt: skip
+        print(_table(["System", "Rows", "EM", "F1", "Ev.Rec", "Ground", "Tokens/q", "Seconds/q", "Errors"], rows, set(range(1, 9))))
+        print(
+            f"rows: {summary.rows_written} written now, {summary.rows_before} before, "
+            f"{summary.rows_total}/{summary.planned} done; {summary.out / 'rows.jsonl'}"
+        )
+    if summary.stopped:
+        print(f"lens: error: run stopped: {summary.stopped}; rerun the same command to resume", file=sys.stderr)
+        return 2
+    return 0
+
+
+# --------------------------------------------------------------------------- lifecycle
+
+
+def lifecycle(args: argparse.Namespace) -> int:
+    from harness._atomic import write_json_atomic
+    from harness.lifecycle import find_stages, lifecycle_table, measure_lifecycle
+    from harness.systems.registry import parse_systems
+
+    stages = find_stages(args.snapshots)
+    data = measure_lifecycle(
+        stages, args.index_dir, systems=parse_systems(args.systems), dense_model=args.dense_model,
+        isolate=not args.in_process, rebuild=args.rebuild, log=None if args.json else sys.stderr,
+    )  # fmt: skip
+    if args.out:
+        write_json_atomic(args.out, data)
+    if args.json:
+        print(json.dumps(data, indent=1))
+        return 0
+    headers, rows = lifecycle_table(data)
+    print(_table(headers, rows, right=set(range(5, len(headers)))))
+    if args.out:
+        print(f"wrote {args.out}")
+    return 0
+
+
+# --------------------------------------------------------------------------- report
+
+
+def report(args: argparse.Namespace) -> int:
+    from harness.report import build_report
+
+    if args.out is None and len(args.run_dirs) > 1:
+        raise DataError("--out is needed when reporting more than one run folder")
+    out = Path(args.out) if args.out else Path(args.run_dirs[0]) / "report"
+    result = build_report(
+        args.run_dirs, out, lifecycle_files=args.lifecycle, resamples=args.resamples, seed=args.seed,
+        plots=not args.no_plots,
+    )  # fmt: skip
+    print(f"wrote {len(result.tables)} tables and {sum(p.suffix == '.png' for p in result.files)} plots to {out}")
+    print(f"  {result.files[0]}")
+    for r in result.refusals:
+        print(f"refused: {r}", file=sys.stderr)
+    return 1 if result.refusals else 0

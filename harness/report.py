@@ -1,0 +1,708 @@
+"""``lens bench report``: markdown + CSV tables shaped like the LENS paper's Tables 1–6, and PNG plots.
+
+Tables (each emitted once per binding it can honestly hold):
+
+- **Table 1** — snapshot composition (Articles, Ev., Dist., Bg.) and the lifecycle audit (index-free, query-ready
+  after growth, rebuild needed, index build seconds, index storage, peak memory), from ``lens bench lifecycle``
+  output when given (``--lifecycle``), else from the index builds the runs recorded.
+- **Table 2** — controlled evaluation per run binding: EM, F1, Ev.Rec, Ground (+ supporting-fact and joint F1
+  where a system gives sentence evidence), errors.
+- **Table 4** — Ev.Rec by snapshot size (one column per D_n; each column is one binding; one configuration).
+- **Table 5** — staleness: the stale arm (indexes built on D_from answer the questions new in D_to; index-free
+  systems read D_to) against the reference run on D_from with the same configuration; EM and Ev.Rec gaps.
+- **Cost and statistics** (paper §6.6) — tokens, oracle calls, seconds per question, cache hits, EM with a 95 %
+  bootstrap interval; paired exact McNemar on EM and a paired bootstrap interval of the EM difference for every
+  pair of systems; the failure taxonomy.
+- **Table 6** — ablation rows, when runs of the same binding differ from the main one only in ``ablation.*``.
+
+Binding rules (refusals are listed in the report and make the command exit 1): rows are grouped by
+(``binding_hash``, ``config_hash``); a table takes rows of one group only (Table 4: one group per column and
+one configuration; Table 5: the stale group and a reference whose corpus is the stale arm's "from" corpus, same
+configuration); the same system with two different ``system_hash`` values in one group, or a (system,
+question) row present twice, is refused. Metrics are computed over the questions every system of the table
+answered (paired), and the table says how many that is.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from harness.metrics import FAILURE_CLASSES, bootstrap_ci, mcnemar_exact
+from harness.run_store import read_rows, read_run_manifest
+from lens._errors import LensError
+
+__all__ = ["ReportError", "Run", "Group", "load_run", "group_runs", "build_report", "ReportResult"]
+
+SYSTEM_LABELS = {"lens": "LENS", "react": "ReAct Search", "hybrid": "Hybrid-RAG", "bm25": "BM25-RAG", "closed": "Closed-Book"}
+SYSTEM_ORDER = ("lens", "react", "hybrid", "bm25", "closed")  # the paper's row order
+
+
+class ReportError(LensError):
+    """The given runs cannot be reported (unreadable, or a binding rule is broken)."""
+
+
+@dataclass
+class Run:
+    path: Path
+    manifest: dict[str, Any]
+    rows: list[dict[str, Any]]
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.manifest["binding_hash"], self.manifest["config_hash"]
+
+
+@dataclass
+class Group:
+    """Rows of one binding and one configuration, merged across run folders."""
+
+    binding_hash: str
+    config_hash: str
+    manifest: dict[str, Any]  # the first run's (bindings and config are equal by construction)
+    runs: list[Path]
+    systems: dict[str, dict[str, Any]]  # name -> manifest entry
+    rows: dict[str, dict[str, dict[str, Any]]]  # system -> question id -> row
+
+    @property
+    def binding(self) -> dict[str, Any]:
+        return self.manifest["binding"]
+
+    @property
+    def arm(self) -> str:
+        return self.binding["arm"]["kind"]
+
+    @property
+    def corpus(self) -> str:
+        return self.binding["corpus"]["name"]
+
+    @property
+    def corpus_checksum(self) -> str:
+        return self.binding["corpus"]["corpus_checksum"]
+
+    @property
+    def size(self) -> int:
+        snap = self.manifest.get("snapshot") or {}
+        return int(snap.get("size") or self.binding["stage"]["size"] or 0)
+
+    def ordered_systems(self) -> list[str]:
+        return [s for s in SYSTEM_ORDER if s in self.rows] + sorted(s for s in self.rows if s not in SYSTEM_ORDER)
+
+    def common_ids(self, systems: Sequence[str] | None = None) -> list[str]:
+        systems = list(systems or self.ordered_systems())
+        if not systems:
+            return []
+        ids = set(self.rows[systems[0]])
+        for s in systems[1:]:
+            ids &= set(self.rows[s])
+        first = self.rows[systems[0]]
+        return sorted(ids, key=lambda i: first[i]["position"])
+
+    def label(self) -> str:
+        b = self.binding
+        st = b["stage"]
+        arm = b["arm"]
+        if arm["kind"] == "stale":
+            where = f"stale arm {arm['from']['name']}→{arm['to']['name']} ({b['question_set']})"
+        else:
+            where = f"{self.corpus} ({b['question_set']} {st['name']})"
+        return f"{where} · config {self.config_hash[:12]}"
+
+    def binding_line(self) -> str:
+        b = self.binding
+        st = b["stage"]
+        parts = [
+            f"corpus {b['corpus']['name']} `{b['corpus']['corpus_checksum'][:16]}`",
+            f"stage {st['name']} sample `{str(st['sample_sha256'])[:8]}` order `{str(st['order_sha256'])[:8]}`",
+            f"questions: {b['question_set']} (order `{b['question_order_sha256'][:8]}`)",
+            f"questions file `{b['questions_file_sha256'][:8]}`",
+            f"binding `{self.binding_hash[:12]}`",
+            f"config `{self.config_hash[:12]}`",
+        ]
+        if b["arm"]["kind"] == "stale":
+            a = b["arm"]
+            parts.insert(1, f"stale: index corpus {a['from']['name']} `{a['from']['corpus_checksum'][:16]}` → "
+                            f"read corpus {a['to']['name']} `{a['to']['corpus_checksum'][:16]}`")  # fmt: skip
+        model = self.manifest.get("model")
+        if model:
+            parts.append(f"model {model}")
+        return " · ".join(parts)
+
+
+def load_run(path: str | os.PathLike[str]) -> Run:
+    p = Path(path)
+    manifest = read_run_manifest(p)
+    rows = read_rows(p, manifest)
+    return Run(p, manifest, rows)
+
+
+def _ablation_free(config: dict[str, Any]) -> str:
+    c = {k: v for k, v in config.items() if k not in ("ablation", "preset")}
+    return json.dumps(c, sort_keys=True)
+
+
+def group_runs(runs: Iterable[Run]) -> list[Group]:
+    """Merge runs by (binding, config); refuse conflicting arms or rows written twice."""
+    groups: dict[tuple[str, str], Group] = {}
+    for run in runs:
+        g = groups.get(run.key)
+        if g is None:
+            g = groups[run.key] = Group(run.key[0], run.key[1], run.manifest, [], {}, defaultdict(dict))
+        g.runs.append(run.path)
+        for name, entry in run.manifest.get("systems", {}).items():
+            prev = g.systems.get(name)
+            if prev is not None and prev["system_hash"] != entry["system_hash"] and _has_rows(run, entry):
+                if any(r["system_hash"] == prev["system_hash"] for r in g.rows.get(name, {}).values()):
+                    raise ReportError(
+                        f"{run.path}: {name} ran with other parameters than in {g.runs[0]} under the same binding; "
+                        "one table cannot hold both"
+                    )
+        for r in run.rows:
+            name = r["system"]
+            entry = run.manifest["systems"].get(name)
+            if entry is None or r["system_hash"] != entry["system_hash"]:
+                continue  # rows of an arm the manifest no longer lists (parameters changed with no rows kept)
+            if r["question_id"] in g.rows[name]:
+                other = g.rows[name][r["question_id"]]
+                raise ReportError(f"{run.path}: row ({name}, {r['question_id']}) also comes from another run of the same binding ({other['_run']})")
+            r = dict(r)
+            r["_run"] = str(run.path)
+            g.rows[name][r["question_id"]] = r
+            g.systems[name] = entry
+    return list(groups.values())
+
+
+def _has_rows(run: Run, entry: dict[str, Any]) -> bool:
+    return any(r["system_hash"] == entry["system_hash"] for r in run.rows)
+
+
+# --------------------------------------------------------------------------- metrics
+
+
+def _mean(xs: Sequence[float]) -> float | None:
+    return sum(xs) / len(xs) if xs else None
+
+
+def _pct(x: float | None, digits: int = 1) -> str:
+    return "—" if x is None else f"{100 * x:.{digits}f}"
+
+
+def _metrics(g: Group, system: str, ids: Sequence[str]) -> dict[str, Any]:
+    rows = [g.rows[system][i] for i in ids]
+    reads = g.systems[system].get("reads_corpus", True)
+    s = [r["scores"] for r in rows]
+    p = [r["prediction"] for r in rows]
+    sp = [x["sp_f1"] for x in s if x.get("sp_f1") is not None]
+    joint = [x["joint_f1"] for x in s if x.get("joint_f1") is not None]
+    secs = [x["seconds"] for x in p]
+    return {
+        "n": len(rows),
+        "em": _mean([x["em"] for x in s]),
+        "f1": _mean([x["f1"] for x in s]),
+        "ev_rec": _mean([x["ev_rec"] for x in s if x["ev_rec"] is not None]) if reads else None,
+        "ground": _mean([float(bool(x["grounded"])) for x in s]),
+        "sp_f1": _mean(sp) if len(sp) == len(s) and s else None,
+        "joint_f1": _mean(joint) if len(joint) == len(s) and s else None,
+        "errors": sum(1 for x in p if x.get("error")),
+        "tokens": _mean([x["tokens"] for x in p]),
+        "prompt_tokens": _mean([x["prompt_tokens"] for x in p]),
+        "completion_tokens": _mean([x["completion_tokens"] for x in p]),
+        "oracle_calls": _mean([x["oracle_calls"] for x in p]),
+        "cache_hits": sum(x["cache_hits"] for x in p),
+        "seconds": _mean(secs),
+        "seconds_median": statistics.median(secs) if secs else None,
+        "failures": {c: sum(1 for x in s if x["failure"] == c) for c in FAILURE_CLASSES},
+    }
+
+
+# --------------------------------------------------------------------------- output helpers
+
+
+@dataclass
+class Table:
+    name: str  # file stem
+    title: str
+    caption: str
+    headers: list[str]
+    rows: list[list[str]]
+    notes: list[str] = field(default_factory=list)
+
+    def markdown(self) -> str:
+        out = [f"### {self.title}", "", self.caption, ""]
+        out.append("| " + " | ".join(self.headers) + " |")
+        out.append("|" + "|".join(" --- " if i == 0 else " ---: " for i in range(len(self.headers))) + "|")
+        out += ["| " + " | ".join(r) + " |" for r in self.rows]
+        out += [""] + [f"- {n}" for n in self.notes] + ([""] if self.notes else [])
+        return "\n".join(out)
+
+    def write_csv(self, folder: Path) -> Path:
+        path = folder / f"{self.name}.csv"
+        with open(path, "w", newline="", encoding="utf-8") as fh:
+            w = csv.writer(fh)
+            w.writerow(self.headers)
+            w.writerows(self.rows)
+        return path
+
+
+def _slug(text: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in text).strip("_")
+
+
+def _group_slug(g: Group) -> str:
+    arm = g.binding["arm"]
+    where = f"{arm['from']['name']}-to-{arm['to']['name']}" if arm["kind"] == "stale" else g.corpus
+    return _slug(f"{where}_{g.binding_hash[:8]}_{g.config_hash[:8]}")
+
+
+# --------------------------------------------------------------------------- tables
+
+
+def _composition_table(groups: Sequence[Group], lifecycle: Sequence[dict[str, Any]]) -> Table | None:
+    seen: dict[str, list[str]] = {}
+    for g in groups:
+        snap = g.manifest.get("snapshot") or {}
+        comp = snap.get("composition")
+        if comp and g.arm == "fresh":
+            seen[g.corpus_checksum] = [
+                g.corpus, str(snap.get("size") or "—"), f"{comp['articles']:,}", f"{comp['evidence']:,}",
+                f"{comp['distractors']:,}", f"{comp['background']:,}", f"{comp['background_ratio']:.2f}",
+                f"`{g.corpus_checksum[:8]}`",
+            ]  # fmt: skip
+    for data in lifecycle:
+        for st in data.get("stages", []):
+            comp = st.get("composition")
+            if comp and st["corpus_checksum"] not in seen:
+                seen[st["corpus_checksum"]] = [
+                    st["name"], str(st.get("size") or "—"), f"{comp['articles']:,}", f"{comp['evidence']:,}",
+                    f"{comp['distractors']:,}", f"{comp['background']:,}", f"{comp['background_ratio']:.2f}",
+                    f"`{st['corpus_checksum'][:8]}`",
+                ]  # fmt: skip
+    if not seen:
+        return None
+    rows = sorted(seen.values(), key=lambda r: int(r[1]) if r[1].isdigit() else 0)
+    return Table(
+        "table1_composition",
+        "Table 1 (upper) — snapshot construction",
+        "Deterministic D_n sizes: Ev. = gold supporting articles, Dist. = context distractors, Bg. = background "
+        "articles (target 3:1 to question-linked articles; realised ratio shown).",
+        ["Snapshot", "n", "Articles", "Ev.", "Dist.", "Bg.", "Bg.:linked", "Corpus checksum"],
+        rows,
+    )
+
+
+def _lifecycle_tables(groups: Sequence[Group], lifecycle: Sequence[dict[str, Any]]) -> list[Table]:
+    from harness.lifecycle import lifecycle_table
+
+    tables = []
+    for k, data in enumerate(lifecycle):
+        headers, rows = lifecycle_table(data)
+        order = {s: i for i, s in enumerate(SYSTEM_ORDER)}
+        rows = [[r[0], SYSTEM_LABELS.get(r[1], r[1]), *r[2:]] for r in rows]
+        rows.sort(key=lambda r: (next((st["size"] or 0 for st in data["stages"] if st["name"] == r[0]), 0),
+                                 order.get(next((s for s, l in SYSTEM_LABELS.items() if l == r[1]), r[1]), 99)))  # fmt: skip
+        tables.append(Table(
+            f"table1_lifecycle{'' if k == 0 else f'_{k + 1}'}",
+            "Table 1 (lower) — lifecycle audit",
+            "Measured by `lens bench lifecycle`: query-ready after growth and rebuild needed compare each stage with the "
+            "previous one (coverage = share of the grown folder's documents the system can reach without a rebuild); "
+            "index build time covers tokenising/encoding and saving; peak RSS is the building process's resident "
+            "memory; query-time read is LENS's per-question folder scan or ReAct's one-off in-memory warm-up after a change.",
+            headers, rows,
+            notes=[f"builds isolated in child processes: {data.get('isolated_builds')}; index root {data.get('index_root')}"],
+        ))  # fmt: skip
+    if lifecycle:
+        return tables
+    # no lifecycle file: what the runs recorded about their indexes
+    rows = []
+    for g in groups:
+        for name in g.ordered_systems():
+            e = g.systems[name]
+            builds = e.get("indexes") or []
+            free = e.get("index_free", True)
+            stale = g.arm == "stale" and not free
+            rows.append([
+                g.corpus if g.arm == "fresh" else f"{g.corpus} (stale arm)", SYSTEM_LABELS.get(name, name),
+                "yes" if free else "no", "yes" if free else "no", "no" if free else "yes",
+                ", ".join(f"{b['kind']} on {b['corpus']}" for b in builds) or "—",
+                f"{sum(b['seconds'] for b in builds):.2f}" if builds else "0.00",
+                f"{sum(b['bytes'] for b in builds) / 1e6:.2f}" if builds else "0.00",
+                f"{max(b['peak_rss_bytes'] for b in builds) / 1e6:.0f}" if builds else "—",
+                "stale index" if stale else "",
+            ])  # fmt: skip
+    if not rows:
+        return []
+    return [Table(
+        "table1_lifecycle", "Table 1 (lower) — lifecycle audit (as recorded by the runs)",
+        "Index-dependent arms are not query-ready after growth and need a rebuild; index-free arms read the folder "
+        "as it is. Build measurements are those recorded with each index (run `lens bench lifecycle` for all stages).",
+        ["Snapshot", "System", "Index-free", "Query-ready after growth", "Rebuild needed", "Indexes", "Index build (s)",
+         "Index on disk (MB)", "Peak RSS (MB)", "Note"],
+        rows,
+    )]  # fmt: skip
+
+
+def _incomplete_notes(g: Group, ids: Sequence[str]) -> list[str]:
+    notes = []
+    for s in g.ordered_systems():
+        if len(g.rows[s]) != len(ids):
+            notes.append(f"{SYSTEM_LABELS.get(s, s)} has {len(g.rows[s])} rows; the table uses the {len(ids)} questions every system answered")
+    planned = (g.manifest.get("questions") or {}).get("planned")
+    if planned and len(ids) < planned:
+        notes.append(f"{len(ids)} of the {planned} planned questions ({g.binding['question_set']}) are in this table")
+    return notes
+
+
+def _main_table(g: Group) -> Table:
+    ids = g.common_ids()
+    rows = []
+    for s in g.ordered_systems():
+        m = _metrics(g, s, ids)
+        rows.append([SYSTEM_LABELS.get(s, s), str(m["n"]), _pct(m["em"]), _pct(m["f1"]), _pct(m["ev_rec"]), _pct(m["ground"]),
+                     _pct(m["sp_f1"]), _pct(m["joint_f1"]), str(m["errors"])])  # fmt: skip
+    return Table(
+        f"table2_main__{_group_slug(g)}",
+        f"Table 2 — controlled evaluation on {g.corpus} (%, n={len(ids)})",
+        f"{g.binding_line()}. EM/F1 are the official answer metrics; Ev.Rec is gold supporting-document recall "
+        "among retrieved documents; Ground is the share of answers traceable to the system's evidence; SP F1 and "
+        "Joint F1 only where a system cites sentences; Errors counts rows whose system failed (scored as given).",
+        ["System", "n", "EM", "F1", "Ev.Rec", "Ground", "SP F1", "Joint F1", "Errors"],
+        rows,
+        notes=_incomplete_notes(g, ids),
+    )
+
+
+def _cost_tables(g: Group, resamples: int, seed: int) -> list[Table]:
+    ids = g.common_ids()
+    systems = g.ordered_systems()
+    rows = []
+    for s in systems:
+        m = _metrics(g, s, ids)
+        em = [g.rows[s][i]["scores"]["em"] for i in ids]
+        ci = bootstrap_ci(em, resamples=resamples, seed=seed) if em else None
+        rows.append([
+            SYSTEM_LABELS.get(s, s), f"{m['tokens']:,.0f}", f"{m['prompt_tokens']:,.0f}", f"{m['completion_tokens']:,.0f}",
+            f"{m['oracle_calls']:.2f}", f"{m['seconds']:.1f}", f"{m['seconds_median']:.1f}", str(m["cache_hits"]),
+            "—" if ci is None else f"{100 * ci.mean:.1f} [{100 * ci.low:.1f}, {100 * ci.high:.1f}]",
+        ])  # fmt: skip
+    slug = _group_slug(g)
+    cost = Table(
+        f"cost__{slug}",
+        f"Cost per question on {g.corpus} (n={len(ids)})",
+        f"{g.binding_line()}. Tokens are the endpoint's usage counts (cache hits cost zero and are counted); "
+        f"seconds are wall time per question; EM with a 95 % percentile bootstrap interval ({resamples:,} resamples, seed {seed}).",
+        ["System", "Tokens/query", "Prompt", "Completion", "Oracle calls", "Seconds (mean)", "Seconds (median)",
+         "Cache hits", "EM % [95% CI]"],
+        rows,
+        notes=_incomplete_notes(g, ids),
+    )  # fmt: skip
+    pairs = []
+    for i, a in enumerate(systems):
+        for b in systems[i + 1 :]:
+            xa = [bool(g.rows[a][q]["scores"]["em"]) for q in ids]
+            xb = [bool(g.rows[b][q]["scores"]["em"]) for q in ids]
+            t = mcnemar_exact(xa, xb)
+            diff = [float(x) - float(y) for x, y in zip(xa, xb)]
+            ci = bootstrap_ci(diff, resamples=resamples, seed=seed) if diff else None
+            pairs.append([
+                f"{SYSTEM_LABELS.get(a, a)} vs {SYSTEM_LABELS.get(b, b)}", _pct(_mean([float(x) for x in xa])),
+                _pct(_mean([float(y) for y in xb])), str(t.b), str(t.c), f"{t.p_value:.4f}",
+                "—" if ci is None else f"{100 * ci.mean:+.1f} [{100 * ci.low:+.1f}, {100 * ci.high:+.1f}]",
+            ])  # fmt: skip
+    mc = Table(
+        f"mcnemar__{slug}",
+        f"Paired tests on EM, {g.corpus} (n={len(ids)})",
+        "Exact two-sided McNemar on per-question EM (b = only the first system correct, c = only the second) and a "
+        "paired percentile bootstrap interval of the EM difference (pp).",
+        ["Pair", "EM A", "EM B", "b", "c", "p", "ΔEM pp [95% CI]"],
+        pairs,
+    )
+    fail_rows = []
+    for s in systems:
+        m = _metrics(g, s, ids)
+        n = m["n"] or 1
+        fail_rows.append([SYSTEM_LABELS.get(s, s)] + [f"{m['failures'][c]} ({100 * m['failures'][c] / n:.0f}%)" for c in FAILURE_CLASSES])
+    fail = Table(
+        f"failures__{slug}",
+        f"Failure taxonomy, {g.corpus} (n={len(ids)})",
+        "Each question in exactly one class, first match wins: correct → retrieved-but-unanswered → "
+        "answered-but-wrong (every gold document retrieved) → not-retrieved.",
+        ["System", *FAILURE_CLASSES],
+        fail_rows,
+    )
+    return [cost, mc, fail]
+
+
+def _evrec_table(groups: Sequence[Group], config_hash: str) -> tuple[Table | None, list[str]]:
+    fresh = [g for g in groups if g.arm == "fresh" and g.config_hash == config_hash]
+    refusals: list[str] = []
+    by_corpus: dict[str, Group] = {}
+    for g in sorted(fresh, key=lambda g: g.size):
+        if g.corpus_checksum in by_corpus:
+            refusals.append(
+                f"Table 4 (config {config_hash[:12]}): two bindings over {g.corpus} ({by_corpus[g.corpus_checksum].binding_hash[:8]}, "
+                f"{g.binding_hash[:8]}); a column holds one binding — report them separately"
+            )
+            return None, refusals
+        by_corpus[g.corpus_checksum] = g
+    cols = list(by_corpus.values())
+    if not cols:
+        return None, refusals
+    systems = [s for s in SYSTEM_ORDER if any(s in g.rows for g in cols)]
+    rows = []
+    for s in systems:
+        cells = [SYSTEM_LABELS.get(s, s)]
+        for g in cols:
+            if s not in g.rows:
+                cells.append("")
+                continue
+            m = _metrics(g, s, g.common_ids())
+            cells.append(_pct(m["ev_rec"]))
+        rows.append(cells)
+    headers = ["System"] + [f"{g.corpus} (n={len(g.common_ids())})" for g in cols]
+    return Table(
+        f"table4_evidence_recall__{config_hash[:8]}",
+        "Table 4 — evidence recall (%) by snapshot size",
+        f"Config `{config_hash[:12]}`. Each column is one run binding: "
+        + "; ".join(f"{g.corpus}: binding `{g.binding_hash[:8]}`, {g.binding['question_set']} {g.binding['stage']['name']}" for g in cols)
+        + ". Closed-Book has no evidence trace by design (—).",
+        headers,
+        rows,
+    ), refusals
+
+
+def _stale_table(stale: Group, groups: Sequence[Group]) -> tuple[Table | None, list[str]]:
+    arm = stale.binding["arm"]
+    refs = [g for g in groups if g.arm == "fresh" and g.corpus_checksum == arm["from"]["corpus_checksum"]
+            and g.config_hash == stale.config_hash]  # fmt: skip
+    if not refs:
+        return None, [
+            f"Table 5 for {stale.label()}: no reference run over {arm['from']['name']} "
+            f"(corpus `{arm['from']['corpus_checksum'][:12]}`) with config `{stale.config_hash[:12]}` was given"
+        ]
+    if len(refs) > 1:
+        return None, [f"Table 5 for {stale.label()}: {len(refs)} reference bindings over {arm['from']['name']}; pass one"]
+    ref = refs[0]
+    s_ids = stale.common_ids()
+    r_ids = ref.common_ids([s for s in stale.ordered_systems() if s in ref.rows] or None)
+    rows = []
+    for s in stale.ordered_systems():
+        ms = _metrics(stale, s, s_ids)
+        e = stale.systems[s]
+        index = "none" if not e.get("reads_corpus", True) else (
+            f"reads {arm['to']['name']}" if e.get("index_free", True) else f"{arm['from']['name']} index (stale)"
+        )  # fmt: skip
+        if s in ref.rows:
+            mr = _metrics(ref, s, r_ids)
+            d_em = None if mr["em"] is None or ms["em"] is None else ms["em"] - mr["em"]
+            d_ev = None if mr["ev_rec"] is None or ms["ev_rec"] is None else ms["ev_rec"] - mr["ev_rec"]
+        else:
+            mr, d_em, d_ev = {"em": None, "ev_rec": None}, None, None
+        sign = lambda x: "—" if x is None else f"{100 * x:+.1f}"  # noqa: E731
+        rows.append([SYSTEM_LABELS.get(s, s), index, _pct(mr["em"]), _pct(ms["em"]), sign(d_em), _pct(mr["ev_rec"]),
+                     _pct(ms["ev_rec"]), sign(d_ev)])  # fmt: skip
+    return Table(
+        f"table5_staleness__{_group_slug(stale)}",
+        f"Table 5 — staleness under corpus expansion ({arm['from']['name']}→{arm['to']['name']}, Δn={len(s_ids)})",
+        f"STALE ARM. Index-heavy systems reuse the index built on {arm['from']['name']} (corpus "
+        f"`{arm['from']['corpus_checksum'][:16]}`) to answer questions new in {arm['to']['name']} (corpus "
+        f"`{arm['to']['corpus_checksum'][:16]}`); index-free systems read {arm['to']['name']} directly. Reference: the "
+        f"run over {arm['from']['name']} ({ref.binding['question_set']} {ref.binding['stage']['name']}, n={len(r_ids)}, "
+        f"binding `{ref.binding_hash[:8]}`); stale arm binding `{stale.binding_hash[:8]}`; config "
+        f"`{stale.config_hash[:12]}`. Gaps are stale minus reference in pp; negative gaps indicate stale degradation "
+        "(freshness/lifecycle robustness, not fresh-corpus answer quality).",
+        ["System", "Index", f"EM ({arm['from']['name']})", "EM (stale arm)", "ΔEM", f"Ev.Rec ({arm['from']['name']})",
+         "Ev.Rec (stale arm)", "ΔEv.Rec"],
+        rows,
+        notes=_incomplete_notes(stale, s_ids),
+    ), []  # fmt: skip
+
+
+def _ablation_table(base: Group, variants: Sequence[Group]) -> Table | None:
+    if "lens" not in base.rows or not any("lens" in v.rows for v in variants):
+        return None
+    ids = set(base.rows["lens"])
+    for v in variants:
+        if "lens" in v.rows:
+            ids &= set(v.rows["lens"])
+    order = sorted(ids, key=lambda i: base.rows["lens"][i]["position"])
+    rows = []
+    for g, label in [(base, "LENS (full)")] + [(v, "LENS (" + ", ".join(k.replace("_", " ") for k, on in v.manifest["config"]["ablation"].items() if on) + ")") for v in variants if "lens" in v.rows]:
+        m = _metrics(g, "lens", order)
+        rows.append([label, _pct(m["em"]), _pct(m["f1"]), _pct(m["ev_rec"]), _pct(m["ground"]), f"{m['tokens']:,.0f}",
+                     f"{m['oracle_calls']:.2f}", f"`{g.config_hash[:8]}`"])  # fmt: skip
+    return Table(
+        f"table6_ablation__{_group_slug(base)}",
+        f"Table 6 — ablation on {base.corpus} (%, n={len(order)})",
+        f"{base.binding_line()}. Rows share the binding; their configurations differ only in `ablation.*`.",
+        ["Variant", "EM", "F1", "Ev.Rec", "Ground", "Tokens/query", "Oracle calls", "Config"],
+        rows,
+    )
+
+
+# --------------------------------------------------------------------------- plots
+
+
+def _plots(groups: Sequence[Group], out: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written = []
+    fresh = [g for g in groups if g.arm == "fresh" and not _is_ablation_variant(g, groups)]
+    if fresh:
+        fig, ax = plt.subplots(figsize=(6.4, 4.4))
+        markers = "osD^v<>"
+        for k, g in enumerate(sorted(fresh, key=lambda g: g.size)):
+            ids = g.common_ids()
+            for s in g.ordered_systems():
+                m = _metrics(g, s, ids)
+                x = max(m["tokens"] or 0.0, 1.0)
+                ax.scatter(x, 100 * (m["em"] or 0.0), marker=markers[k % len(markers)], s=48, label=f"{SYSTEM_LABELS.get(s, s)} · {g.corpus}")
+                ax.annotate(SYSTEM_LABELS.get(s, s), (x, 100 * (m["em"] or 0.0)), textcoords="offset points", xytext=(4, 4), fontsize=7)
+        ax.set_xscale("log")
+        ax.set_xlabel("tokens per question (mean, log scale)")
+        ax.set_ylabel("EM (%)")
+        ax.set_title("EM vs tokens per system")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=6, loc="best")
+        fig.tight_layout()
+        p = out / "em_vs_tokens.png"
+        fig.savefig(p, dpi=150)
+        plt.close(fig)
+        written.append(p)
+        by_config: dict[str, list[Group]] = defaultdict(list)
+        for g in fresh:
+            by_config[g.config_hash].append(g)
+        config_hash, gs = max(by_config.items(), key=lambda kv: len(kv[1]))
+        gs = sorted(gs, key=lambda g: g.size)
+        fig, ax = plt.subplots(figsize=(6.4, 4.4))
+        for s in SYSTEM_ORDER:
+            pts = [(g.size, _metrics(g, s, g.common_ids())["ev_rec"]) for g in gs if s in g.rows]
+            pts = [(x, y) for x, y in pts if y is not None]
+            if pts:
+                ax.plot([x for x, _ in pts], [100 * y for _, y in pts], marker="o", label=SYSTEM_LABELS.get(s, s))
+        ax.set_xlabel("snapshot size n (questions in D_n)")
+        ax.set_ylabel("Ev.Rec (%)")
+        ax.set_xticks([g.size for g in gs])
+        ax.set_xticklabels([g.corpus for g in gs])
+        ax.set_ylim(0, 100)
+        ax.set_title(f"Evidence recall by snapshot size (config {config_hash[:8]})")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        p = out / "evrec_by_size.png"
+        fig.savefig(p, dpi=150)
+        plt.close(fig)
+        written.append(p)
+    return written
+
+
+def _is_ablation_variant(g: Group, groups: Sequence[Group]) -> bool:
+    abl = g.manifest["config"].get("ablation", {})
+    if not any(abl.values()):
+        return False
+    return any(o is not g and o.binding_hash == g.binding_hash and not any(o.manifest["config"].get("ablation", {}).values())
+               and _ablation_free(o.manifest["config"]) == _ablation_free(g.manifest["config"]) for o in groups)  # fmt: skip
+
+
+# --------------------------------------------------------------------------- the report
+
+
+@dataclass
+class ReportResult:
+    out: Path
+    files: list[Path]
+    refusals: list[str]
+    tables: list[Table]
+
+
+def build_report(
+    run_dirs: Sequence[str | os.PathLike[str]],
+    out: str | os.PathLike[str],
+    *,
+    lifecycle_files: Sequence[str | os.PathLike[str]] = (),
+    resamples: int = 10_000,
+    seed: int = 42,
+    plots: bool = True,
+) -> ReportResult:
+    """Write ``report.md``, one CSV per table and the PNG plots into ``out``."""
+    if not run_dirs:
+        raise ReportError("no run folders given")
+    runs = [load_run(d) for d in run_dirs]
+    groups = group_runs(runs)
+    lifecycle = []
+    for f in lifecycle_files:
+        try:
+            lifecycle.append(json.loads(Path(f).read_text(encoding="utf-8")))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ReportError(f"{f}: unreadable lifecycle file ({exc})") from None
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+
+    tables: list[Table] = []
+    refusals: list[str] = []
+    comp = _composition_table(groups, lifecycle)
+    if comp:
+        tables.append(comp)
+    tables += _lifecycle_tables(groups, lifecycle)
+    variants = {id(g) for g in groups if _is_ablation_variant(g, groups)}
+    main = [g for g in groups if g.arm == "fresh" and id(g) not in variants]
+    for g in sorted(main, key=lambda g: (g.size, g.config_hash)):
+        tables.append(_main_table(g))
+    for ch in sorted({g.config_hash for g in main}):
+        t, r = _evrec_table(main, ch)
+        refusals += r
+        if t:
+            tables.append(t)
+    for g in [g for g in groups if g.arm == "stale"]:
+        t, r = _stale_table(g, main)
+        refusals += r
+        if t:
+            tables.append(t)
+    for g in sorted(main, key=lambda g: (g.size, g.config_hash)):
+        tables += _cost_tables(g, resamples, seed)
+    for g in main:
+        vs = [v for v in groups if id(v) in variants and v.binding_hash == g.binding_hash
+              and _ablation_free(v.manifest["config"]) == _ablation_free(g.manifest["config"])]  # fmt: skip
+        if vs:
+            t = _ablation_table(g, vs)
+            if t:
+                tables.append(t)
+    for g in [g for g in groups if g.arm == "stale"]:
+        tables += _cost_tables(g, resamples, seed)
+
+    files = [t.write_csv(out) for t in tables]
+    images = _plots(groups, out) if plots else []
+    files += images
+    md = ["# LENS benchmark report", ""]
+    md.append("Runs: " + ", ".join(f"`{r.path}`" for r in runs))
+    md.append("")
+    md.append("Bindings (a table only ever holds rows of one binding and one configuration):")
+    md.append("")
+    for g in groups:
+        tag = " (ablation variant)" if id(g) in variants else ""
+        md.append(f"- **{g.label()}**{tag}: {g.binding_line()}")
+    md.append("")
+    if refusals:
+        md.append("## Refused tables")
+        md.append("")
+        md += [f"- {r}" for r in refusals]
+        md.append("")
+    for t in tables:
+        md.append(t.markdown())
+    if images:
+        md.append("## Plots")
+        md.append("")
+        md += [f"![{p.stem}]({p.name})" for p in images]
+        md.append("")
+    report = out / "report.md"
+    report.write_text("\n".join(md), encoding="utf-8")
+    files.insert(0, report)
+    return ReportResult(out, files, refusals, tables)

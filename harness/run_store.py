@@ -1,0 +1,173 @@
+"""A run folder on disk: ``manifest.json`` (atomic) and ``rows.jsonl`` (one row per (system, question), appended).
+
+Promises
+- A row is appended as one ``write`` of one JSON line, then fsynced, when its question finishes. If the process
+  dies mid-write the file ends in a partial line; :meth:`RowLog.recover` cuts it off (that row never counted and
+  its job runs again). A failed write (disk full) is cut back at once, so no half row is ever left behind.
+- Every row carries the run's ``binding_hash`` and ``config_hash`` and its arm's ``system_hash``; reading checks
+  them against the manifest, and a row key ``(system_hash, question_id)`` can occur only once. A file that breaks
+  either rule is refused, never averaged.
+- The manifest is replaced atomically (temporary file, fsync, rename), so readers see the old or the new one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Iterable
+
+from harness._atomic import write_json_atomic
+from lens._errors import LensError
+
+__all__ = [
+    "RUN_FORMAT",
+    "ROW_FORMAT",
+    "MANIFEST_NAME",
+    "ROWS_NAME",
+    "RunStoreError",
+    "RowLog",
+    "read_run_manifest",
+    "write_run_manifest",
+    "read_rows",
+    "row_key",
+]
+
+RUN_FORMAT = "lens-run/1"
+ROW_FORMAT = "lens-run-row/1"
+MANIFEST_NAME = "manifest.json"
+ROWS_NAME = "rows.jsonl"
+
+
+class RunStoreError(LensError):
+    """A run folder is unusable as asked: missing, corrupted, or made under other bindings."""
+
+
+def row_key(row: dict[str, Any]) -> tuple[str, str]:
+    return row["system_hash"], row["question_id"]
+
+
+def read_run_manifest(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    p = Path(run_dir) / MANIFEST_NAME
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RunStoreError(f"{run_dir}: not a run folder (no {MANIFEST_NAME})") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise RunStoreError(f"{p}: unreadable run manifest: {exc}") from None
+    if not isinstance(data, dict) or data.get("format") != RUN_FORMAT:
+        raise RunStoreError(f'{p}: not a run manifest (field "format" is not {RUN_FORMAT!r})')
+    return data
+
+
+def write_run_manifest(run_dir: str | os.PathLike[str], manifest: dict[str, Any]) -> Path:
+    return write_json_atomic(Path(run_dir) / MANIFEST_NAME, manifest)
+
+
+def _parse_lines(path: Path, data: bytes) -> tuple[list[dict[str, Any]], int]:
+    """(rows of the complete lines, byte length of those lines). A line that is complete but not a row object
+    is corruption and raises; a trailing line without its newline is an interrupted write and is not returned."""
+    rows: list[dict[str, Any]] = []
+    end = data.rfind(b"\n") + 1  # bytes up to and including the last newline
+    for n, line in enumerate(data[:end].split(b"\n")[:-1], 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise RunStoreError(f"{path}: line {n} is not a JSON row ({exc}); the file is damaged") from None
+        if not isinstance(row, dict) or row.get("format") != ROW_FORMAT:
+            raise RunStoreError(f'{path}: line {n} is not a run row (field "format" is not {ROW_FORMAT!r})')
+        row["_line"] = n
+        rows.append(row)
+    return rows, end
+
+
+def check_rows(path: Path, rows: Iterable[dict[str, Any]], manifest: dict[str, Any]) -> None:
+    """Refuse rows of other bindings or configurations, and any key written twice."""
+    seen: dict[tuple[str, str], int] = {}
+    for row in rows:
+        n = row.get("_line", "?")
+        for field in ("binding_hash", "config_hash"):
+            if row.get(field) != manifest.get(field):
+                raise RunStoreError(
+                    f"{path}: line {n} has {field} {str(row.get(field))[:12]}…, the run's is "
+                    f"{str(manifest.get(field))[:12]}…; rows of different runs are never mixed"
+                )
+        key = row_key(row)
+        if key in seen:
+            raise RunStoreError(f"{path}: line {n} repeats the row of line {seen[key]} ({row['system']}, {row['question_id']})")
+        seen[key] = n
+
+
+def read_rows(run_dir: str | os.PathLike[str], manifest: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Every complete row of a run (read-only: an interrupted last line is ignored, not cut), checked against
+    the manifest."""
+    run_dir = Path(run_dir)
+    manifest = manifest or read_run_manifest(run_dir)
+    path = run_dir / ROWS_NAME
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return []
+    rows, _ = _parse_lines(path, data)
+    check_rows(path, rows, manifest)
+    return rows
+
+
+class RowLog:
+    """The append-only row file of one run (single writer: the runner's driver thread)."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._fd: int | None = None
+
+    def recover(self, manifest: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
+        """Read the rows written so far and cut off a partial last line; returns (rows, bytes cut)."""
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            return [], 0
+        rows, end = _parse_lines(self.path, data)
+        check_rows(self.path, rows, manifest)
+        cut = len(data) - end
+        if cut:
+            with open(self.path, "r+b") as fh:
+                fh.truncate(end)
+                fh.flush()
+                os.fsync(fh.fileno())
+        return rows, cut
+
+    def open(self) -> "RowLog":
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        return self
+
+    def append(self, row: dict[str, Any]) -> None:
+        """Write one row as one line and make it durable; on failure leave the file as it was and raise."""
+        assert self._fd is not None, "RowLog.open() first"
+        data = (json.dumps(row, ensure_ascii=False, sort_keys=True, separators=(",", ":")) + "\n").encode("utf-8")
+        size = os.fstat(self._fd).st_size
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self._fd, view) :]
+            os.fsync(self._fd)
+        except OSError as exc:
+            try:
+                os.ftruncate(self._fd, size)
+            except OSError:
+                pass
+            raise RunStoreError(
+                f"{self.path}: cannot append a row ({exc.strerror or exc}); the run stopped here, rerun it to resume"
+            ) from None
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> "RowLog":
+        return self.open()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,580 @@
+"""``lens bench run``: every (system, question) of a plan answered once, scored, and appended as a row.
+
+Plan
+- **Questions**: the snapshot manifest's G_n in frozen order (or a stage of a ``sample.json`` with ``--sample``/
+  ``--stage``); ``--limit N`` keeps the first N. The **stale arm** (``--stale-from D125``, snapshot D250) takes the
+  questions new in D250 (G250 minus G125, frozen order); BM25-RAG and Hybrid-RAG answer them from the indexes
+  built on D125, the index-free arms read D250.
+- **Corpus**: the snapshot folder is read and its corpus checksum must equal its manifest's.
+- **Bindings**: ``binding`` = questions-file sha256, the stage's sample/order hashes, the corpus checksum and the
+  arm (stale: from/to checksums); ``binding_hash`` is its sha256. ``config_hash`` is the shared LLM/agent
+  configuration's. Each arm's ``system_hash`` adds its own parameters (k, prompt, steps, index hashes, ...).
+
+Resume
+- Rows are keyed by ``(system_hash, question_id)``. Rerunning the same command skips every key already in
+  ``rows.jsonl`` and runs the rest; a row interrupted mid-write is cut off and rerun. Nothing is ever written
+  twice, nothing finished is lost.
+- A run folder made under another binding or configuration is refused (the message names what differs); so is
+  an arm whose parameters changed while it has rows. ``--limit`` may change between sessions (it only selects
+  a prefix of the bound question order) and arms may be added.
+- Each run uses its own LLM response cache (``RUN_DIR/llm-cache``) unless ``llm.cache_dir`` is set: a run
+  starts cold, and a question rerun after an interruption replays the calls it had made (reported as hits).
+
+Errors: a question-level failure is a row with ``error`` set. Only an unreachable endpoint stops the run
+(exit 2, rows so far kept; rerun to resume).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from functools import partial
+from pathlib import Path
+from typing import Any, Callable, TextIO
+
+from harness.datasets import DataError, Question, load_questions
+from harness.executor import Executor, LocalExecutor
+from harness.metrics import (
+    answer_scores,
+    evidence_recall,
+    failure_class,
+    joint_scores,
+    support_scores,
+)
+from harness.run_store import (
+    ROW_FORMAT,
+    ROWS_NAME,
+    RUN_FORMAT,
+    RowLog,
+    RunStoreError,
+    read_run_manifest,
+    row_key,
+    write_run_manifest,
+)
+from harness.samples import ids_sha256, read_samples
+from harness.snapshots import file_sha256, read_manifest
+from harness.systems.corpus import SnapshotCorpus
+from harness.systems.prediction import Prediction
+from harness.systems.registry import ArmPlan, ArmSettings, index_free, prepare_indexes, reads_corpus
+
+__all__ = [
+    "Job",
+    "RunPlan",
+    "RunSummary",
+    "Worker",
+    "plan_run",
+    "run_benchmark",
+    "score_prediction",
+    "canonical_hash",
+]
+
+
+def canonical_hash(obj: Any) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()).hexdigest()
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+# --------------------------------------------------------------------------- plan
+
+
+@dataclass(frozen=True)
+class Job:
+    """One (system, question) to answer: plain, picklable data with no gold answer."""
+
+    system: str
+    question_id: str
+    question: str
+    position: int
+
+
+@dataclass
+class RunPlan:
+    out: Path
+    config: Any  # LensConfig
+    systems: tuple[str, ...]
+    settings: ArmSettings
+    questions: list[Question]  # to run, in frozen order (after --limit)
+    planned_ids: tuple[str, ...]  # the bound question order (before --limit)
+    binding: dict[str, Any]
+    corpus: SnapshotCorpus  # read at query time
+    index_corpus: SnapshotCorpus  # the corpus the persisted indexes cover (== corpus unless stale)
+    index_root: Path
+    snapshot_info: dict[str, Any]
+    limit: int | None = None
+
+    @property
+    def arm(self) -> str:
+        return self.binding["arm"]["kind"]
+
+    @property
+    def binding_hash(self) -> str:
+        return canonical_hash(self.binding)
+
+    @property
+    def config_hash(self) -> str:
+        return self.config.canonical_hash()
+
+
+def _snapshot_manifest(folder: Path) -> tuple[dict[str, Any] | None, Path]:
+    path = folder.parent / f"{folder.name}.manifest.json"
+    return (read_manifest(path) if path.is_file() else None), path
+
+
+def _verified_corpus(folder: Path) -> tuple[SnapshotCorpus, dict[str, Any] | None, Path]:
+    corpus = SnapshotCorpus.load(folder)
+    manifest, mpath = _snapshot_manifest(folder)
+    if manifest is not None and manifest.get("corpus_checksum") != corpus.checksum:
+        raise DataError(
+            f"{folder}: corpus checksum {corpus.checksum[:12]}… differs from its manifest's "
+            f"{str(manifest.get('corpus_checksum'))[:12]}… ({mpath}): the snapshot changed after it was built"
+        )
+    return corpus, manifest, mpath
+
+
+def _stage_from_manifest(manifest: dict[str, Any], where: Path) -> dict[str, Any]:
+    s = manifest.get("sample") or {}
+    ids = s.get("question_ids")
+    if not isinstance(ids, list) or not ids:
+        raise DataError(f"{where}: snapshot manifest lists no question ids")
+    if ids_sha256(ids) != s.get("order_sha256"):
+        raise DataError(f"{where}: question ids do not match the manifest's order hash")
+    return {"name": s.get("name"), "size": len(ids), "ids": ids, "sample_sha256": s.get("sample_sha256"),
+            "order_sha256": s.get("order_sha256"), "source": "snapshot manifest"}  # fmt: skip
+
+
+def plan_run(
+    *,
+    snapshot: str | os.PathLike[str],
+    questions_file: str | os.PathLike[str],
+    systems: tuple[str, ...],
+    out: str | os.PathLike[str],
+    config: Any,
+    sample: str | os.PathLike[str] | None = None,
+    stage: int | None = None,
+    limit: int | None = None,
+    stale_from: str | os.PathLike[str] | None = None,
+    index_dir: str | os.PathLike[str] | None = None,
+    settings: ArmSettings = ArmSettings(),
+) -> RunPlan:
+    """Resolve questions, corpus and bindings. Raises DataError naming the input that is wrong."""
+    folder = Path(snapshot)
+    corpus, snap_manifest, snap_mpath = _verified_corpus(folder)
+    if sample is not None:
+        if stage is None:
+            raise DataError("--sample needs --stage (e.g. --stage 125)")
+        fs = read_samples(sample)
+        try:
+            st = fs.stage(stage)
+        except KeyError as exc:
+            raise DataError(f"{sample}: {exc.args[0]}") from None
+        stage_info = {"name": st.name, "size": st.size, "ids": list(st.ids), "sample_sha256": st.sample_sha256,
+                      "order_sha256": st.order_sha256, "source": "sample file"}  # fmt: skip
+    elif snap_manifest is not None:
+        stage_info = _stage_from_manifest(snap_manifest, snap_mpath)
+    else:
+        raise DataError(f"{folder}: no snapshot manifest beside it ({snap_mpath.name}); pass --sample and --stage")
+
+    arm: dict[str, Any] = {"kind": "fresh"}
+    index_corpus = corpus
+    planned = list(stage_info["ids"])
+    question_set = "stage"
+    if stale_from is not None:
+        from_folder = Path(stale_from)
+        index_corpus, from_manifest, from_mpath = _verified_corpus(from_folder)
+        if from_manifest is None:
+            raise DataError(f"{from_folder}: the stale arm needs its snapshot manifest ({from_mpath.name})")
+        old = _stage_from_manifest(from_manifest, from_mpath)
+        old_names = {d.name for d in index_corpus.docs}
+        if not old_names <= {d.name for d in corpus.docs} or index_corpus.checksum == corpus.checksum:
+            raise DataError(f"--stale-from {from_folder}: {folder} does not grow from it (append-only growth expected)")
+        seen = set(old["ids"])
+        planned = [i for i in planned if i not in seen]
+        question_set = f"new since {old['name']}"
+        arm = {
+            "kind": "stale",
+            "from": {"name": from_folder.name, "corpus_checksum": index_corpus.checksum, "stage": old["name"],
+                     "order_sha256": old["order_sha256"]},
+            "to": {"name": folder.name, "corpus_checksum": corpus.checksum},
+        }  # fmt: skip
+        if not planned:
+            raise DataError(f"{folder}: no questions are new since {from_folder}")
+
+    population = {q.id: q for q in load_questions(questions_file)}
+    missing = [i for i in planned if i not in population]
+    if missing:
+        raise DataError(f"{questions_file}: {len(missing)} planned question ids are not in it (first: {missing[0]})")
+    if limit is not None and limit < 1:
+        raise DataError(f"--limit {limit}: must be >= 1")
+    chosen = planned[:limit] if limit else planned
+    binding = {
+        "questions_file_sha256": file_sha256(questions_file),
+        "stage": {k: stage_info[k] for k in ("name", "size", "sample_sha256", "order_sha256", "source")},
+        "question_set": question_set,
+        "question_order_sha256": ids_sha256(planned),
+        "corpus": {"name": folder.name, "corpus_checksum": corpus.checksum},
+        "arm": arm,
+    }
+    info = {
+        "path": str(folder.resolve()),
+        "manifest": str(snap_mpath) if snap_manifest else None,
+        "composition": (snap_manifest or {}).get("composition"),
+        "size": (snap_manifest or {}).get("size"),
+        "documents": len(corpus),
+        "grows_from": (snap_manifest or {}).get("grows_from"),
+    }
+    if stale_from is not None:
+        info["stale_from"] = {"path": str(Path(stale_from).resolve()), "documents": len(index_corpus)}
+    out = Path(out)
+    return RunPlan(
+        out=out,
+        config=config,
+        systems=tuple(systems),
+        settings=settings,
+        questions=[population[i] for i in chosen],
+        planned_ids=tuple(planned),
+        binding=binding,
+        corpus=corpus,
+        index_corpus=index_corpus,
+        index_root=Path(index_dir) if index_dir else out / "indexes",
+        snapshot_info=info,
+        limit=limit,
+    )
+
+
+# --------------------------------------------------------------------------- worker
+
+
+class Worker:
+    """Builds the arms once (lazily) and answers jobs. Picklable before first use (plan + config only)."""
+
+    def __init__(self, arm_plan: ArmPlan, config: Any, client: Any = None) -> None:
+        self.arm_plan = arm_plan
+        self.config = config
+        self._client = client
+        self._systems: dict[str, Any] | None = None
+
+    @property
+    def systems(self) -> dict[str, Any]:
+        if self._systems is None:
+            from harness.systems.registry import build_systems
+            from lens._llm import open_client
+
+            if self._client is None:
+                self._client = open_client(self.config)
+            self._systems = build_systems(self.arm_plan, self.config, self._client)
+        return self._systems
+
+    def __call__(self, job: Job) -> Prediction:
+        return self.systems[job.system].answer(job.question)
+
+
+def _same_worker(worker: Worker) -> Worker:
+    return worker
+
+
+# --------------------------------------------------------------------------- scoring
+
+
+def score_prediction(question: Question, pred: Prediction) -> dict[str, Any]:
+    """Official EM/F1, Ev.Rec, Ground, supporting-fact and joint scores, failure class of one prediction."""
+    a = answer_scores(pred.answer, question.answer)
+    titles = pred.retrieved_titles
+    gold = question.gold_titles
+    out: dict[str, Any] = {
+        "em": a.em,
+        "f1": a.f1,
+        "precision": a.precision,
+        "recall": a.recall,
+        "ev_rec": evidence_recall(gold, titles) if gold else None,
+        "grounded": pred.grounded(gold),
+        "failure": failure_class(correct=bool(a.em), answer=pred.answer, gold_titles=gold, retrieved_titles=titles),
+        "sp_em": None, "sp_f1": None, "sp_precision": None, "sp_recall": None, "joint_em": None, "joint_f1": None,
+    }  # fmt: skip
+    if pred.supporting_facts is not None:
+        sp = support_scores(pred.supporting_facts, question.supporting_facts)
+        j = joint_scores(a, sp)
+        out.update(sp_em=sp.em, sp_f1=sp.f1, sp_precision=sp.precision, sp_recall=sp.recall, joint_em=j.em, joint_f1=j.f1)
+    return out
+
+
+# --------------------------------------------------------------------------- run
+
+
+@dataclass
+class RunSummary:
+    out: Path
+    rows_before: int
+    rows_written: int
+    rows_total: int
+    planned: int
+    cut_bytes: int
+    stopped: str | None = None  # why the run stopped early, if it did
+    per_system: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    @property
+    def complete(self) -> bool:
+        return self.rows_total >= self.planned and self.stopped is None
+
+
+def _git_commit() -> str | None:
+    try:
+        r = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent, capture_output=True, text=True, timeout=5
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return r.stdout.strip() or None if r.returncode == 0 else None
+
+
+def _diff(old: Any, new: Any, prefix: str = "") -> list[str]:
+    if isinstance(old, dict) and isinstance(new, dict):
+        out: list[str] = []
+        for k in sorted(set(old) | set(new)):
+            out += _diff(old.get(k), new.get(k), f"{prefix}.{k}" if prefix else str(k))
+        return out
+    if old != new:
+        return [f"{prefix}: {json.dumps(old, ensure_ascii=False)[:80]} → {json.dumps(new, ensure_ascii=False)[:80]}"]
+    return []
+
+
+def _system_entry(name: str, system: Any, plan: RunPlan, indexes: dict[str, tuple[Any, bool]]) -> dict[str, Any]:
+    params = system.params()
+    ident = {"system": name, "params": params, "config_hash": plan.config_hash, "binding_hash": plan.binding_hash}
+    kinds = {"bm25": ["bm25"], "hybrid": ["bm25", "dense"]}.get(name, [])
+    return {
+        "system_hash": canonical_hash(ident),
+        "params": params,
+        "index_free": index_free(name),
+        "reads_corpus": reads_corpus(name),
+        "indexes": [{**indexes[k][0].to_json(), "built_in_this_run": indexes[k][1]} for k in kinds if k in indexes],
+    }
+
+
+def _summaries(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    by: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        by[r["system"]].append(r)
+    out = {}
+    for name, rs in by.items():
+        n = len(rs)
+        ev = [r["scores"]["ev_rec"] for r in rs if r["scores"]["ev_rec"] is not None]
+        out[name] = {
+            "rows": n,
+            "em": sum(r["scores"]["em"] for r in rs) / n,
+            "f1": sum(r["scores"]["f1"] for r in rs) / n,
+            "ev_rec": sum(ev) / len(ev) if ev else 0.0,
+            "ground": sum(bool(r["scores"]["grounded"]) for r in rs) / n,
+            "tokens": sum(r["prediction"]["tokens"] for r in rs) / n,
+            "seconds": sum(r["prediction"]["seconds"] for r in rs) / n,
+            "errors": sum(1 for r in rs if r["prediction"]["error"]),
+        }
+    return out
+
+
+def run_benchmark(
+    plan: RunPlan,
+    *,
+    executor: Executor | None = None,
+    progress: bool = True,
+    client: Any = None,
+    log: TextIO | None = None,
+    on_row: Callable[[dict[str, Any]], None] | None = None,
+) -> RunSummary:
+    """Run every (system, question) of ``plan`` not yet in ``plan.out``; see the module docstring."""
+    from harness.systems.base import RunLevelError
+
+    log = log or sys.stderr
+    executor = executor or LocalExecutor(5)
+    out = plan.out
+    out.mkdir(parents=True, exist_ok=True)
+    cfg = plan.config
+    if cfg.llm.cache and cfg.llm.cache_dir is None:
+        cfg.llm.cache_dir = str(out / "llm-cache")  # not hashed: where, not what
+
+    # 1. run-level bindings, before anything expensive starts
+    old = read_run_manifest(out) if (out / "manifest.json").exists() else None
+    if old is not None:
+        problems = _diff(old.get("binding"), plan.binding, "binding")
+        if old.get("config_hash") != plan.config_hash:
+            problems += _diff(old.get("config"), cfg.canonical(), "config") or ["config hash differs"]
+        if problems:
+            raise RunStoreError(
+                f"{out} holds a run with other bindings ({'; '.join(problems[:6])}); rows are never mixed — "
+                f"use a new --out"
+            )
+    rows_log = RowLog(out / ROWS_NAME)
+    manifest_for_check = old or {"binding_hash": plan.binding_hash, "config_hash": plan.config_hash}
+    existing, cut = rows_log.recover(manifest_for_check)
+    if cut:
+        print(f"resume: cut an interrupted last row ({cut} bytes); its question runs again", file=log)
+
+    # 2. indexes (lifecycle: build seconds, bytes, peak memory) and the arms
+    indexes = prepare_indexes(plan.systems, plan.index_corpus, plan.index_root, plan.settings, progress=progress)
+    for kind, (build, built) in indexes.items():
+        what = "built" if built else "loaded"
+        print(
+            f"index {kind}: {what} for {build.corpus} ({build.n_docs:,} docs, {build.bytes / 1e6:.1f} MB, "
+            f"build {build.seconds:.1f} s)",
+            file=log,
+        )
+    arm_plan = ArmPlan(
+        names=plan.systems,
+        folder=str(plan.corpus.folder),
+        index_root=str(plan.index_root),
+        index_checksum=plan.index_corpus.checksum,
+        settings=plan.settings,
+    )
+    worker = Worker(arm_plan, cfg, client)
+    entries = {name: _system_entry(name, sysm, plan, indexes) for name, sysm in worker.systems.items()}
+
+    # 3. arm-level bindings: an arm whose parameters changed may not add rows to its old ones
+    done = {row_key(r) for r in existing}
+    old_systems = (old or {}).get("systems", {})
+    for name, entry in entries.items():
+        prev = old_systems.get(name)
+        if prev and prev["system_hash"] != entry["system_hash"] and any(r["system_hash"] == prev["system_hash"] for r in existing):
+            changes = _diff(prev.get("params"), entry["params"], f"{name}") or ["system hash differs"]
+            raise RunStoreError(f"{out}: {name} has rows made with other parameters ({'; '.join(changes[:4])}); use a new --out")
+    systems_json = {**old_systems, **entries}
+    if cfg.llm.base_url is None and getattr(executor, "concurrency", 1) > 1:
+        print(
+            "note: the embedded model serves one request at a time; concurrent questions queue for it (and "
+            "queueing counts against each call's timeout) — --concurrency 1 is the honest setting here",
+            file=log,
+        )
+    manifest = {
+        "format": RUN_FORMAT,
+        "created": (old or {}).get("created") or _now(),
+        "updated": _now(),
+        "code": {"lens_version": _lens_version(), "git_commit": _git_commit()},
+        "config_hash": plan.config_hash,
+        "config": cfg.canonical(),
+        "binding": plan.binding,
+        "binding_hash": plan.binding_hash,
+        "snapshot": plan.snapshot_info,
+        "systems": systems_json,
+        "questions": {"planned": len(plan.planned_ids), "ids": list(plan.planned_ids), "limit": plan.limit},
+        "executor": executor.describe(),
+        "model": getattr(worker._client, "model", None),
+        "backend": getattr(worker._client, "backend", None),
+    }
+    write_run_manifest(out, manifest)
+
+    # 4. the jobs not yet done, question by question (so a partial run is paired across systems)
+    jobs: list[Job] = []
+    keys: dict[tuple[str, str], Question] = {}
+    for pos, q in enumerate(plan.questions):
+        for name in plan.systems:
+            key = (entries[name]["system_hash"], q.id)
+            if key not in done:
+                jobs.append(Job(name, q.id, q.question, pos))
+                keys[key] = q
+    total = len(plan.questions) * len(plan.systems)
+    already = total - len(jobs)
+    bar = _progress(total, already, plan, enabled=progress)
+    tokens = sum(r["prediction"]["tokens"] for r in existing if r["system_hash"] in {e["system_hash"] for e in entries.values()})
+    errors = 0
+    written = 0
+    stopped: str | None = None
+    by_id = {q.id: q for q in plan.questions}
+    new_rows: list[dict[str, Any]] = []
+    rows_log.open()
+    try:
+        for outcome in executor.run(partial(_same_worker, worker), jobs):
+            job: Job = outcome.job
+            if outcome.error is not None:
+                if isinstance(outcome.error, RunLevelError):
+                    stopped = str(outcome.error)
+                    executor.stop()
+                    continue
+                raise outcome.error
+            pred: Prediction = outcome.result
+            entry = entries[job.system]
+            q = by_id[job.question_id]
+            index_checksum = (
+                None if entry["index_free"] else plan.index_corpus.checksum
+            )
+            row = {
+                "format": ROW_FORMAT,
+                "binding_hash": plan.binding_hash,
+                "config_hash": plan.config_hash,
+                "arm": plan.arm,
+                "system": job.system,
+                "system_hash": entry["system_hash"],
+                "corpus": plan.corpus.folder.name,
+                "corpus_checksum": plan.corpus.checksum if entry["reads_corpus"] else None,
+                "index_corpus_checksum": index_checksum,
+                "stale": plan.arm == "stale" and not entry["index_free"],
+                "question_id": q.id,
+                "position": job.position,
+                "question": q.question,
+                "type": q.type,
+                "level": q.level,
+                "gold_answer": q.answer,
+                "gold_titles": list(q.gold_titles),
+                "prediction": pred.to_json(),
+                "scores": score_prediction(q, pred),
+                "finished_at": _now(),
+            }
+            rows_log.append(row)
+            written += 1
+            new_rows.append(row)
+            tokens += pred.tokens
+            errors += bool(pred.error)
+            if on_row is not None:
+                on_row(row)
+            bar.update(1)
+            bar.set_postfix_str(f"tokens {tokens / 1000:.1f}K · errors {errors} · last {job.system} {pred.seconds:.1f}s", refresh=False)
+    finally:
+        rows_log.close()
+        bar.close()
+    manifest["updated"] = _now()
+    write_run_manifest(out, manifest)
+    current = {e["system_hash"] for e in entries.values()}
+    all_rows = [r for r in existing if r["system_hash"] in current] + new_rows
+    planned_keys = {(entries[n]["system_hash"], q.id) for q in plan.questions for n in plan.systems}
+    return RunSummary(
+        out=out,
+        rows_before=already,
+        rows_written=written,
+        rows_total=len({row_key(r) for r in all_rows} & planned_keys),
+        planned=total,
+        cut_bytes=cut,
+        stopped=stopped,
+        per_system=_summaries([r for r in all_rows if row_key(r) in planned_keys]),
+    )
+
+
+def _lens_version() -> str:
+    import lens
+
+    return lens.__version__
+
+
+class _NoBar:
+    def update(self, n: int = 1) -> None:
+        pass
+
+    def set_postfix_str(self, s: str, refresh: bool = True) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _progress(total: int, initial: int, plan: RunPlan, *, enabled: bool):
+    if not enabled:
+        return _NoBar()
+    from tqdm import tqdm
+
+    label = f"{plan.corpus.folder.name} {plan.arm}"
+    return tqdm(total=total, initial=initial, unit="row", desc=label, dynamic_ncols=True, file=sys.stderr, smoothing=0.1)

@@ -1,0 +1,56 @@
+"""The one answer call of BM25-RAG, Hybrid-RAG and Closed-Book: a prompt file in, ``{"answer": ...}`` out.
+
+The reply is requested as a JSON object (``response_format=json_object``; small models follow it reliably) and
+parsed into :class:`AnswerReply`; the client sends one repair request on a malformed reply, then raises
+``LLMFormatError``, which the caller records as the question's error.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, field_validator
+
+from harness.systems.base import QuestionBudget
+from lens._llm import LLMClient
+
+__all__ = ["AnswerReply", "ANSWER_TOKENS", "call_for_answer", "clean_answer"]
+
+ANSWER_TOKENS = 96  # an answer is a short span; JSON overhead included
+
+
+def _as_text(v: Any) -> Any:
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, (int, float)):
+        return str(v)
+    if isinstance(v, list):
+        return ", ".join(str(x) for x in v)
+    return v
+
+
+class AnswerReply(BaseModel):
+    answer: str
+
+    @field_validator("answer", mode="before")
+    @classmethod
+    def _answer(cls, v: Any) -> Any:
+        return _as_text(v)
+
+
+def clean_answer(text: str) -> str:
+    """Whitespace collapsed and wrapping quotes removed; the official normalisation does the rest at scoring."""
+    text = " ".join(text.split())
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+        text = text[1:-1].strip()
+    return text
+
+
+def call_for_answer(
+    client: LLMClient, messages: list[dict[str, str]], budget: QuestionBudget, *, max_tokens: int = ANSWER_TOKENS
+) -> str:
+    """One JSON answer call under the question's deadline and meter. Raises the client's ``LLMError``s."""
+    resp = client.chat_json(messages, AnswerReply, max_tokens=max_tokens, deadline=budget.deadline, meter=budget.meter)
+    return clean_answer(resp.parsed.answer)

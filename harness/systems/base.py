@@ -1,0 +1,101 @@
+"""The one interface every benchmark arm implements: ``System.answer(question) -> Prediction``.
+
+All five arms (LENS, ReAct, BM25-RAG, Hybrid-RAG, Closed-Book) share one ``LensConfig`` and one ``LLMClient``,
+hence the same model, per-call timeout (``llm.call_timeout_s``) and per-question wall-clock cap
+(``budget.question_timeout_s``: every LLM call of a question gets the same ``deadline``).
+
+``answer`` never raises for a question-level failure (timeout, malformed reply, rate limit after retries, a
+bug in one question's path): the prediction comes back with ``error`` set and whatever the system had. Only
+:class:`RunLevelError` — the endpoint cannot be reached at all — propagates, because every later question would
+fail the same way; the runner stops and a rerun resumes.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from harness.systems.prediction import Prediction
+from lens._cost import CostMeter
+from lens._llm import LLMUnavailableError
+
+__all__ = ["System", "QuestionBudget", "RunLevelError", "error_text"]
+
+log = logging.getLogger(__name__)
+
+RunLevelError = LLMUnavailableError  # the one failure that stops a run instead of becoming a row
+
+
+def error_text(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+@dataclass
+class QuestionBudget:
+    """What one question may spend: the shared wall-clock deadline and the meter every call adds to."""
+
+    meter: CostMeter
+    started: float  # time.monotonic()
+    deadline: float  # time.monotonic() instant; passed to every LLM call
+    max_tokens: int  # token budget per question (config.budget.max_tokens_per_query)
+
+    @classmethod
+    def start(cls, question_timeout_s: float, max_tokens: int) -> "QuestionBudget":
+        now = time.monotonic()
+        return cls(CostMeter(), now, now + question_timeout_s, max_tokens)
+
+    @property
+    def tokens(self) -> int:
+        return self.meter.cost.tokens
+
+    def time_left(self) -> float:
+        return self.deadline - time.monotonic()
+
+
+class System(ABC):
+    """A benchmark arm. Subclasses set the class facts below and implement :meth:`_answer`.
+
+    ``index_free``: reads the corpus as it is at query time (no persisted index to rebuild after growth).
+    ``reads_corpus``: retrieves documents at all (Closed-Book does not; its Ev.Rec is reported as "—").
+    """
+
+    name: ClassVar[str]
+    index_free: ClassVar[bool]
+    reads_corpus: ClassVar[bool] = True
+
+    def __init__(self, *, question_timeout_s: float, max_tokens: int) -> None:
+        self.question_timeout_s = float(question_timeout_s)
+        self.max_tokens = int(max_tokens)
+
+    def params(self) -> dict[str, Any]:
+        """Every setting of this arm that can change its predictions (besides the shared LLM configuration)."""
+        return {}
+
+    def answer(self, question: str) -> Prediction:
+        """Answer ``question`` (text only: systems never see gold). Raises only :data:`RunLevelError`."""
+        budget = QuestionBudget.start(self.question_timeout_s, self.max_tokens)
+        try:
+            pred = self._answer(question, budget)
+        except RunLevelError:
+            raise
+        except Exception as exc:  # a question-level failure: recorded, never a crash
+            log.warning("%s failed on a question: %s", self.name, error_text(exc), exc_info=log.isEnabledFor(logging.DEBUG))
+            pred = Prediction(system=self.name, answer="", error=error_text(exc))
+            self._charge(pred, budget)
+        pred.seconds = time.monotonic() - budget.started
+        return pred
+
+    @abstractmethod
+    def _answer(self, question: str, budget: QuestionBudget) -> Prediction:
+        """The arm's work. Expected failures should be caught there, keeping partial results."""
+
+    @staticmethod
+    def _charge(pred: Prediction, budget: QuestionBudget) -> Prediction:
+        """Copy the question's metered cost (authoritative usage from the responses) into ``pred``."""
+        c = budget.meter.cost
+        pred.prompt_tokens, pred.completion_tokens = c.prompt_tokens, c.completion_tokens
+        pred.oracle_calls, pred.cache_hits = c.oracle_calls, c.cache_hits
+        return pred

@@ -1,0 +1,101 @@
+"""The LENS arm: an adapter over the public agent, ``lens.Agent(config, client=...).ask(question, folder)``.
+
+LENS is index-free: every question scans the folder as it is now. The agent runs cold, as in the paper (no
+warm-reuse memory: ``memory=None``, nothing recorded). It enforces its own budgets from the shared configuration
+(tokens per query, per-call timeout, per-question wall clock), so the adapter only maps the result:
+
+- evidence passages = the agent's consolidated evidence (path, title, text, line range);
+- retrieved documents = the documents of that evidence (the files LENS cites);
+- supporting facts = (title, sent_id) for every line of every evidence passage, through the snapshot layout
+  (``sentences_of_lines``); the title is the file's first line, the authoritative snapshot title;
+- cost = the agent's own accounting (oracle calls, prompt/completion tokens, cache hits).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from harness.snapshots import sentences_of_lines
+from harness.systems.base import QuestionBudget, RunLevelError, System, error_text
+from harness.systems.corpus import read_snapshot_doc
+from harness.systems.prediction import Passage, Prediction, RetrievedDoc
+from lens._errors import LensError
+
+__all__ = ["LensSystem", "prediction_from_result"]
+
+
+def prediction_from_result(result: Any, folder: str | Path, system: str = "lens") -> Prediction:
+    """Map a ``lens.AskResult`` to a :class:`Prediction` (titles read from the snapshot files)."""
+    folder = Path(folder)
+    titles: dict[str, str] = {}
+    retrieved: dict[str, RetrievedDoc] = {}
+    evidence: list[Passage] = []
+    support: list[tuple[str, int]] = []
+    for e in result.evidence:
+        if e.path not in titles:
+            doc = read_snapshot_doc(folder, e.path) if e.doc_id == e.path else None
+            titles[e.path] = doc.title if doc is not None else e.title
+        title = titles[e.path]
+        retrieved.setdefault(e.path, RetrievedDoc(e.path, title))
+        # Line ranges of a whole file map to sent_ids; a record inside a container file has no such mapping.
+        sids = list(sentences_of_lines(e.line_start, e.line_end)) if e.doc_id == e.path else []
+        evidence.append(
+            Passage(
+                path=e.path, title=title, text=e.text, line_start=e.line_start, line_end=e.line_end,
+                first_sentence=sids[0] if sids else None, last_sentence=sids[-1] if sids else None,
+            )
+        )  # fmt: skip
+        support.extend((title, s) for s in sids if (title, s) not in support)
+    cost = result.cost
+    return Prediction(
+        system=system,
+        answer=result.answer or "",
+        retrieved=list(retrieved.values()),
+        evidence=evidence,
+        supporting_facts=support,
+        prompt_tokens=int(cost.get("prompt_tokens", 0)),
+        completion_tokens=int(cost.get("completion_tokens", 0)),
+        oracle_calls=int(cost.get("oracle_calls", 0)),
+        cache_hits=int(cost.get("cache_hits", 0)),
+        details={
+            "best_effort": result.best_effort,
+            "stop_reason": result.stop_reason,
+            "intent": result.intent,
+            "requirements": [{"id": r.id, "status": r.status} for r in result.requirements],
+            "rounds": cost.get("rounds"),
+            "max_oracle_calls": cost.get("max_oracle_calls"),
+            "agent_seconds": cost.get("seconds"),
+            "model": result.model,
+            "notes": list(result.notes),
+        },
+    )
+
+
+class LensSystem(System):
+    name = "lens"
+    index_free = True
+
+    def __init__(self, folder: str | Path, config: Any, client: Any) -> None:
+        from lens import Agent
+
+        super().__init__(
+            question_timeout_s=config.budget.question_timeout_s, max_tokens=config.budget.max_tokens_per_query
+        )
+        self.folder = Path(folder)
+        self.config = config
+        self.agent = Agent(config, client=client, memory=None)
+
+    def params(self) -> dict[str, Any]:
+        # The agent's settings are the shared configuration (its hash binds every row); nothing else varies.
+        return {"agent": "lens.Agent", "memory": None}
+
+    def _answer(self, question: str, budget: QuestionBudget) -> Prediction:
+        try:
+            result = self.agent.ask(question, self.folder, record=False)
+        except RunLevelError:
+            raise
+        except LensError as exc:
+            # The agent raised before returning its cost: the calls it made are not known here.
+            return Prediction(system=self.name, answer="", error=error_text(exc), details={"cost_known": False})
+        return prediction_from_result(result, self.folder, self.name)
