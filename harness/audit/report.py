@@ -106,6 +106,12 @@ def _fmt(e: Estimate, digits: int = 2) -> str:
     return e.fmt(scale=1.0, digits=digits)
 
 
+def _pct(e: Estimate) -> str:
+    if not math.isfinite(e.mean):
+        return "n/a"
+    return f"{e.mean * 100:+.1f} % [{e.lo * 100:.1f}, {e.hi * 100:.1f}]"
+
+
 def _range(vals: list[float]) -> str:
     vals = [v for v in vals if math.isfinite(v)]
     if not vals:
@@ -153,7 +159,7 @@ def build_report(run_dir: str | Path, *, resamples: int | None = None, seed: int
         md_hg.append([wl, mem, sk.capitalize(), ret.upper() if ret == "bm25" else ret.capitalize(), _fmt(e["HG"]),
                       f"{_fmt(nd)} ({kept:.1%} kept)"])
         md_util.append([wl, mem, sk, ret, f"{m['stateless']:.2f}", f"{m['pit']:.2f}", f"{m['future']:.2f}", _fmt(e["dPIT"]), _fmt(e["HG"]),
-                        e["MHF"].fmt(scale=100.0, digits=1).replace("[", "% [").replace("]", "%]") if math.isfinite(e["MHF"].mean) else "n/a",
+                        _pct(e["MHF"]),
                         "yes" if spf else "no"])
         md_verdict.append([wl, mem, sk, ret, "pass", _fmt(e["dPIT"]), v])
         summary["cells"].append({
@@ -225,8 +231,10 @@ def build_report(run_dir: str | Path, *, resamples: int | None = None, seed: int
         hs = sorted(int(k[len("HG_h"):]) for k in e if k.startswith("HG_h"))
         for h in hs:
             x = e[f"HG_h{h}"]
-            dose_rows.append([wl, mem, sk, ret, str(h), x.mean, x.lo, x.hi, x.mean / e["HG"].mean if e["HG"].mean else math.nan])
-        dose_rows.append([wl, mem, sk, ret, "future", e["HG"].mean, e["HG"].lo, e["HG"].hi, 1.0])
+            # The share of the full HG is only meaningful when the full HG is distinguishable from zero.
+            share = x.mean / e["HG"].mean if e["HG"].excludes_zero() else math.nan
+            dose_rows.append([wl, mem, sk, ret, str(h), x.mean, x.lo, x.hi, share])
+        dose_rows.append([wl, mem, sk, ret, "future", e["HG"].mean, e["HG"].lo, e["HG"].hi, 1.0 if e["HG"].excludes_zero() else math.nan])
     put("tables/dose.csv", _csv_bytes(["workload", "memory", "stream", "retriever", "horizon", "hg", "lo", "hi", "share_of_full_hg"], dose_rows))
 
     # --- HG by anchor position ----------------------------------------------------------------------------
@@ -267,14 +275,14 @@ def build_report(run_dir: str | Path, *, resamples: int | None = None, seed: int
                   + ", ".join(f"{r} index `{v['index_hash'][:16]}`" for r, v in b["retrievers"].items()))
     md += ["", "## Hindsight Gain (paper Table 5 shape)", "", _md_table(["Domain", "Memory", "Stream", "Retriever", "HG [95% CI]", f"HG without near-duplicate neighbours (sim ≥ {NEAR_DUP})"], md_hg)]
     md += ["", "## Utility: S, P, F, ΔPIT = P − S, HG = F − P, MHF = HG / |ΔPIT|", "",
-           _md_table(["Domain", "Memory", "Stream", "Retriever", "S", "P", "F", "ΔPIT [CI]", "HG [CI]", "MHF [CI]", "S<P<F"], md_util)]
+           _md_table(["Domain", "Memory", "Stream", "Retriever", "S", "P", "F", "ΔPIT [CI]", "HG [CI]", "MHF [CI] (%)", "S<P<F"], md_util)]
     md += ["", "## Verdict (gated by the contract; paper Table 7)", "", _md_table(["Domain", "Memory", "Stream", "Retriever", "Contract", "ΔPIT [CI]", "Verdict"], md_verdict)]
     if cache_rows:
         md += ["", "## Positive-feedback cache (label-based stress test; paper Table 6 shape)", "",
                _md_table(["Domain", "PIT utility P − S", "HG F − P", "all intervals exclude 0", "cells"], cache_rows)]
     md += ["", "## Audit", "", _md_table(["Domain", "Memory", "Stream", "Retriever", "max PIT TVR", "Future future-slot share %", "PIT fill", "Future fill", "Naive=Future max |Δ|", "same entries", "pairs"],
                                          [[r[0], r[1], r[2], r[3], f"{r[4]:.3f}", f"{r[5]:.1f}", f"{r[6]:.1f}", f"{r[7]:.1f}", f"{r[8]:g}", r[9], r[10]] for r in audit_rows])]
-    md += ["", "## Future-h dose curve (HG_h = F_h − P, points)", "", _md_table(["Domain", "Memory", "Stream", "Retriever", "h", "HG_h [CI]", "share of full HG"],
+    md += ["", "## Future-h dose curve (HG_h = F_h − P, points)", "", _md_table(["Domain", "Memory", "Stream", "Retriever", "h", "HG_h [CI]", "share of full HG (when F − P excludes 0)"],
                                                                              [[r[0], r[1], r[2], r[3], r[4], f"{r[5]:+.2f} [{r[6]:.2f}, {r[7]:.2f}]", f"{r[8]:.2f}" if math.isfinite(r[8]) else "n/a"] for r in dose_rows])]
     md += ["", "## HG by anchor position", "", _md_table(["Domain", "Memory", "Stream", "Retriever", "anchor", "HG [CI]", "future-slot %", "PIT fill", "Future fill", "PIT top sim", "Future top sim"],
                                                           [[r[0], r[1], r[2], r[3], f"{r[4]:.0%}", f"{r[5]:+.2f} [{r[6]:.2f}, {r[7]:.2f}]", f"{r[8]:.1f}", f"{r[9]:.1f}", f"{r[10]:.1f}", f"{r[11]:.3f}", f"{r[12]:.3f}"] for r in pos_rows])]

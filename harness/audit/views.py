@@ -15,7 +15,7 @@ Future         ``j != i``                            no
 All views select at the same capacity: candidates are every stored event ordered by query similarity to the
 anchor (descending; ties by earlier position), and a view keeps the first ``capacity`` eligible ones
 (:func:`select`). The same predicate objects can drive any memory with observable entry times — e.g. the LENS
-warm-reuse memory reads its log through ``MemoryView.eligible``.
+warm-reuse memory reads its log through ``MemoryView.at(anchor_pos)``, an ``entry -> bool`` predicate.
 
 Naive is deliberately *not* a predicate: :class:`NaiveMemory` pre-materialises, up front and from the whole
 stream, each request's nearest stored events keyed by query identity, the way a cache built after the fact
@@ -25,7 +25,7 @@ would be. It shares no selection code with the views, so "Naive equals Future on
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -60,6 +60,11 @@ class MemoryView:
 
     def eligible(self, anchor_pos: int, entry_pos: int) -> bool:
         return bool(self.mask(np.asarray(anchor_pos), np.asarray(entry_pos)))
+
+    def at(self, anchor_pos: int) -> Callable[[Any], bool]:
+        """This view at one anchor as an entry predicate ``entry -> bool`` over any entry with a ``position``
+        (the form ``lens._memory.MemoryStore.lookup`` takes as its ``Eligibility``)."""
+        return lambda entry: self.eligible(anchor_pos, entry.position)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()" if self.horizon is None else f"{type(self).__name__}({self.horizon})"

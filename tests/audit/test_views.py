@@ -74,6 +74,16 @@ def test_naive_equals_future_entry_for_entry(seed):
     np.testing.assert_array_equal(naive.sims, sels["future"].sims)
 
 
+def test_a_view_at_an_anchor_is_an_entry_predicate_for_memory_logs():
+    from types import SimpleNamespace
+
+    entries = [SimpleNamespace(position=p) for p in range(8)]
+    assert [e.position for e in entries if PIT().at(4)(e)] == [0, 1, 2, 3]
+    assert [e.position for e in entries if FutureH(2).at(4)(e)] == [0, 1, 2, 3, 5, 6]
+    assert [e.position for e in entries if Future().at(4)(e)] == [0, 1, 2, 3, 5, 6, 7]
+    assert not any(Stateless().at(4)(e) for e in entries)
+
+
 def test_views_are_eligibility_predicates_with_scalar_and_vector_forms():
     assert PIT().eligible(5, 4) and not PIT().eligible(5, 5) and not PIT().eligible(5, 6)
     assert FutureH(2).eligible(5, 7) and not FutureH(2).eligible(5, 8) and not FutureH(2).eligible(5, 5)
