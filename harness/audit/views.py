@@ -148,8 +148,7 @@ def select(
 ) -> Selection:
     """The first ``capacity`` candidates that ``view`` finds eligible, per anchor (vectorised)."""
     A, m = candidates.shape
-    elig = view.mask(anchor_pos[:, None], candidates)
-    elig &= candidates != anchor_pos[:, None]  # defence in depth: never the own event
+    elig = view.mask(anchor_pos[:, None], candidates) & (candidates != anchor_pos[:, None])  # never the own event
     take = elig & (np.cumsum(elig, axis=1) <= capacity)
     rows, cols = np.nonzero(take)  # row-major: columns ascend within a row, i.e. similarity order
     starts = np.searchsorted(rows, np.arange(A))
