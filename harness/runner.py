@@ -217,7 +217,7 @@ def plan_run(
     chosen = planned[:limit] if limit else planned
     binding = {
         "questions_file_sha256": file_sha256(questions_file),
-        "stage": {k: stage_info[k] for k in ("name", "size", "sample_sha256", "order_sha256", "source")},
+        "stage": {k: stage_info[k] for k in ("name", "size", "sample_sha256", "order_sha256")},
         "question_set": question_set,
         "question_order_sha256": ids_sha256(planned),
         "corpus": {"name": folder.name, "corpus_checksum": corpus.checksum},
@@ -225,6 +225,7 @@ def plan_run(
     }
     info = {
         "path": str(folder.resolve()),
+        "questions_from": stage_info["source"],
         "manifest": str(snap_mpath) if snap_manifest else None,
         "composition": (snap_manifest or {}).get("composition"),
         "size": (snap_manifest or {}).get("size"),

@@ -297,11 +297,13 @@ class ReActSystem(System):
 
 
 def _forced_answer(reply: str) -> tuple[str, bool]:
-    """The answer of a forced-finish reply: ``finish[...]`` anywhere; else a short one-line reply as it is
-    (counted as bad format); else no answer."""
+    """The answer of a forced-finish reply: ``finish[...]`` anywhere; else a short one-line reply that is not
+    another action, taken as it is (counted as bad format); else no answer."""
     m = _ANY_FINISH.search(reply)
     if m:
         return _strip_arg(m.group(1)), True
+    if parse_step(reply).ok:  # another search/open/lookup instead of an answer
+        return "", False
     line = reply.strip()
     line = re.sub(r"^(final\s+)?answer\s*[:\-]\s*", "", line, flags=re.IGNORECASE)
     if line and "\n" not in line and len(line) <= 80:

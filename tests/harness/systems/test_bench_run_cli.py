@@ -1,0 +1,28 @@
+"""`lens bench run | lifecycle | report` are registered without importing anything heavy."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+
+def test_parsing_bench_commands_imports_no_runner_systems_or_models():
+    code = (
+        "import sys, json; from lens._cli import build_parser; p = build_parser();"
+        "p.parse_args(['bench', 'run', '--snapshot', 'D', '--questions', 'q', '--out', 'o']);"
+        "p.parse_args(['bench', 'report', 'r']); p.parse_args(['bench', 'lifecycle', '--snapshots', 's', '--index-dir', 'i']);"
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('harness', 'bm25s', 'torch', 'sentence_transformers', 'openai', 'matplotlib', 'numpy'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    loaded = json.loads(out)
+    assert set(loaded) <= {"harness", "harness.bench_cli", "harness.audit", "harness.audit.cli"}, loaded
+
+
+def test_unknown_systems_are_a_one_line_error(tmp_path, capsys):
+    from lens._cli import main
+
+    rc = main(["bench", "run", "--snapshot", str(tmp_path), "--questions", "q.json", "--out", str(tmp_path / "o"),
+               "--systems", "lens,bert"])  # fmt: skip
+    assert rc == 2 and "unknown bert" in capsys.readouterr().err

@@ -1,0 +1,239 @@
+"""The benchmark runner: plans bind questions, order and corpus; every (system, question) row is written once as
+it finishes; runs resume after an interruption (a real signal to a real process) with no row lost or repeated;
+other configurations and changed arms are refused; question errors are rows, an unreachable endpoint stops."""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+
+from harness.datasets import DataError, load_questions
+from harness.executor import LocalExecutor
+from harness.run_store import RunStoreError, read_rows, read_run_manifest
+from harness.runner import plan_run, run_benchmark
+from harness.samples import draw_samples, write_samples
+from harness.snapshots import read_manifest
+from harness.systems import ArmSettings
+
+from .conftest import make_config
+from .scripted_llm import Responder, StubServer
+
+FAST = ("closed", "bm25", "react", "lens")
+
+
+def plan(bench_data, out, config, *, systems=FAST, snapshot="D6", **kw):
+    return plan_run(snapshot=bench_data[snapshot], questions_file=bench_data["questions"], systems=systems, out=out,
+                    config=config, index_dir=bench_data["root"] / "indexes", **kw)  # fmt: skip
+
+
+def run(p, client, **kw):
+    return run_benchmark(p, executor=LocalExecutor(kw.pop("concurrency", 2)), progress=kw.pop("progress", False), client=client, **kw)
+
+
+def keys(out):
+    rows = read_rows(out)
+    return collections.Counter((r["system"], r["question_id"]) for r in rows), rows
+
+
+# --------------------------------------------------------------------------- plans
+
+
+def test_a_plan_binds_the_snapshots_questions_order_and_corpus(bench_data, tmp_path, config):
+    manifest = read_manifest(bench_data["snap"] / "D6.manifest.json")
+
+    p = plan(bench_data, tmp_path / "run", config, limit=2)
+
+    assert [q.id for q in p.questions] == bench_data["G6"][:2] and list(p.planned_ids) == bench_data["G6"]
+    assert p.binding["stage"]["order_sha256"] == manifest["sample"]["order_sha256"]
+    assert p.binding["stage"]["sample_sha256"] == manifest["sample"]["sample_sha256"]
+    assert p.binding["corpus"]["corpus_checksum"] == manifest["corpus_checksum"]
+    assert p.arm == "fresh" and p.index_corpus is p.corpus
+
+
+def test_a_plan_can_take_a_stage_of_a_sample_file(bench_data, tmp_path, config):
+    fs = draw_samples(load_questions(bench_data["questions"]), (6, 12), seed=42)
+    write_samples(fs, tmp_path / "samples")
+
+    p = plan(bench_data, tmp_path / "run", config, sample=tmp_path / "samples", stage=12, snapshot="D12")
+
+    assert [q.id for q in p.questions] == bench_data["G12"]
+    assert p.snapshot_info["questions_from"] == "sample file"
+    assert p.binding == plan(bench_data, tmp_path / "run", config, snapshot="D12").binding  # same ids, same binding
+    with pytest.raises(DataError, match="--stage"):
+        plan(bench_data, tmp_path / "run", config, sample=tmp_path / "samples")
+
+
+def test_the_stale_plan_takes_the_new_questions_and_indexes_of_the_old_corpus(bench_data, tmp_path, config):
+    p = plan(bench_data, tmp_path / "run", config, snapshot="D12", stale_from=bench_data["D6"])
+
+    assert [q.id for q in p.questions] == bench_data["new"]
+    arm = p.binding["arm"]
+    assert arm["kind"] == "stale" and arm["from"]["name"] == "D6" and arm["to"]["name"] == "D12"
+    assert p.index_corpus.checksum == arm["from"]["corpus_checksum"] != arm["to"]["corpus_checksum"] == p.corpus.checksum
+    with pytest.raises(DataError, match="does not grow from it"):
+        plan(bench_data, tmp_path / "run", config, snapshot="D6", stale_from=bench_data["D12"])
+
+
+def test_a_snapshot_changed_after_its_manifest_is_refused(bench_data, tmp_path, config):
+    shutil.copytree(bench_data["D6"], tmp_path / "D6")
+    shutil.copy(bench_data["snap"] / "D6.manifest.json", tmp_path / "D6.manifest.json")
+    victim = next((tmp_path / "D6").iterdir())
+    victim.write_text(victim.read_text() + "An edit.\n")
+
+    with pytest.raises(DataError, match="differs from its manifest"):
+        plan_run(snapshot=tmp_path / "D6", questions_file=bench_data["questions"], systems=FAST, out=tmp_path / "r", config=config)
+
+
+# --------------------------------------------------------------------------- rows
+
+
+def test_every_system_question_pair_is_one_scored_row(endpoint, responder, client, config, bench_data, tmp_path):
+    out = tmp_path / "run"
+    summary = run(plan(bench_data, out, config, limit=3), client)
+
+    counts, rows = keys(out)
+    assert len(counts) == 12 and set(counts.values()) == {1}
+    assert summary.complete and summary.rows_written == 12 and summary.rows_total == 12
+    m = read_run_manifest(out)
+    assert m["config_hash"] == config.canonical_hash() and all(r["config_hash"] == m["config_hash"] for r in rows)
+    assert set(m["systems"]) == set(FAST) and m["systems"]["bm25"]["indexes"][0]["kind"] == "bm25"
+    by = {(r["system"], r["question_id"]): r for r in rows}
+    q = bench_data["by_id"][bench_data["G6"][0]]
+    bm = by[("bm25", q.id)]
+    assert bm["gold_answer"] == q.answer and bm["index_corpus_checksum"] == bm["corpus_checksum"]
+    assert bm["scores"]["ev_rec"] == 1.0 and bm["scores"]["em"] == 0.0 and bm["scores"]["grounded"]
+    assert by[("closed", q.id)]["corpus_checksum"] is None and by[("closed", q.id)]["scores"]["ev_rec"] == 0.0
+    assert by[("lens", q.id)]["scores"]["sp_f1"] is not None and by[("react", q.id)]["scores"]["sp_f1"] is None
+
+
+def test_a_rerun_resumes_without_repeating_a_row(endpoint, responder, client, config, bench_data, tmp_path):
+    out = tmp_path / "run"
+    run(plan(bench_data, out, config, limit=2), client)
+    calls_before = len(responder.calls)
+    run(plan(bench_data, out, config, limit=2), client)
+    assert len(responder.calls) == calls_before  # nothing left to do
+
+    summary = run(plan(bench_data, out, config, limit=4), client)
+
+    counts, _ = keys(out)
+    assert len(counts) == 16 and set(counts.values()) == {1}
+    assert summary.rows_before == 8 and summary.rows_written == 8
+
+
+def test_a_run_folder_of_another_configuration_is_refused(endpoint, client, config, bench_data, tmp_path):
+    out = tmp_path / "run"
+    run(plan(bench_data, out, config, limit=1, systems=("closed",)), client)
+    other = make_config(**{"budget.max_rounds": 5})
+
+    with pytest.raises(RunStoreError, match=r"config\.budget\.max_rounds: 2 → 5"):
+        run(plan(bench_data, out, other, limit=1, systems=("closed",)), client)
+    with pytest.raises(RunStoreError, match="binding"):
+        run(plan(bench_data, out, config, limit=1, systems=("closed",), snapshot="D12"), client)
+
+
+def test_an_arm_with_changed_parameters_is_refused_but_new_arms_may_join(endpoint, client, config, bench_data, tmp_path):
+    out = tmp_path / "run"
+    run(plan(bench_data, out, config, limit=1, systems=("bm25",)), client)
+
+    with pytest.raises(RunStoreError, match=r"bm25 has rows made with other parameters \(bm25\.k: 5 → 3\)"):
+        run(plan(bench_data, out, config, limit=1, systems=("bm25",), settings=ArmSettings(k=3)), client)
+    run(plan(bench_data, out, config, limit=1, systems=("bm25", "closed")), client)
+    counts, _ = keys(out)
+    assert sorted(counts) == sorted([("bm25", bench_data["G6"][0]), ("closed", bench_data["G6"][0])])
+
+
+def test_an_interrupted_last_row_is_cut_and_its_question_runs_again(endpoint, client, config, bench_data, tmp_path):
+    out = tmp_path / "run"
+    run(plan(bench_data, out, config, limit=2, systems=("closed", "bm25")), client)
+    rows_file = out / "rows.jsonl"
+    data = rows_file.read_bytes()
+    rows_file.write_bytes(data[: len(data) - 40])  # the process died while writing the last row
+
+    summary = run(plan(bench_data, out, config, limit=2, systems=("closed", "bm25")), client)
+
+    assert summary.cut_bytes > 0 and summary.rows_written == 1
+    counts, _ = keys(out)
+    assert len(counts) == 4 and set(counts.values()) == {1}
+
+
+def test_a_damaged_row_in_the_middle_is_refused(endpoint, client, config, bench_data, tmp_path):
+    out = tmp_path / "run"
+    run(plan(bench_data, out, config, limit=2, systems=("closed",)), client)
+    lines = (out / "rows.jsonl").read_text().splitlines(True)
+    (out / "rows.jsonl").write_text(lines[0][:30] + "\n" + lines[1])
+
+    with pytest.raises(RunStoreError, match="line 1 is not a JSON row"):
+        run(plan(bench_data, out, config, limit=2, systems=("closed",)), client)
+
+
+def test_question_errors_are_rows_and_an_unreachable_endpoint_stops_the_run(endpoint, responder, client, config, bench_data, tmp_path):
+    out = tmp_path / "run"
+    responder.script["closed_book"] = ["not json"] * 2
+    run(plan(bench_data, out, config, limit=1, systems=("closed",)), client)
+    _, rows = keys(out)
+    assert rows[0]["prediction"]["error"].startswith("LLMFormatError") and rows[0]["scores"]["em"] == 0.0
+
+    endpoint.chat.side_effect = httpx.ConnectError("refused")
+    summary = run(plan(bench_data, out, config, limit=3, systems=("closed",)), client, concurrency=1)
+    assert summary.stopped and "cannot reach" in summary.stopped and not summary.complete
+    assert len(keys(out)[0]) == 1  # nothing written for the questions that could not be asked
+
+
+def test_the_progress_bar_shows_done_total_and_running_tokens(endpoint, client, config, bench_data, tmp_path, capsys):
+    run(plan(bench_data, tmp_path / "run", config, limit=2, systems=("closed",)), client, progress=True)
+    err = capsys.readouterr().err
+    assert "2/2" in err and "tokens 0.1K" in err and "row" in err
+
+
+# --------------------------------------------------------------------------- a real process, a real signal
+
+
+def _clean_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LENS_")}
+    env["HF_HUB_OFFLINE"] = "1"
+    return env
+
+
+def _cli(bench_data, out, base_url):
+    return [sys.executable, "-m", "lens._cli", "bench", "run", "--snapshot", str(bench_data["D12"]),
+            "--questions", str(bench_data["questions"]), "--systems", ",".join(FAST), "--out", str(out),
+            "--base-url", base_url, "--preset", "fast", "--concurrency", "2", "--no-progress",
+            "--set", "llm.max_retries=0"]  # fmt: skip
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+def test_a_killed_run_resumes_with_every_row_exactly_once(bench_data, tmp_path, sig):
+    out = tmp_path / "run"
+    responder = Responder()
+    responder.delay = 0.02
+    with StubServer(responder) as server:
+        proc = subprocess.Popen(_cli(bench_data, out, server.base_url), env=_clean_env(),
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
+        rows_file = out / "rows.jsonl"
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            if rows_file.exists() and rows_file.read_bytes().count(b"\n") >= 10:
+                break
+            time.sleep(0.02)
+        assert proc.poll() is None, proc.stdout.read().decode()[-2000:]
+        proc.send_signal(sig)
+        proc.wait(timeout=30)
+        before = rows_file.read_bytes().count(b"\n")
+        assert 10 <= before < 48
+
+        done = subprocess.run(_cli(bench_data, out, server.base_url), env=_clean_env(), capture_output=True, text=True, timeout=300)
+
+    assert done.returncode == 0, done.stderr[-2000:]
+    counts, rows = keys(out)
+    assert len(counts) == 12 * 4 and set(counts.values()) == {1}
+    assert {r["question_id"] for r in rows} == set(bench_data["G12"])
+    assert f"{48 - before} written now, {before} before, 48/48 done" in done.stdout
