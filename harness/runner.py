@@ -15,8 +15,10 @@ Resume
   ``rows.jsonl`` and runs the rest; a row interrupted mid-write is cut off and rerun. Nothing is ever written
   twice, nothing finished is lost.
 - A run folder made under another binding or configuration is refused (the message names what differs); so is
-  an arm whose parameters changed while it has rows. ``--limit`` may change between sessions (it only selects
-  a prefix of the bound question order) and arms may be added.
+  an arm whose parameters changed while it has rows — its parameters include a fingerprint of the code and
+  prompts it runs (``harness.systems.provenance``), so rows made before and after an edit of the agent are never
+  mixed either. ``--limit`` may change between sessions (it only selects a prefix of the bound question order)
+  and arms may be added. Each session (start, end, git commit, rows written) is recorded in the manifest.
 - Each run uses its own LLM response cache (``RUN_DIR/llm-cache``) unless ``llm.cache_dir`` is set: a run
   starts cold, and a question rerun after an interruption replays the calls it had made (reported as hits).
 
@@ -348,7 +350,9 @@ def _diff(old: Any, new: Any, prefix: str = "") -> list[str]:
 
 
 def _system_entry(name: str, system: Any, plan: RunPlan, indexes: dict[str, tuple[Any, bool]]) -> dict[str, Any]:
-    params = system.params()
+    from harness.systems.provenance import code_fingerprint
+
+    params = {**system.params(), "code": code_fingerprint(name)}
     ident = {"system": name, "params": params, "config_hash": plan.config_hash, "binding_hash": plan.binding_hash}
     kinds = {"bm25": ["bm25"], "hybrid": ["bm25", "dense"]}.get(name, [])
     return {
@@ -452,11 +456,13 @@ def run_benchmark(
             "queueing counts against each call's timeout) — --concurrency 1 is the honest setting here",
             file=log,
         )
+    session = {"started": _now(), "lens_version": _lens_version(), "git_commit": _git_commit(),
+               "executor": executor.describe(), "rows_written": 0, "finished": None}  # fmt: skip
     manifest = {
         "format": RUN_FORMAT,
         "created": (old or {}).get("created") or _now(),
         "updated": _now(),
-        "code": {"lens_version": _lens_version(), "git_commit": _git_commit()},
+        "sessions": (old or {}).get("sessions", []) + [session],
         "config_hash": plan.config_hash,
         "config": cfg.canonical(),
         "binding": plan.binding,
@@ -464,7 +470,6 @@ def run_benchmark(
         "snapshot": plan.snapshot_info,
         "systems": systems_json,
         "questions": {"planned": len(plan.planned_ids), "ids": list(plan.planned_ids), "limit": plan.limit},
-        "executor": executor.describe(),
         "model": getattr(worker._client, "model", None),
         "backend": getattr(worker._client, "backend", None),
     }
@@ -538,7 +543,9 @@ def run_benchmark(
     finally:
         rows_log.close()
         bar.close()
-    manifest["updated"] = _now()
+    manifest["updated"] = session["finished"] = _now()
+    session["rows_written"] = written
+    session["stopped"] = stopped
     write_run_manifest(out, manifest)
     current = {e["system_hash"] for e in entries.values()}
     all_rows = [r for r in existing if r["system_hash"] in current] + new_rows

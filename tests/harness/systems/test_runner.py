@@ -237,3 +237,17 @@ def test_a_killed_run_resumes_with_every_row_exactly_once(bench_data, tmp_path, 
     assert len(counts) == 12 * 4 and set(counts.values()) == {1}
     assert {r["question_id"] for r in rows} == set(bench_data["G12"])
     assert f"{48 - before} written now, {before} before, 48/48 done" in done.stdout
+
+
+def test_each_arm_is_bound_to_a_fingerprint_of_the_code_and_prompts_it_runs(endpoint, client, config, bench_data, tmp_path):
+    from harness.systems.provenance import code_fingerprint
+
+    out = tmp_path / "run"
+    run(plan(bench_data, out, config, limit=1, systems=("lens", "react", "closed")), client)
+
+    systems = read_run_manifest(out)["systems"]
+    assert {n: e["params"]["code"] for n, e in systems.items()} == {n: code_fingerprint(n) for n in systems}
+    assert len({code_fingerprint(n) for n in ("lens", "react", "bm25", "closed")}) == 4
+    assert code_fingerprint("bm25") == code_fingerprint("hybrid")  # the same files and prompt
+    session = read_run_manifest(out)["sessions"][-1]
+    assert session["rows_written"] == 3 and session["finished"]

@@ -1,0 +1,55 @@
+"""Which code produced an arm's predictions: a fingerprint of the source files and prompts it runs.
+
+The configuration hash says *how* an arm was set up, not *which code* ran it. The fingerprint enters every arm's
+``system_hash``, so a run folder never silently mixes rows made before and after the arm's code or prompts changed
+(a rerun then refuses and names the change). Only the files an arm depends on count, so an unrelated edit does
+not block a resume:
+
+- ``lens``: every module of the ``lens`` package and every prompt file (the agent's own);
+- the baselines: ``harness/systems``, ``harness/retrieval``, the LLM client and prompt renderer of ``lens``, and
+  the arm's prompt file.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from importlib import resources
+from pathlib import Path
+
+__all__ = ["code_fingerprint"]
+
+_BASELINE_PROMPTS = {"react": ("react",), "bm25": ("rag",), "hybrid": ("rag",), "closed": ("closed_book",)}
+
+
+def _digest(entries: list[tuple[str, bytes]]) -> str:
+    h = hashlib.sha256()
+    for name, data in sorted(entries):
+        h.update(f"{name}\0{hashlib.sha256(data).hexdigest()}\n".encode())
+    return h.hexdigest()
+
+
+def _py_files(package: str) -> list[tuple[str, bytes]]:
+    root = resources.files(package)
+    return [(f"{package}/{p.name}", p.read_bytes()) for p in root.iterdir() if p.name.endswith(".py")]
+
+
+def _prompts(names: tuple[str, ...] | None) -> list[tuple[str, bytes]]:
+    root = resources.files("lens.prompts")
+    files = [p for p in root.iterdir() if p.name.endswith(".md")]
+    if names is not None:
+        files = [p for p in files if p.name[:-3] in names]
+    return [(f"prompts/{p.name}", p.read_bytes()) for p in files]
+
+
+@functools.lru_cache(maxsize=None)
+def code_fingerprint(system: str) -> str:
+    """sha256 over the (name, sha256) of the files arm ``system`` runs; 16 hex digits."""
+    if system == "lens":
+        entries = _py_files("lens") + _prompts(None)
+    else:
+        lens_root = Path(str(resources.files("lens")))
+        entries = _py_files("harness.systems") + _py_files("harness.retrieval")
+        entries += [(f"lens/{n}", (lens_root / n).read_bytes()) for n in ("_llm.py", "_prompts.py", "_cost.py")]
+        entries += _prompts(_BASELINE_PROMPTS[system])
+    return _digest(entries)[:16]
