@@ -30,7 +30,15 @@ from lens._loop import Loop, LoopState
 from lens._memory import Eligibility, MemoryStore, all_past, new_entry
 from lens._prior import CorpusView, Prior
 from lens._prompts import render
-from lens._requirements import Decomposition, DecompositionReply, from_reply, heuristic
+from lens._requirements import (
+    Decomposition,
+    DecompositionReply,
+    SubQuestionReply,
+    from_reply,
+    from_subquestions,
+    heuristic,
+    prompt_for,
+)
 from lens._result import AskResult, Evidence, RequirementStatus
 from lens._synthesis import (
     CalibrationReply,
@@ -132,12 +140,21 @@ class Agent:
         client = self.client
 
         # requirements: one call, checked against the question; heuristic if it can't be had
-        decomposition: Decomposition
+        # the template follows the intent the wording shows: comparisons split per entity, the rest into
+        # ordered sub-questions whose "#k" references are the bridge dependencies
+        template = prompt_for(question)
+        schema = DecompositionReply if template == "decomposition-comparison" else SubQuestionReply
         reply = self._fixed_call(
-            budget, meter, render("decomposition", question=question.strip()), DecompositionReply,
+            budget, meter, render(template, question=question.strip()), schema,
             _DECOMP_TOKENS, keep=1, stages=stages, stage="decomposition",
         )
-        decomposition = from_reply(question, reply) if reply is not None else heuristic(question)
+        decomposition: Decomposition
+        if reply is None:
+            decomposition = heuristic(question)
+        elif isinstance(reply, DecompositionReply):
+            decomposition = from_reply(question, reply)
+        else:
+            decomposition = from_subquestions(question, reply)
 
         # memory: eligible, similar, unchanged entries become a prior signal per requirement
         use_memory = self.memory is not None and cfg.memory.enabled and not cfg.ablation.no_memory

@@ -25,7 +25,8 @@ from lens._observation import Finding, ObservationReply, observation_messages, v
 from lens._prior import CorpusView, Prior
 from lens._requirements import Decomposition, Requirement
 from lens._result import RoundTrace
-from lens._terms import content_terms
+from lens._terms import capitalised_spans, content_terms, title_key, tokens
+from lens._values import answer_type
 from lens._windows import Window, estimate_tokens, windows_for
 
 __all__ = ["LoopState", "Loop"]
@@ -238,7 +239,8 @@ class Loop:
             s.admitted.add(w.doc_index)
         if reply is not None:
             docs_by_key = {w.key: s.view.docs[w.doc_index] for w in windows}
-            obs = verify_reply(reply, labels, docs_by_key, {r.id for r in outstanding})
+            kinds = {r.id: answer_type(r.resolved_text(s.values)) for r in outstanding}
+            obs = verify_reply(reply, labels, docs_by_key, {r.id for r in outstanding}, kinds)
             self._update(outstanding, windows, obs.findings)
             obs_record = {
                 "findings": [f.__dict__ | {"sentences": list(f.sentences)} for f in obs.findings],
@@ -287,12 +289,33 @@ class Loop:
                     s.values[req.id] = f.value
                     break
 
+    def _quote_names(self, rid: str) -> list[str]:
+        """Names in the verified quote of ``rid``'s favoured window that the question does not contain: the
+        entity a bridge fact is about, when the oracle's own value was unusable."""
+        s = self.s
+        fav = s.beliefs[rid].favoured()
+        qwords = set(tokens(s.question))
+        out = []
+        for f in s.findings.get(rid, []):
+            if f.window_key != fav:
+                continue
+            for span in capitalised_spans(f.quote):
+                words = tokens(span)
+                if words and not set(words) <= qwords and title_key(span) not in out:
+                    out.append(span)
+        return out
+
     def _bridge(self, mentions: list[str]) -> None:
         """Fill in bridge cues from newly known values (or mentions) and re-run the prior for those facts."""
         s = self.s
         for req in s.requirements:
             if not req.depends_on:
                 continue
+            if not s.values.get(req.depends_on):
+                names = self._quote_names(req.depends_on)
+                if names:
+                    s.values[req.depends_on] = names[0]
+                    req.bridge_cues.extend(n for n in names[1:3] if n not in req.bridge_cues)
             known = s.values.get(req.depends_on)
             if known and s.bridged.get(req.id) != known:
                 s.bridged[req.id] = known

@@ -181,7 +181,7 @@ class MemoryStore:
         embedding: Sequence[float] | None = None,
     ) -> list[tuple[MemoryEntry, float]]:
         """At most ``capacity`` eligible entries most similar to ``requirement`` (ineligible ones are never
-        scored), each with its similarity, best first; ties broken by position."""
+        scored), each with its similarity, best first; ties go to the most recent entry."""
         cap = self.capacity if capacity is None else capacity
         if cap <= 0:
             return []
@@ -192,7 +192,7 @@ class MemoryStore:
                 continue
             s = similarity(terms, e.terms, embedding, e.embedding)
             if s >= self.min_similarity:
-                scored.append((s, -e.position, e))
+                scored.append((s, e.position, e))
         scored.sort(key=lambda x: (x[0], x[1]), reverse=True)
         return [(e, s) for s, _, e in scored[:cap]]
 

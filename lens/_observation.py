@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 
 from lens._corpus import Document
 from lens._prompts import fence_passage, render
+from lens._values import fits_type
 from lens._windows import Window
 
 __all__ = ["Finding", "Observation", "ObservationReply", "observation_messages", "verify_reply", "normalise"]
@@ -167,8 +168,11 @@ def verify_reply(
     labels: dict[str, Window],
     docs_by_key: dict[str, Document],
     outstanding: set[str],
+    kinds: dict[str, str] | None = None,
 ) -> Observation:
-    """Keep only claims that the window text supports (see module docstring)."""
+    """Keep only claims that the window text supports (see module docstring). ``kinds`` gives each
+    requirement's expected answer type; a value of the wrong type is dropped (the span is kept)."""
+    kinds = kinds or {}
     obs = Observation()
     seen: set[tuple[str, str]] = set()
     for f in reply.findings:
@@ -204,6 +208,8 @@ def verify_reply(
             continue
         if value and value not in {"yes", "no", "true", "false"} and not _contains(window_text, value):
             value = ""  # the value is not in the text: keep the span, drop the value
+        if value and not fits_type(f.value, kinds.get(rid, "any")):  # type: ignore[arg-type]
+            value = ""  # "Which shipyard...?" answered with a year
         seen.add((rid, win.key))
         obs.findings.append(Finding(rid, win.key, tuple(sorted(set(where))), f.quote.strip(), f.value.strip() if value else ""))
     all_text = " ".join(normalise(w.text(docs_by_key[w.key])) for w in labels.values())

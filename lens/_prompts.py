@@ -15,7 +15,9 @@ from string import Template
 
 __all__ = ["render", "fence_passage", "PROMPT_NAMES"]
 
-PROMPT_NAMES = ("decomposition", "observation", "coverage", "synthesis", "calibration")
+PROMPT_NAMES = (
+    "decomposition", "decomposition-comparison", "observation", "coverage", "synthesis", "calibration",
+)
 _SPLIT = "---- user ----"
 
 

@@ -18,7 +18,10 @@ from pydantic import BaseModel, Field, field_validator
 from lens._terms import capitalised_spans, content_terms, title_key, tokens
 from lens._values import comparison_of
 
-__all__ = ["Intent", "INTENTS", "Requirement", "Decomposition", "DecompositionReply", "from_reply", "heuristic"]
+__all__ = [
+    "Intent", "INTENTS", "Requirement", "Decomposition", "DecompositionReply", "SubQuestionReply",
+    "from_reply", "from_subquestions", "heuristic", "prompt_for", "question_intent",
+]
 
 Intent = Literal["lookup", "bridge", "comparison", "aggregation", "computation"]
 INTENTS: tuple[str, ...] = ("lookup", "bridge", "comparison", "aggregation", "computation")
@@ -104,7 +107,9 @@ class _FactReply(BaseModel):
 
 
 class DecompositionReply(BaseModel):
-    intent: str = "lookup"
+    """Comparison decomposition: one fact per compared entity (prompts/decomposition-comparison.md)."""
+
+    intent: str = "comparison"
     facts: list[_FactReply] = Field(min_length=1)
 
     @field_validator("intent", mode="before")
@@ -112,6 +117,49 @@ class DecompositionReply(BaseModel):
     def _intent(cls, v: Any) -> Any:
         v = str(v or "lookup").strip().lower()
         return v if v in INTENTS else "lookup"
+
+
+class SubQuestionReply(BaseModel):
+    """Lookup/bridge decomposition: ordered sub-questions, later ones citing earlier answers as #1, #2
+    (prompts/decomposition.md)."""
+
+    questions: list[str] = Field(min_length=1)
+
+    @field_validator("questions", mode="before")
+    @classmethod
+    def _strings(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            return [v]
+        if isinstance(v, list):
+            return [str(x.get("question", x.get("text", ""))) if isinstance(x, dict) else str(x) for x in v if x]
+        return v
+
+
+def question_intent(question: str) -> str | None:
+    """The intent the wording makes certain (comparisons); None when the structure must decide."""
+    return _question_intent(question)
+
+
+def prompt_for(question: str) -> str:
+    """Which decomposition template fits the question's intent."""
+    return "decomposition-comparison" if _question_intent(question) == "comparison" else "decomposition"
+
+
+def from_subquestions(question: str, reply: SubQuestionReply) -> Decomposition:
+    """Requirements from ordered sub-questions: ``#k`` references become dependencies."""
+    subs = [q.strip() for q in reply.questions if q and q.strip()][:MAX_REQUIREMENTS]
+    reqs: list[Requirement] = []
+    for n, text in enumerate(subs, 1):
+        refs = [int(m.group(1) or m.group(2)) for m in _REF.finditer(text)]
+        refs = [k for k in refs if 1 <= k < n]
+        dep = f"R{max(refs)}" if refs else None
+        text = _REF.sub(lambda m: f"#R{m.group(1) or m.group(2)}", text)
+        names = _names(text, question)
+        cues = names or [t for t in content_terms(text) if t in set(tokens(question))][:4]
+        reqs.append(Requirement(id=f"R{n}", text=text, cues=cues, depends_on=dep, entity=names[0] if names else None))
+    if not reqs:
+        return heuristic(question)
+    return Decomposition(_intent_of(question, reqs), reqs, "llm")
 
 
 def _question_intent(question: str) -> str | None:

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal, Sequence
 
-__all__ = ["Comparison", "parse_date", "parse_number", "comparison_of", "compare"]
+__all__ = ["Comparison", "parse_date", "parse_number", "comparison_of", "compare", "answer_type", "fits_type"]
 
 _MONTHS = {
     m: i
@@ -134,3 +134,36 @@ def compare(comparison: Comparison, entities: Sequence[str], values: Sequence[st
     order = sorted(range(len(parsed)), key=lambda i: parsed[i])  # type: ignore[arg-type,return-value]
     best = order[0] if comparison.pick == "min" else order[-1]
     return entities[best]
+
+
+AnswerType = Literal["date", "number", "name", "yesno", "any"]
+
+
+def answer_type(question: str) -> AnswerType:
+    """The kind of value a (sub-)question asks for, from its wording."""
+    q = question.strip().lower()
+    if re.match(r"^(is|are|was|were|do|does|did|has|have|had|can|could)\b", q):
+        return "yesno"
+    if re.search(r"\b(when|what year|which year|in what year|what date|which date|date of birth|birth date|year)\b", q):
+        return "date"
+    if re.search(r"\bhow (many|much|long|tall|high|old|far|big|large|deep|wide)\b", q):
+        return "number"
+    if re.match(r"^(who|whom|whose)\b", q) or re.search(r"\b(which|what) (\w+ ){0,2}(person|company|band|team|city|town|country|state|island|shipyard|film|album|song|group|school|university|club|station|river|place|man|woman|actor|actress|singer|writer|author|director|composer|architect|engineer|player)\b", q):
+        return "name"
+    return "any"
+
+
+def fits_type(value: str, kind: AnswerType) -> bool:
+    """Whether an extracted value can be the answer to a question of this kind."""
+    v = value.strip()
+    if not v or kind == "any":
+        return bool(v)
+    low = v.lower()
+    if kind == "yesno":
+        return low in {"yes", "no", "true", "false"}
+    if kind == "date":
+        return parse_date(v) is not None or parse_number(v) is not None
+    if kind == "number":
+        return parse_number(v) is not None
+    # a name: not a bare number or date, not yes/no
+    return low not in {"yes", "no", "true", "false", "none", "null"} and not re.fullmatch(r"[\d\s.,:/-]+", v)
