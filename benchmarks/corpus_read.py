@@ -1,12 +1,15 @@
 """Read throughput of ``lens corpus stats`` next to ripgrep on the same folder, in the same run.
 
-Usage: python benchmarks/corpus_read.py ARTICLES.jsonl DIR [--runs 5] [--literal TEXT] [--limit N]
+Usage: python benchmarks/corpus_read.py ARTICLES.jsonl DIR [--runs 5] [--literal TEXT] [--limit N] [--json]
+  e.g. python benchmarks/corpus_read.py ../shared/data/hotpotqa/wiki_articles.jsonl /tmp/lens-corpus-read-bench/wiki15k
 
 Builds DIR once (skipped when DIR already holds the same build): one extensionless file per article, file
 name = title (``/`` replaced, a leading ``.`` guarded so no file is hidden), content = the title line, then
 one sentence per line — the raw snapshot layout of SPEC §4. Then times, as whole commands and interleaved,
 ``lens corpus stats --json DIR`` and ``rg -F -c LITERAL DIR`` (the ``ripgrep`` wheel's rg), after one warm-up
 run of each so both read from the page cache. MB/s = bytes of the files in DIR / wall seconds of the command.
+``rg -j1`` (one thread, like the lens scan) is timed too. On a shared machine other processes slow the
+two-thread rg most; the load average is printed with the results.
 """
 
 from __future__ import annotations
