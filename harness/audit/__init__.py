@@ -14,6 +14,10 @@ Module map (one concept of the PIT paper each):
 - :mod:`~harness.audit.rows`, :mod:`~harness.audit.manifest` — row files and sha256 manifests
 - :mod:`~harness.audit.report` — tables (paper Tables 5–7 shapes) and plots
 - :mod:`~harness.audit.config`, :mod:`~harness.audit.pipeline` — configs and ``lens audit run``
+- :mod:`~harness.audit.lens_events` — LENS warm-reuse memory events from a ``lens bench run`` (label-free)
+- :mod:`~harness.audit.lens_memory` — LENS memory through the agent's eligibility predicate: cheap mode (prior recall)
+- :mod:`~harness.audit.lens_full` — full mode (the agent rerun at a few anchors)
+- :mod:`~harness.audit.lens_pipeline` — ``lens audit run`` for ``kind = "lens-memory"`` configs
 
 This package imports nothing heavy: the names below load their module on first access, so ``lens --help``
 (which imports :mod:`harness.audit.cli`) stays instant.

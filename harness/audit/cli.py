@@ -17,7 +17,8 @@ def add_audit_parser(sub: argparse._SubParsersAction, handler: Callable[[argpars
         "run",
         help="replay Stateless/PIT/Future-h/Future/Naive for a config; report only if the contract passes",
         description="Run the PIT audit design of a config (file or packaged preset: audit-small, audit-tatqa, "
-        "audit-hotpotqa). Relative data paths resolve against --data-root, else $LENS_DATA_ROOT, else the "
+        "audit-hotpotqa; audit-lens and audit-lens-full audit the LENS warm-reuse memory of a `lens bench run`). "
+        "Relative data paths resolve against --data-root, else $LENS_DATA_ROOT, else the "
         "current directory. Exit 0: rows, manifest and report written; 1: the run fails the replay contract "
         "(rows and manifest kept, no report); 2: bad input.",
     )
@@ -25,6 +26,9 @@ def add_audit_parser(sub: argparse._SubParsersAction, handler: Callable[[argpars
     q.add_argument("--out", required=True, metavar="RUN_DIR", help="new folder for the run (never overwritten)")
     q.add_argument("--data-root", metavar="DIR", help="where relative data paths in the config start")
     q.add_argument("--cache", metavar="DIR", help="reusable cache of base lists and embeddings (default RUN_DIR/cache)")
+    q.add_argument("--lens-run", metavar="RUN_DIR", help="lens-memory configs: the `lens bench run` folder (its lens rows)")
+    q.add_argument("--snapshot", metavar="DIR", help="lens-memory configs: the folder the prior reads (the run's snapshot)")
+    q.add_argument("--questions", metavar="FILE", help="lens-memory configs: the HotpotQA questions file the run was bound to")
     q.add_argument("--json", action="store_true", help="print a JSON summary")
     q.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     handler(q, "harness.audit.commands:run")

@@ -16,11 +16,23 @@ def _err(msg: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the design of ``--config`` into ``--out``; exit 0 with a report, non-zero when the contract fails."""
-    from harness.audit.config import load_audit_config
+    from harness.audit.config import LensAuditConfig, load_audit_config
     from harness.audit.contract import ContractFailed
-    from harness.audit.pipeline import run_audit
 
     config = load_audit_config(args.config)
+    paths = {"run": getattr(args, "lens_run", None), "snapshot": getattr(args, "snapshot", None),
+             "questions": getattr(args, "questions", None)}  # fmt: skip
+    if isinstance(config, LensAuditConfig):
+        from harness.audit.lens_pipeline import run_lens_audit as run_audit
+
+        config = config.with_paths(**paths)
+    else:
+        from harness.audit.pipeline import run_audit
+
+        given = [f"--{'lens-run' if k == 'run' else k}" for k, v in paths.items() if v]
+        if given:
+            _err(f"lens audit: {', '.join(given)} only apply to a lens-memory config (kind = \"lens-memory\")")
+            return 2
     try:
         result = run_audit(
             config,

@@ -34,6 +34,10 @@ __all__ = [
     "ReplaySpec",
     "MetricSpec",
     "AuditConfig",
+    "LensSourceSpec",
+    "LensReplaySpec",
+    "LensFullSpec",
+    "LensAuditConfig",
     "load_audit_config",
     "resolve_data_path",
     "data_root",
@@ -166,6 +170,85 @@ class AuditConfig(_Section):
         return sha256_bytes(canonical_json(self.hashed_view()))
 
 
+class LensSourceSpec(_Section):
+    """Where the LENS memory audit reads from: a ``lens bench run`` folder (its ``lens`` rows are the event
+    source), the folder the agent's prior reads at replay time (normally the run's snapshot), and the questions
+    file (gold titles for the metric; gold answers in full mode). Paths are not hashed: the manifest binds them
+    by sha256."""
+
+    name: str | None = Field(None, description="workload name in rows and tables (default: the snapshot folder's name)")
+    run: str | None = None
+    snapshot: str | None = None
+    questions: str | None = None
+    system: str = "lens"
+    system_hash: str | None = Field(None, description="pick one arm when the run holds several for `system`")
+    preset: str | None = Field(None, description="LENS preset for the agent (default: the run's own configuration)")
+    overrides: list[str] = Field(default_factory=list, description='"section.key=value" on top of the run\'s configuration')
+
+
+class LensReplaySpec(_Section):
+    mode: Literal["cheap", "full"] = "cheap"
+    capacity: int = Field(32, ge=1, description="memory entries per lookup, equal for every view")
+    horizons: list[int] = [10, 50, 100, 250, 500]
+    anchor_positions: list[float] = [0.2, 0.4, 0.6, 0.8]
+    anchors_per_position: int = Field(100, ge=1)
+    similarity: Literal["dense", "tfidf"] = Field("tfidf", description="query vectors for semantic streams")
+
+    @field_validator("horizons")
+    @classmethod
+    def _h(cls, v: list[int]) -> list[int]:
+        if any(h < 1 for h in v):
+            raise ValueError("replay.horizons must be >= 1")
+        return sorted(set(v))
+
+
+class LensFullSpec(_Section):
+    """Full mode reruns the agent (LLM calls) at a few anchors of a few streams."""
+
+    anchors_per_position: int = Field(1, ge=1)
+    streams: int = Field(1, ge=1, description="replay the first N configured streams")
+    llm_cache: str | None = Field(None, description="response cache folder (default RUN_DIR/llm-cache; not hashed)")
+
+
+class LensAuditConfig(_Section):
+    """``kind = "lens-memory"``: the LENS warm-reuse memory audited through the agent's eligibility predicate."""
+
+    kind: Literal["lens-memory"] = "lens-memory"
+    name: str = "audit-lens"
+    lens: LensSourceSpec = LensSourceSpec()
+    streams: StreamSpec = StreamSpec()
+    replay: LensReplaySpec = LensReplaySpec()
+    full: LensFullSpec = LensFullSpec()
+    metrics: MetricSpec = MetricSpec(cutoffs=[2, 4, 10], headline_k=10)
+    source: str | None = Field(None, description="file the config was read from (not hashed)")
+
+    @model_validator(mode="after")
+    def _lens(self) -> "LensAuditConfig":
+        if "natural" in self.streams.kinds:
+            raise ValueError("streams.kinds: bench questions carry no timestamps (no natural stream)")
+        return self
+
+    @property
+    def headline(self) -> str:
+        return "ev_rec" if self.replay.mode == "full" else f"recall@{self.metrics.headline_k}"
+
+    def hashed_view(self) -> dict:
+        data = self.model_dump(exclude={"source"})
+        for key in ("run", "snapshot", "questions"):
+            data["lens"].pop(key, None)
+        data["full"].pop("llm_cache", None)
+        return data
+
+    @property
+    def hash(self) -> str:
+        return sha256_bytes(canonical_json(self.hashed_view()))
+
+    def with_paths(self, *, run: str | None = None, snapshot: str | None = None, questions: str | None = None) -> "LensAuditConfig":
+        """A copy with the given data paths replaced (paths are not hashed)."""
+        upd = {k: v for k, v in (("run", run), ("snapshot", snapshot), ("questions", questions)) if v is not None}
+        return self.model_copy(update={"lens": self.lens.model_copy(update=upd)}) if upd else self
+
+
 def _preset_path(name: str) -> Path | None:
     stem = name[:-5] if name.endswith(".toml") else name
     try:
@@ -175,8 +258,9 @@ def _preset_path(name: str) -> Path | None:
     return Path(str(res)) if res.is_file() else None
 
 
-def load_audit_config(ref: str | os.PathLike) -> AuditConfig:
-    """Read a config file (or packaged preset by name) into an :class:`AuditConfig`.
+def load_audit_config(ref: str | os.PathLike) -> AuditConfig | LensAuditConfig:
+    """Read a config file (or packaged preset by name) into an :class:`AuditConfig` — or, for a file with
+    ``kind = "lens-memory"``, a :class:`LensAuditConfig`.
 
     Raises :class:`AuditConfigError` naming the file and the failing key.
     """
@@ -193,7 +277,8 @@ def load_audit_config(ref: str | os.PathLike) -> AuditConfig:
     except tomllib.TOMLDecodeError as exc:
         raise AuditConfigError(f"{path}: malformed TOML ({exc})") from None
     try:
-        cfg = AuditConfig.model_validate({**data, "source": str(path)})
+        model = LensAuditConfig if data.get("kind") == "lens-memory" else AuditConfig
+        cfg = model.model_validate({**data, "source": str(path)})
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(top level)"

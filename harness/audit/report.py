@@ -126,11 +126,12 @@ def build_report(run_dir: str | Path, *, resamples: int | None = None, seed: int
     if violations:
         raise ContractFailed(run_dir, violations)
     manifest = load_manifest(run_dir)
-    cfg = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))["config"]
+    cfg_file = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
+    cfg = cfg_file["config"]
     resamples = resamples or cfg["metrics"]["bootstrap_resamples"]
     seed = cfg["metrics"]["bootstrap_seed"] if seed is None else seed
     K = cfg["metrics"]["headline_k"]
-    headline = f"recall@{K}"
+    headline = cfg_file.get("headline") or f"recall@{K}"  # LENS full mode: "ev_rec"
     t = read_rows(run_dir / "rows.jsonl")
     rep = run_dir / "report"
     (rep / "tables").mkdir(parents=True, exist_ok=True)

@@ -9,7 +9,8 @@ Every row carries what an independent checker needs to recompute its validity wi
   length), ``list_depth`` (reranked list length);
 - the selected entries — ``selected`` (positions, most similar first), ``n_selected``, ``n_future``, ``tvr``,
   ``top_sim`` / ``mean_sim`` (query similarity of the nearest / average selected neighbour);
-- metrics — ``recall@k``, typed recall, ``hit@K``, ``complete@K``, ``rank80``;
+- metrics — ``recall@k``, typed recall, ``hit@K``, ``complete@K``, ``rank80`` (LENS full mode: ``em``, ``f1``,
+  ``ev_rec``);
 - bindings — ``corpus_hash``, ``queries_hash``, ``index_hash``, ``stream_hash``, ``events_hash``,
   ``config_hash``.
 """
@@ -45,6 +46,8 @@ IDENTITY_FIELDS = (
 BUDGET_FIELDS = ("capacity", "trace_depth", "base_depth", "list_depth")
 BINDING_FIELDS = ("corpus_hash", "queries_hash", "index_hash", "stream_hash", "events_hash", "config_hash")
 SELECTION_FIELDS = ("selected", "n_selected", "n_future", "tvr", "top_sim", "mean_sim")
+# Metric fields besides recall@k / hit@K / complete@K: product coverage, and the LENS full mode's answer scores.
+_OTHER_METRICS = ("rank80", "em", "f1", "ev_rec")
 # Fields that together name one paired anchor (every condition of one memory at one anchor shares them).
 PAIR_FIELDS = ("workload", "memory", "retriever", "stream", "anchor")
 
@@ -141,7 +144,7 @@ class RowTable:
         return field in self._cols
 
     def metric_fields(self) -> list[str]:
-        return [f for f in self.fields if f.startswith(("recall@", "hit@", "complete@")) or f == "rank80"]
+        return [f for f in self.fields if f.startswith(("recall@", "hit@", "complete@")) or f in _OTHER_METRICS]
 
 
 def _column(vals: list[Any]) -> np.ndarray:

@@ -1,0 +1,463 @@
+"""LENS warm-reuse memory under PIT and Future views — cheap mode: the prior's candidate recall, no LLM.
+
+At anchor ``i`` (the question arriving at stream position ``i``) and for each view, the memory is read **the way
+``lens.Agent.ask`` reads it** and fed to the **production prior** (``lens._prior.Prior.score``):
+
+1. for every requirement of the anchor's own decomposition (from its bench row), look the memory up with the
+   requirement text, through the view's eligibility predicate, at the agent's capacity (default 32 entries per
+   lookup) and minimum similarity — ``MemoryStore.lookup``'s rule: ineligible entries are never scored; the
+   remaining ones are ranked by the lexical cosine of requirement terms (ties: the most recent position, then log
+   order) and the first ``capacity`` kept;
+2. drop **stale** entries — the document is gone from the folder or its content sha256 differs from the one the
+   entry recorded (ignored, never served, as the agent does);
+3. the memory signal of a requirement is ``{document: max similarity}`` over its fresh entries; the prior scores
+   the folder for the question and the requirement's seed cues (``Loop._cues`` before any observation) with that
+   signal, exactly as the loop's seed does;
+4. the requirements' ranked lists are merged round-robin (rank 1 of each requirement, then rank 2, …, duplicates
+   skipped) into one candidate list of ``list_depth`` documents, whose recall of the question's gold titles at
+   k ∈ cutoffs (2, 4, 10 by default) is the row's metric. Stateless (no memory) is the prior without memory.
+
+The views' lookups are vectorised: every (anchor, requirement) lookup's similarity to every log entry is one
+sparse product, ranked once; each view applies its mask (``MemoryView.mask``, the vectorised form of
+``MemoryView.at(i)``) to that one ranking at the same capacity, and never the anchor's own event. **Naive** is a
+separate path: a real ``lens.MemoryStore`` holding every entry of the whole stream, materialised up front; each
+question's lookups go through ``MemoryStore.lookup`` itself with every entry eligible, and the entries written
+by the question itself (matched by query identity) are removed afterwards. Naive = Future on every row
+therefore also certifies that the vectorised lookup reproduces the agent's own lookup.
+
+The prior runs once per distinct (question, requirement, memory signal) — Stateless and every view that serves
+the same documents share one call.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from harness.audit.inputs import GoldLabels
+from harness.audit.lens_events import LensEventLog, LensRecord
+from harness.audit.metrics import row_metrics, temporal_violation
+from harness.audit.replay import Anchors
+from harness.audit.rows import RowBlock
+from harness.audit.streams import Stream
+from harness.audit.views import MemoryView
+from lens._memory import MemoryEntry, MemoryStore
+from lens._terms import content_terms
+
+__all__ = [
+    "agent_min_similarity",
+    "entry_predicate",
+    "seed_cues",
+    "merge_round_robin",
+    "LensCorpus",
+    "PriorRanker",
+    "LensContext",
+    "LookupTable",
+    "NaiveLensMemory",
+    "AnchorMemory",
+    "memory_signals",
+    "served_by_views",
+    "served_by_naive",
+    "replay_lens_stream",
+]
+
+NAIVE = "naive"
+
+
+def agent_min_similarity() -> float:
+    """The minimum requirement similarity of the memory the agent opens (``MemoryStore``'s default)."""
+    return float(next(f.default for f in dataclasses.fields(MemoryStore) if f.name == "min_similarity"))
+
+
+def entry_predicate(view: MemoryView, anchor_pos: int):
+    """The eligibility predicate an anchor passes to the agent: the view at ``anchor_pos``, never the own event."""
+    at = view.at(anchor_pos)
+    return lambda entry: entry.position != anchor_pos and at(entry)
+
+
+def seed_cues(requirement: Mapping[str, Any]) -> list[str]:
+    """A requirement's cues when the loop seeds its belief (``Loop._cues`` with no value observed yet)."""
+    from lens._requirements import Requirement
+
+    req = Requirement(str(requirement["id"]), str(requirement["text"]), list(requirement.get("cues") or []),
+                      requirement.get("depends_on"), requirement.get("entity"))  # fmt: skip
+    cues = req.all_cues({})
+    if not req.waiting({}):
+        cues = cues + [req.resolved_text({})]
+    return cues
+
+
+def merge_round_robin(lists: Sequence[Sequence[int]], depth: int) -> list[int]:
+    """Rank 1 of every list (in list order), then rank 2, …; duplicates skipped; at most ``depth`` items."""
+    out: list[int] = []
+    seen: set[int] = set()
+    longest = max((len(x) for x in lists), default=0)
+    for rank in range(longest):
+        for lst in lists:
+            if rank < len(lst) and lst[rank] not in seen:
+                seen.add(lst[rank])
+                out.append(lst[rank])
+                if len(out) == depth:
+                    return out
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- the folder
+
+
+@dataclass
+class LensCorpus:
+    """The folder as the agent reads it (one scan), with the lookups the audit needs."""
+
+    folder: Path
+    scan: Any  # lens._corpus.CorpusScan
+    view: Any  # lens._prior.CorpusView
+    by_id: dict[str, int]
+    corpus_hash: str
+
+    @classmethod
+    def read(cls, folder: str | Path, reader: Any = None) -> "LensCorpus":
+        from harness.snapshots import corpus_checksum
+        from lens._corpus import scan_corpus
+        from lens._prior import CorpusView
+
+        scan = scan_corpus(folder, reader)
+        if not scan.documents:
+            from lens._errors import LensError
+
+            raise LensError(f"{folder}: no readable documents")
+        view = CorpusView(scan)
+        by_id = {d.doc_id: i for i, d in enumerate(view.docs)}
+        return cls(Path(folder), scan, view, by_id, corpus_checksum((d.doc_id, d.sha256) for d in view.docs))
+
+    def __len__(self) -> int:
+        return len(self.view.docs)
+
+    def freshness(self, entries: Sequence[MemoryEntry]) -> tuple[np.ndarray, np.ndarray]:
+        """Per entry: the document index it points at now (-1 if gone) and whether its content is unchanged."""
+        doc = np.full(len(entries), -1, dtype=np.int64)
+        fresh = np.zeros(len(entries), dtype=bool)
+        for k, e in enumerate(entries):
+            idx = self.by_id.get(e.doc_id)
+            if idx is not None:
+                doc[k] = idx
+                fresh[k] = self.view.docs[idx].sha256 == e.sha256
+        return doc, fresh
+
+    def gold_labels(self, gold_titles: Sequence[Sequence[str]]) -> tuple[GoldLabels, int]:
+        """Gold documents per query (titles matched by ``harness.datasets.title_key``). A gold title with no
+        document in the folder stays in the denominator as an unreachable asset. Returns (labels, missing)."""
+        from harness.datasets import title_key
+
+        index: dict[str, int] = {}
+        for i, d in enumerate(self.view.docs):
+            index.setdefault(title_key(d.title), i)
+        n_docs = len(self.view.docs)
+        indptr, indices, missing = [0], [], 0
+        for titles in gold_titles:
+            got: set[int] = set()
+            for t in dict.fromkeys(title_key(x) for x in titles):
+                i = index.get(t)
+                if i is None:
+                    i = n_docs + missing
+                    missing += 1
+                got.add(i)
+            indices.extend(sorted(got))
+            indptr.append(len(indices))
+        return GoldLabels(np.asarray(indptr, dtype=np.int64), np.asarray(indices, dtype=np.int64), n_docs + missing), missing
+
+
+class PriorRanker:
+    """The production prior over one folder, memoised per (question, cues, memory signal)."""
+
+    def __init__(self, corpus: LensCorpus, settings: Any, *, lexical_only: bool = False, depth: int = 10) -> None:
+        from lens._prior import Prior
+
+        self.prior = Prior(corpus.view, settings, lexical_only=lexical_only)
+        self.depth = int(depth)
+        self._memo: dict[tuple, tuple[int, ...]] = {}
+        self.calls = 0
+
+    def ranked(self, question: str, cues: Sequence[str], signal: Mapping[int, float] | None) -> tuple[int, ...]:
+        sig = tuple(sorted((signal or {}).items()))
+        key = (question, tuple(cues), sig)
+        got = self._memo.get(key)
+        if got is None:
+            self.calls += 1
+            got = tuple(c.index for c in self.prior.score(question, cues, memory=dict(sig) or None, limit=self.depth))
+            self._memo[key] = got
+        return got
+
+
+@dataclass
+class LensContext:
+    """Everything a replay reads that does not depend on the stream: questions, their decompositions, the folder,
+    the prior and the gold labels (metrics only). Indexed by workload query order (bench order)."""
+
+    records: Sequence[LensRecord]
+    corpus: LensCorpus
+    ranker: PriorRanker
+    gold: GoldLabels
+    capacity: int = 32
+    min_similarity: float = 0.35
+    cutoffs: tuple[int, ...] = (2, 4, 10)
+    headline_k: int = 10
+    trace_depth: int = 4
+
+    def __post_init__(self) -> None:
+        self.index = {r.question_id: i for i, r in enumerate(self.records)}
+        self.cues = [[seed_cues(req) for req in r.requirements] for r in self.records]
+
+    @property
+    def list_depth(self) -> int:
+        return self.ranker.depth
+
+
+# ---------------------------------------------------------------------------------------------- lookups
+
+
+@dataclass(frozen=True)
+class LookupTable:
+    """Every (anchor, requirement) lookup ranked once against every log entry (``MemoryStore.lookup``'s order).
+
+    ``order (L, E)`` entry indices best first; ``sims (L, E)`` their similarity; ``owner (L,)`` the anchor row of
+    each lookup and ``req (L,)`` the requirement's index in its anchor's decomposition.
+    """
+
+    order: np.ndarray
+    sims: np.ndarray
+    owner: np.ndarray
+    req: np.ndarray
+
+    @classmethod
+    def build(cls, texts: Sequence[str], owner: np.ndarray, req: np.ndarray, log: LensEventLog) -> "LookupTable":
+        from scipy import sparse
+
+        entries = log.entries
+        vocab: dict[str, int] = {}
+
+        def matrix(term_lists: Sequence[Sequence[str]]) -> tuple[Any, np.ndarray]:
+            rows, cols = [], []
+            sizes = np.zeros(len(term_lists), dtype=np.int64)
+            for r, terms in enumerate(term_lists):
+                uniq = set(terms)
+                sizes[r] = len(uniq)
+                for t in uniq:
+                    rows.append(r)
+                    cols.append(vocab.setdefault(t, len(vocab)))
+            return (np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)), sizes
+
+        (qr, qc), q_size = matrix([content_terms(t) for t in texts])
+        (er, ec), e_size = matrix([e.terms for e in entries])
+        V = max(len(vocab), 1)
+        Q = sparse.csr_matrix((np.ones(qr.size), (qr, qc)), shape=(len(texts), V))
+        Em = sparse.csr_matrix((np.ones(er.size), (er, ec)), shape=(len(entries), V))
+        inter = np.asarray((Q @ Em.T).todense(), dtype=np.float64).reshape(len(texts), len(entries))
+        denom = np.sqrt((q_size[:, None] * e_size[None, :]).astype(np.float64))
+        # the same float operations as lens._memory.similarity: |a ∩ b| / sqrt(|a| * |b|), 0 for an empty side
+        sims = np.divide(inter, denom, out=np.zeros_like(inter), where=denom > 0)
+        pos = np.broadcast_to(log.entry_pos[None, :].astype(np.float64), sims.shape)
+        idx = np.broadcast_to(np.arange(len(entries), dtype=np.float64)[None, :], sims.shape)
+        order = np.lexsort((idx, -pos, -sims), axis=1) if len(entries) else np.zeros((len(texts), 0), dtype=np.int64)
+        return cls(order, np.take_along_axis(sims, order, axis=1), np.asarray(owner), np.asarray(req))
+
+    def select(
+        self, view: MemoryView, anchor_pos: np.ndarray, entry_pos: np.ndarray, capacity: int, min_similarity: float
+    ) -> list[list[tuple[int, float]]]:
+        """(entry index, similarity) pairs each lookup serves under ``view``: eligible (never the own event),
+        similar enough, the first ``capacity`` in ranking order."""
+        if self.order.shape[1] == 0:
+            return [[] for _ in range(self.order.shape[0])]
+        a = anchor_pos[self.owner][:, None]
+        pos = entry_pos[self.order]
+        ok = view.mask(a, pos) & (pos != a) & (self.sims >= min_similarity)
+        take = ok & (np.cumsum(ok, axis=1) <= capacity)
+        out = []
+        for r in range(self.order.shape[0]):
+            cols = np.flatnonzero(take[r])
+            out.append(list(zip(self.order[r, cols].tolist(), self.sims[r, cols].tolist())))
+        return out
+
+
+class NaiveLensMemory:
+    """The leak control: one ``lens.MemoryStore`` holding every entry of the whole stream, materialised up front,
+    and each question's lookups answered from it by query identity (own entries removed after the lookup)."""
+
+    def __init__(self, table: dict[str, list[list[tuple[int, float]]]], store: MemoryStore) -> None:
+        self._table = table
+        self.store = store
+
+    @classmethod
+    def materialise(
+        cls, log: LensEventLog, requirement_texts: Mapping[str, Sequence[str]], capacity: int, folder: str | Path
+    ) -> "NaiveLensMemory":
+        folder = Path(folder)
+        store = MemoryStore(folder, capacity=capacity)
+        if store.log_path.exists():
+            store.log_path.unlink()  # materialised afresh from this log, never appended to another
+        store.append(log.entries)
+        stored = store.entries()
+        index = {id(e): k for k, e in enumerate(stored)}
+        own_count: dict[str, int] = {}
+        for e in stored:
+            own_count[log.owner(e)] = own_count.get(log.owner(e), 0) + 1
+        table: dict[str, list[list[tuple[int, float]]]] = {}
+        for qid, texts in requirement_texts.items():
+            extra = own_count.get(qid, 0)
+            per = []
+            for text in texts:
+                got = store.lookup(text, lambda e: True, capacity=capacity + extra)
+                per.append([(index[id(e)], s) for e, s in got if log.owner(e) != qid][:capacity])
+            table[qid] = per
+        return cls(table, store)
+
+    def lookup(self, query_id: str) -> list[list[tuple[int, float]]]:
+        return self._table[query_id]
+
+
+# ---------------------------------------------------------------------------------------------- scoring
+
+
+@dataclass
+class AnchorMemory:
+    """What one condition served one anchor: per requirement, the (entry index, similarity) pairs in order."""
+
+    served: list[list[tuple[int, float]]]
+
+    def positions(self, log: LensEventLog) -> list[int]:
+        return [int(log.entry_pos[e]) for lst in self.served for e, _ in lst]
+
+
+def memory_signals(mem: AnchorMemory, doc: np.ndarray, fresh: np.ndarray) -> tuple[list[dict[int, float]], int]:
+    """Per requirement, the prior's memory signal ``{document index: max similarity}`` over the *fresh* served
+    entries (what ``Agent.ask`` builds), and how many served entries were stale (ignored, never served)."""
+    signals, stale = [], 0
+    for served in mem.served:
+        signal: dict[int, float] = {}
+        for e, s in served:
+            if not fresh[e]:
+                stale += 1  # the document is gone or its content changed since the entry was confirmed
+                continue
+            d = int(doc[e])
+            signal[d] = max(signal.get(d, 0.0), float(s))
+        signals.append(signal)
+    return signals, stale
+
+
+def _lookups(ctx: LensContext, stream: Stream, log: LensEventLog, a_pos: np.ndarray) -> tuple[np.ndarray, np.ndarray, LookupTable]:
+    a_q = np.asarray([ctx.index[stream.query_ids[p]] for p in a_pos], dtype=np.int64)
+    owner, req, texts = [], [], []
+    for r, q in enumerate(a_q):
+        for k, rq in enumerate(ctx.records[q].requirements):
+            owner.append(r)
+            req.append(k)
+            texts.append(rq["text"])
+    n_req = np.asarray([len(ctx.records[q].requirements) for q in a_q], dtype=np.int64)
+    return a_q, n_req, LookupTable.build(texts, np.asarray(owner, dtype=np.int64), np.asarray(req, dtype=np.int64), log)
+
+
+def served_by_views(
+    ctx: LensContext, stream: Stream, log: LensEventLog, anchor_positions: np.ndarray, views: Sequence[MemoryView]
+) -> list[list[AnchorMemory]]:
+    """For each view, what each anchor's lookups serve (vectorised over every anchor and requirement)."""
+    a_pos = np.asarray(anchor_positions, dtype=np.int64)
+    _, n_req, table = _lookups(ctx, stream, log, a_pos)
+    out = []
+    for view in views:
+        chosen = table.select(view, a_pos, log.entry_pos, ctx.capacity, ctx.min_similarity)
+        per_anchor = [AnchorMemory([[] for _ in range(n)]) for n in n_req]
+        for lk, served in enumerate(chosen):
+            per_anchor[table.owner[lk]].served[table.req[lk]] = served
+        out.append(per_anchor)
+    return out
+
+
+def served_by_naive(ctx: LensContext, stream: Stream, log: LensEventLog, anchor_positions: np.ndarray, folder: str | Path) -> list[AnchorMemory]:
+    """What the pre-materialised full-stream memory serves each anchor (its own separate code path)."""
+    naive = NaiveLensMemory.materialise(
+        log, {r.question_id: [rq["text"] for rq in r.requirements] for r in ctx.records if r.question_id in log.position_of},
+        ctx.capacity, folder,
+    )  # fmt: skip
+    return [AnchorMemory(naive.lookup(stream.query_ids[int(p)])) for p in anchor_positions]
+
+
+def replay_lens_stream(
+    ctx: LensContext,
+    stream: Stream,
+    log: LensEventLog,
+    anchors: Anchors,
+    views: Sequence[MemoryView],
+    *,
+    naive_folder: str | Path,
+    scalars: Mapping[str, Any] | None = None,
+) -> list[RowBlock]:
+    """Rows for every view (then Naive) at every anchor of ``stream``: the LENS prior's candidate recall with the
+    memory each condition serves. The log is read, never written."""
+    if not log.frozen:
+        raise ValueError("replay needs a frozen event log")
+    if tuple(log.query_ids) != tuple(stream.query_ids):
+        raise ValueError("the event log was not built from this stream")
+    a_pos = anchors.positions.astype(np.int64)
+    a_q = np.asarray([ctx.index[stream.query_ids[p]] for p in a_pos], dtype=np.int64)
+    n_req = np.asarray([len(ctx.records[q].requirements) for q in a_q], dtype=np.int64)
+    doc, fresh = ctx.corpus.freshness(log.entries)
+    conditions: list[tuple[MemoryView | None, list[AnchorMemory]]] = list(zip(views, served_by_views(ctx, stream, log, a_pos, views)))
+    conditions.append((None, served_by_naive(ctx, stream, log, a_pos, naive_folder)))
+
+    common = {
+        "stream": stream.name, "stream_kind": stream.kind, "seed": stream.seed, "uses_gold": stream.uses_gold,
+        "memory": "lens", "label_based": False, "retriever": "lens-prior", "mode": "cheap",
+        "lookup_capacity": ctx.capacity, "trace_depth": ctx.trace_depth, "base_depth": ctx.list_depth,
+        "list_depth": ctx.list_depth, **dict(scalars or {}),
+    }  # fmt: skip
+    query_ids = np.asarray([stream.query_ids[p] for p in a_pos], dtype=object)
+    dsource = np.asarray([ctx.records[q].decomposition_source for q in a_q], dtype=object)
+    blocks: list[RowBlock] = []
+    for view, mems in conditions:
+        A = len(a_pos)
+        final = np.full((A, ctx.list_depth), -1, dtype=np.int64)
+        sel_lists, sim_lists = [], []
+        n_stale = np.zeros(A, dtype=np.int64)
+        n_docs = np.zeros(A, dtype=np.int64)
+        for r in range(A):
+            q = int(a_q[r])
+            signals, n_stale[r] = memory_signals(mems[r], doc, fresh)
+            lists = [ctx.ranker.ranked(ctx.records[q].question, ctx.cues[q][k], sig) for k, sig in enumerate(signals)]
+            ranked = merge_round_robin(lists, ctx.list_depth)
+            final[r, : len(ranked)] = ranked
+            sel_lists.append(mems[r].positions(log))
+            sim_lists.append([s for lst in mems[r].served for _, s in lst])
+            n_docs[r] = len({d for sig in signals for d in sig})
+        width = max((len(s) for s in sel_lists), default=0)
+        selected = np.full((A, width), -1, dtype=np.int64)
+        sims_arr = np.zeros((A, width), dtype=np.float64)
+        for r, (s, m) in enumerate(zip(sel_lists, sim_lists)):
+            selected[r, : len(s)] = s
+            sims_arr[r, : len(m)] = m
+        metrics = row_metrics(final, a_q, ctx.gold, np.zeros(ctx.gold.n_assets, dtype=np.int64), ("document",),
+                              cutoffs=ctx.cutoffs, headline_k=ctx.headline_k)  # fmt: skip
+        tvr, n_sel, n_fut = temporal_violation(selected, a_pos)
+        filled = selected >= 0
+        with np.errstate(invalid="ignore"):
+            top = np.where(n_sel > 0, np.where(filled, sims_arr, -np.inf).max(axis=1, initial=-np.inf), np.nan)
+            mean = np.where(n_sel > 0, (sims_arr * filled).sum(axis=1) / np.maximum(n_sel, 1), np.nan)
+        scal = {
+            **common,
+            "condition": NAIVE if view is None else view.condition,
+            "horizon": None if view is None else view.horizon,
+            "view": NAIVE if view is None else view.label,
+        }
+        cols = {
+            "anchor_group": anchors.groups, "anchor": a_pos, "query_id": query_ids,
+            "capacity": ctx.capacity * n_req, "lookups": n_req,
+            "n_selected": n_sel, "n_future": n_fut, "tvr": tvr,
+            "top_sim": np.round(top, 6), "mean_sim": np.round(mean, 6),
+            "n_stale": n_stale, "memory_docs": n_docs, "decomposition_source": dsource,
+            **metrics,
+        }  # fmt: skip
+        blocks.append(RowBlock(scal, cols, selected))
+    return blocks
