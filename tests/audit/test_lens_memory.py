@@ -333,7 +333,9 @@ def test_stale_entries_are_ignored(bench, tmp_path):
     doc, fresh = ctx.corpus.freshness(log.entries)
     stale_docs = {log.entries[k].doc_id for k in np.flatnonzero(~fresh)}
     assert stale_docs == {"Archive Zuthar", "Archive Ystra"}
-    assert (doc[~fresh & (doc >= 0)] >= 0).all() and (doc[[e.doc_id == "Archive Ystra" for e in log.entries]] == -1).all()
+    changed_entries = np.asarray([e.doc_id == "Archive Zuthar" for e in log.entries])
+    gone_entries = np.asarray([e.doc_id == "Archive Ystra" for e in log.entries])
+    assert (doc[changed_entries] >= 0).all() and (doc[gone_entries] == -1).all()  # still there but changed / gone
     anchors = np.arange(len(stream))
     (fut,) = served_by_views(ctx, stream, log, anchors, [Future()])
     stale_seen = 0
@@ -345,6 +347,29 @@ def test_stale_entries_are_ignored(bench, tmp_path):
         assert n_stale == sum(1 for lst in mem.served for k, _ in lst if log.entries[k].doc_id in stale_docs)
         stale_seen += n_stale
     assert stale_seen > 0
+
+
+def test_a_run_audited_against_a_changed_folder_serves_no_stale_entry(bench, tmp_path):
+    import shutil
+
+    run_dir, snap, qfile = bench
+    changed = tmp_path / "D9"
+    shutil.copytree(snap, changed)
+    for x in ("Quillon", "Miravex", "Zuthar", "Ystra", "Wenlow"):
+        (changed / f"Archive {x}").write_text(f"Archive {x}\nThe archive holds old ledgers.\nIt was rebuilt.\n", encoding="utf-8")
+    cfg = load_audit_config(write_config(tmp_path, run_dir, qfile, kinds='["random"]')).with_paths(snapshot=str(changed))
+    run_lens_audit(cfg, tmp_path / "run")
+    assert check_run(tmp_path / "run") == []
+    t = read_rows(tmp_path / "run" / "rows.jsonl")
+    cond = t["condition"].astype(str)
+    served = t["n_selected"] > 0
+    # every entry points at a rewritten archive: all are stale, none reaches the prior, so every view scores Stateless
+    assert served.any() and (t["n_stale"][served] == t["n_selected"][served]).all() and (t["memory_docs"] == 0).all()
+    for view in ("pit", "future"):
+        for m in ("recall@2", "recall@4", "recall@10"):
+            assert (t[m][cond == view] == t[m][cond == "stateless"]).all()
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["bindings"]["D9"]["folder"]["same_corpus_as_run"] is False
 
 
 def test_memory_reaches_the_prior_and_changes_candidate_recall(lens_run):
