@@ -136,7 +136,6 @@ def run_lens_audit(
     if not snap_ref:
         raise AuditConfigError(f"{config.source or 'config'}: lens.snapshot is not set and {run_dir}/manifest.json names no snapshot (pass --snapshot)")
     snap = resolve_data_path(snap_ref, "lens.snapshot", droot, config=config.source, folder=True)
-    out.mkdir(parents=True, exist_ok=True)
     timings: dict[str, float] = {}
     outputs: list[Path] = []
     records = run.records
@@ -212,6 +211,7 @@ def run_lens_audit(
     snap_manifest = snap.parent / f"{snap.name}.manifest.json"
     if snap_manifest.is_file():
         inputs.append({**file_record(snap_manifest), "workload": workload, "role": "snapshot manifest"})
+    out.mkdir(parents=True, exist_ok=True)  # only once every input has been read and checked
     atomic_write_json(out / "config.json", {"config": config.model_dump(), "config_hash": config.hash, "headline": config.headline})
     outputs.append(out / "config.json")
 
