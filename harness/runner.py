@@ -538,8 +538,8 @@ def run_benchmark(
             errors += bool(pred.error)
             if on_row is not None:
                 on_row(row)
-            bar.update(1)
             bar.set_postfix_str(f"tokens {tokens / 1000:.1f}K · errors {errors} · last {job.system} {pred.seconds:.1f}s", refresh=False)
+            bar.update(1)
     finally:
         rows_log.close()
         bar.close()

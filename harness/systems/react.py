@@ -15,7 +15,10 @@ step, and the model is told the format again. After ``max_steps`` (7, the origin
 without ``finish`` — or when the question's token budget has no room for another step — one more call asks for
 ``finish[answer]`` only (**forced finish**; the token budget gates steps, and this one short call is always made,
 so every episode that does not time out ends with an answer attempt). The wall-clock cap is never exceeded: every
-call carries the question's deadline. Document text only enters prompts fenced (``fence_passage``).
+call carries the question's deadline. A forced-finish reply that copies the instruction's placeholder
+(``finish[answer]``) is no answer. One addition to the original: repeating an action that already gave the same
+observation is pointed out in the observation (small models otherwise loop on one failing lookup until the cap).
+Document text only enters prompts fenced (``fence_passage``).
 
 What it read is its evidence: every passage shown in an observation (title, sentences, line range) is an
 evidence passage (for Ground) and its document a retrieved document (for Ev.Rec); titles listed as "other
@@ -52,9 +55,11 @@ FORMAT_HELP = (
     "search[words], open[title], lookup[keyword] or finish[answer]."
 )
 FORCED_FINISH = (
-    "You have used all your steps. Reply with only one line: finish[answer], giving your best short answer "
-    "from what you have read."
+    "You have used all your steps. Reply now with one line, finish[...], with your best short answer from what "
+    "you have read inside the brackets (a name, date, number, place or short phrase; yes or no)."
 )
+REPEATED = "(You already did exactly this at step {n}; the result is the same. Try a different action.) "
+_PLACEHOLDERS = {"answer", "your answer", "the answer", "short answer", "...", "…", "best short answer"}
 
 _ACTIONS = ("search", "lookup", "open", "finish")
 _LABELLED = re.compile(
@@ -238,6 +243,7 @@ class ReActSystem(System):
         ep = _Episode(state)
         messages = render("react", question=question.strip(), max_steps=str(self.max_steps))
         steps: list[dict[str, Any]] = []
+        done: dict[tuple[str, str, str], int] = {}
         bad = 0
         answer: str | None = None
         stop = "step cap"
@@ -263,6 +269,11 @@ class ReActSystem(System):
                         {"role": "assistant", "content": f"Thought {n}: {step.thought}\nAction {n}: {step.action}[{step.argument}]"}
                     )
                     obs = getattr(ep, step.action)(step.argument, f"D{n}")
+                    key = (step.action, step.argument.casefold(), obs)
+                    if key in done:  # a small model may repeat a failing action to the cap: say so once more
+                        obs = REPEATED.format(n=done[key]) + obs
+                    else:
+                        done[key] = n
                 record["observation"] = obs[:600]
                 steps.append(record)
                 messages.append({"role": "user", "content": f"Observation {n}: {obs}"})
@@ -301,7 +312,10 @@ def _forced_answer(reply: str) -> tuple[str, bool]:
     another action, taken as it is (counted as bad format); else no answer."""
     m = _ANY_FINISH.search(reply)
     if m:
-        return _strip_arg(m.group(1)), True
+        answer = _strip_arg(m.group(1))
+        if answer.casefold().strip("<>[] ") in _PLACEHOLDERS:  # the instruction's placeholder copied back
+            return "", False
+        return answer, True
     if parse_step(reply).ok:  # another search/open/lookup instead of an answer
         return "", False
     line = reply.strip()

@@ -181,3 +181,22 @@ def test_search_sees_articles_added_after_the_first_question(endpoint, responder
 
     assert first.retrieved == [] and second.retrieved_titles == ["Zephyrine Bay"]
     assert live.rebuilds == 2 and second.details["search_warmup_s"] > 0 and second.details["corpus_docs"] == first.details["corpus_docs"] + 1
+
+
+def test_a_forced_finish_copying_the_placeholder_is_no_answer(endpoint, responder, client, bench_data):
+    responder.script["react"] = ["Action: search[Quarry01]"] * 7 + ["finish[answer]"]
+
+    pred = react(bench_data["D6"], client).answer(q_of(bench_data).question)
+
+    assert pred.answer == "" and pred.details["bad_format_steps"] == 1
+
+
+def test_repeating_an_action_with_the_same_result_is_pointed_out(endpoint, responder, client, bench_data):
+    responder.script["react"] = ["Action: lookup[nothing here]"] * 3 + ["finish[x]"]
+
+    react(bench_data["D6"], client).answer(q_of(bench_data).question)
+
+    obs = [m["content"] for m in responder.calls[-1][1] if m["content"].startswith("Observation")]
+    assert obs[0] == "Observation 1: No article has been shown yet; use search[...] or open[...] first."
+    assert obs[1].startswith("Observation 2: (You already did exactly this at step 1;")
+    assert obs[2].startswith("Observation 3: (You already did exactly this at step 1;")
