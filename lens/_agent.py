@@ -56,7 +56,7 @@ from lens._windows import estimate_tokens
 __all__ = ["Agent", "ask", "ask_command"]
 
 log = logging.getLogger("lens.agent")
-_DECOMP_TOKENS = 320
+_DECOMP_TOKENS = 200
 _SYNTH_TOKENS = 160
 _COVER_TOKENS = 120
 _CALIB_TOKENS = 48

@@ -32,7 +32,6 @@ from lens._windows import Window, estimate_tokens, windows_for
 __all__ = ["LoopState", "Loop"]
 
 log = logging.getLogger("lens.loop")
-_OBS_MAX_TOKENS = 400
 
 
 @dataclass
@@ -210,7 +209,9 @@ class Loop:
         docs = [s.view.docs[w.doc_index] for w in windows]
         facts = [(r.id, r.resolved_text(s.values)) for r in outstanding]
         messages, labels = observation_messages(s.question, facts, windows, docs)
-        est = sum(estimate_tokens(m["content"]) for m in messages) + _OBS_MAX_TOKENS
+        # a reply holds one short finding per fact plus a few names
+        max_tokens = 60 + 70 * len(facts)
+        est = sum(estimate_tokens(m["content"]) for m in messages) + max_tokens
         obs_record: dict = {"findings": [], "rejected": [], "mentions": []}
         stop: str | None = None
         reply = None
@@ -221,7 +222,7 @@ class Loop:
             before = self.meter.cost.oracle_calls
             try:
                 resp = self.client.chat_json(
-                    messages, ObservationReply, max_tokens=_OBS_MAX_TOKENS, deadline=self.budget.deadline,
+                    messages, ObservationReply, max_tokens=max_tokens, deadline=self.budget.deadline,
                     meter=self.meter, repair=repair,
                 )
                 reply = resp.parsed

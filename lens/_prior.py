@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
@@ -47,6 +48,7 @@ class PriorScore:
     signals: Mapping[str, float]
 
 
+_COMBINING = re.compile(r"[\u0300-\u036f]")
 _TEXT_SUFFIXES = frozenset(".txt .md .markdown .rst .text .html .htm .csv .tsv .json .xml .org .tex .log".split())
 
 
@@ -62,7 +64,9 @@ class CorpusView:
     def __init__(self, scan: CorpusScan):
         self.scan = scan
         self.docs: list[Document] = scan.documents
-        lowered = [d.text.lower() for d in self.docs]
+        # lowercased and accent-folded ("Gutiérrez" matches "gutierrez"); ASCII texts skip the fold
+        lowered = [t if t.isascii() else _COMBINING.sub("", unicodedata.normalize("NFKD", t))
+                   for t in (d.text.lower() for d in self.docs)]
         self._big = "\x00".join(lowered)
         starts = np.zeros(len(lowered) + 1, dtype=np.int64)
         if lowered:

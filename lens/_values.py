@@ -95,6 +95,8 @@ def comparison_of(question: str) -> Comparison | None:
             return Comparison("date", "min")
         if re.search(_DATE_MAX, q):
             return Comparison("date", "max")
+    if re.search(r"\brank", q) and re.search(r"\b(best|highest|higher|top|better)\b", q):
+        return Comparison("number", "min")  # a better ranking is a smaller rank number
     if re.search(_NUM_MAX, q):
         return Comparison("number", "max")
     if re.search(_NUM_MIN, q):
