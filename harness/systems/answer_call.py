@@ -14,7 +14,7 @@ from pydantic import BaseModel, field_validator
 from harness.systems.base import QuestionBudget
 from lens._llm import LLMClient
 
-__all__ = ["AnswerReply", "ANSWER_TOKENS", "call_for_answer", "clean_answer"]
+__all__ = ["AnswerReply", "ANSWER_TOKENS", "PLACEHOLDERS", "call_for_answer", "clean_answer"]
 
 ANSWER_TOKENS = 96  # an answer is a short span; JSON overhead included
 
@@ -40,12 +40,18 @@ class AnswerReply(BaseModel):
         return _as_text(v)
 
 
+# What small models copy back from a format description instead of answering.
+PLACEHOLDERS = frozenset({"...", "…", "answer", "the answer", "your answer", "short answer", "the shortest answer",
+                          "best short answer", "<answer>", "<short answer>"})  # fmt: skip
+
+
 def clean_answer(text: str) -> str:
-    """Whitespace collapsed and wrapping quotes removed; the official normalisation does the rest at scoring."""
+    """Whitespace collapsed, wrapping quotes or brackets removed, a copied placeholder made empty (no answer);
+    the official normalisation does the rest at scoring."""
     text = " ".join(text.split())
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+    while len(text) >= 2 and (text[0], text[-1]) in (('"', '"'), ("'", "'"), ("[", "]")):
         text = text[1:-1].strip()
-    return text
+    return "" if text.casefold() in PLACEHOLDERS else text
 
 
 def call_for_answer(

@@ -34,6 +34,7 @@ from typing import Any
 
 from harness.datasets import title_key
 from harness.snapshots import SENTENCE_LINE_OFFSET
+from harness.systems.answer_call import clean_answer
 from harness.systems.base import QuestionBudget, RunLevelError, System, error_text
 from harness.systems.corpus import SnapshotDoc
 from harness.systems.live_search import LiveSearch, SearchState
@@ -55,11 +56,10 @@ FORMAT_HELP = (
     "search[words], open[title], lookup[keyword] or finish[answer]."
 )
 FORCED_FINISH = (
-    "You have used all your steps. Reply now with one line, finish[...], with your best short answer from what "
-    "you have read inside the brackets (a name, date, number, place or short phrase; yes or no)."
+    "You have used all your steps. Reply now with one line, finish[...], putting your best short answer to the "
+    "question, from what you have read, inside the brackets."
 )
 REPEATED = "(You already did exactly this at step {n}; the result is the same. Try a different action.) "
-_PLACEHOLDERS = {"answer", "your answer", "the answer", "short answer", "...", "…", "best short answer"}
 
 _ACTIONS = ("search", "lookup", "open", "finish")
 _LABELLED = re.compile(
@@ -261,7 +261,7 @@ class ReActSystem(System):
                     messages.append({"role": "assistant", "content": step.raw.strip()[:400] or "(empty reply)"})
                     obs = FORMAT_HELP.format(n=n)
                 elif step.action == "finish":
-                    answer, stop = step.argument, "finish"
+                    answer, stop = clean_answer(step.argument), "finish"
                     steps.append(record)
                     break
                 else:
@@ -312,14 +312,12 @@ def _forced_answer(reply: str) -> tuple[str, bool]:
     another action, taken as it is (counted as bad format); else no answer."""
     m = _ANY_FINISH.search(reply)
     if m:
-        answer = _strip_arg(m.group(1))
-        if answer.casefold().strip("<>[] ") in _PLACEHOLDERS:  # the instruction's placeholder copied back
-            return "", False
-        return answer, True
+        answer = clean_answer(_strip_arg(m.group(1)))
+        return answer, bool(answer)  # a copied placeholder (finish[answer]) is no answer
     if parse_step(reply).ok:  # another search/open/lookup instead of an answer
         return "", False
     line = reply.strip()
     line = re.sub(r"^(final\s+)?answer\s*[:\-]\s*", "", line, flags=re.IGNORECASE)
     if line and "\n" not in line and len(line) <= 80:
-        return _strip_arg(line), False
+        return clean_answer(_strip_arg(line)), False
     return "", False

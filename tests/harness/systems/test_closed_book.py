@@ -63,3 +63,10 @@ def test_the_prompt_is_the_closed_book_file():
 
     msgs = render("closed_book", question="Q?")
     assert kind_of(msgs) == "closed_book" and msgs[1]["content"] == "Question: Q?"
+
+
+def test_a_copied_format_placeholder_is_no_answer(endpoint, responder, client, config):
+    responder.script["closed_book"] = '{"answer": "the shortest answer"}'
+    assert closed(client, config).answer("Where?").answer == ""
+    responder.script["closed_book"] = '{"answer": "[Yes]"}'
+    assert closed(client, config).answer("Is it?").answer == "Yes"
