@@ -136,6 +136,10 @@ class ReaderSettings(_Section):
     max_file_bytes: int = Field(20_000_000, ge=1)
     follow_symlinks: bool = False
     workers: int = Field(1, ge=1, json_schema_extra=_NOT_HASHED)  # threads lose to serial reads under the GIL
+    reuse_unchanged: bool = Field(
+        True, json_schema_extra=_NOT_HASHED,
+        description="Within one process, don't re-read files whose stat signature is unchanged.",
+    )
 
 
 class AblationSettings(_Section):

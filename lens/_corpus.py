@@ -23,6 +23,7 @@ import json
 import os
 import re
 import time
+import unicodedata
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -50,6 +51,15 @@ BINARY_SUFFIXES = frozenset(
     ".wav .flac .ogg .avi .mov .mkv .woff .woff2 .ttf .otf .doc .docx .xls .xlsx .ppt .pptx".split()
 )
 _HTML_SUFFIXES = (".html", ".htm", ".xhtml")
+_TEXT_SUFFIXES = frozenset(".txt .md .markdown .rst .text .html .htm .csv .tsv .json .xml .org .tex .log".split())
+
+
+def _file_stem(name: str) -> str:
+    """The file name without a known text extension ("notes.md" -> "notes"; "A. Smith" stays)."""
+    i = name.rfind(".")
+    return name[:i] if i > 0 and name[i:].lower() in _TEXT_SUFFIXES else name
+
+_COMBINING = re.compile(r"[\u0300-\u036f]")
 _SNIFF_BYTES = 8192
 
 
@@ -89,6 +99,28 @@ class Document:
                 Sentence(i, s, ln, ln) for i, s in enumerate(x.strip() for x in self._record_sentences) if s
             )
         return tuple(split_sentences(self.text, title_first=True))
+
+    @cached_property
+    def lowered(self) -> str:
+        """The text lowercased and accent-folded, as the prior's scan matches it."""
+        low = self.text.lower()
+        return low if low.isascii() else _COMBINING.sub("", unicodedata.normalize("NFKD", low))
+
+    @cached_property
+    def title_names(self) -> tuple[str, ...]:
+        """Keys of the names this document goes by: its title, the title without a trailing
+        "(disambiguation)", and for whole files the file name without a text extension."""
+        from lens._terms import base_title, title_key
+
+        names = [title_key(self.title)]
+        base = base_title(self.title)
+        if base != self.title:
+            names.append(title_key(base))
+        if self.line is None:
+            stem = _file_stem(self.name)
+            if stem != self.title:
+                names.append(title_key(stem))
+        return tuple(dict.fromkeys(n for n in names if n))
 
     @property
     def name(self) -> str:
@@ -161,8 +193,11 @@ def _ignored(rel_path: str, patterns: list[str]) -> bool:
     return any(fnmatch.fnmatchcase(rel_path, p) or fnmatch.fnmatchcase(name, p) for p in patterns)
 
 
-def _list_files(root: Path, settings: ReaderSettings, skipped: Counter, problems: list[str]) -> list[str]:
-    """Relative posix paths of the candidate files, sorted; skip reasons counted in ``skipped``."""
+def _list_files(
+    root: Path, settings: ReaderSettings, skipped: Counter, problems: list[str], stats: dict | None = None
+) -> list[str]:
+    """Relative posix paths of the candidate files, sorted; skip reasons counted in ``skipped``. With
+    ``stats``, each listed path's stat signature (device, inode, size, mtime, ctime) is recorded there."""
     out: list[str] = []
     root_real = os.path.realpath(root)
     patterns = _ignore_patterns(root)
@@ -209,6 +244,9 @@ def _list_files(root: Path, settings: ReaderSettings, skipped: Counter, problems
                         skipped["binary"] += 1
                         continue
                     out.append(rel_path)
+                    if stats is not None:
+                        st = entry.stat(follow_symlinks=True)
+                        stats[rel_path] = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
                 else:
                     skipped["not_regular"] += 1
             except FileNotFoundError:
@@ -410,6 +448,16 @@ def _read_file(full: str, path: str, settings: ReaderSettings) -> _FileResult:
     return _FileResult(path, [doc], nbytes=len(data))
 
 
+# Files whose stat signature (device, inode, size, mtime, ctime) is unchanged since this process last read
+# them are not read again: any write changes ctime, so the content is exactly what was read then, and its
+# hash with it. A file changed within _RACY_NS of a scan is not remembered (timestamps are coarse), so it is
+# read again next time. This is a per-process memo of reads, not an index: every scan still lists and stats
+# the whole folder as it is now, and nothing is written anywhere.
+_UNCHANGED: dict[tuple, tuple[tuple, "_FileResult"]] = {}
+_UNCHANGED_MAX = 400_000
+_RACY_NS = 2_000_000_000
+
+
 def scan_corpus(root: str | os.PathLike[str], settings: ReaderSettings | None = None) -> CorpusScan:
     """Read every document under ``root`` as it is now. Raises CorpusError if the folder is unusable."""
     settings = settings or ReaderSettings()
@@ -423,15 +471,30 @@ def scan_corpus(root: str | os.PathLike[str], settings: ReaderSettings | None = 
     t0 = time.perf_counter()
     skipped: Counter = Counter()
     problems: list[str] = []
-    paths = _list_files(root_path, settings, skipped, problems)
+    stats: dict | None = {} if settings.reuse_unchanged else None
+    paths = _list_files(root_path, settings, skipped, problems, stats)
     documents: list[Document] = []
     nbytes = 0
     files = 0
 
     prefix = os.path.join(root_path, "")  # joined by concatenation: cheaper than os.path.join per file
+    root_key = os.path.realpath(root_path)
+    settled = time.time_ns() - _RACY_NS
 
     def work(p: str) -> _FileResult:
-        return _read_file(prefix + p, p, settings)
+        if stats is None:
+            return _read_file(prefix + p, p, settings)
+        sig = stats.get(p)
+        key = (root_key, p, settings.max_file_bytes)
+        hit = _UNCHANGED.get(key)
+        if hit is not None and sig is not None and hit[0] == sig:
+            return hit[1]
+        res = _read_file(prefix + p, p, settings)
+        if sig is not None and sig[4] < settled:
+            if len(_UNCHANGED) >= _UNCHANGED_MAX:
+                _UNCHANGED.clear()
+            _UNCHANGED[key] = (sig, res)
+        return res
 
     if settings.workers > 1 and len(paths) > 64:
         with ThreadPoolExecutor(settings.workers) as pool:

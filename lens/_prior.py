@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import math
 import re
-import unicodedata
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
@@ -48,31 +47,21 @@ class PriorScore:
     signals: Mapping[str, float]
 
 
-_COMBINING = re.compile(r"[\u0300-\u036f]")
-_TEXT_SUFFIXES = frozenset(".txt .md .markdown .rst .text .html .htm .csv .tsv .json .xml .org .tex .log".split())
-
-
-def _file_stem(name: str) -> str:
-    """The file name without a known text extension ("notes.md" -> "notes"; "A. Smith" stays)."""
-    i = name.rfind(".")
-    return name[:i] if i > 0 and name[i:].lower() in _TEXT_SUFFIXES else name
-
-
 class CorpusView:
     """One scan of the folder, with the lookups the prior needs built once per query."""
 
     def __init__(self, scan: CorpusScan):
         self.scan = scan
         self.docs: list[Document] = scan.documents
-        # lowercased and accent-folded ("Gutiérrez" matches "gutierrez"); ASCII texts skip the fold
-        lowered = [t if t.isascii() else _COMBINING.sub("", unicodedata.normalize("NFKD", t))
-                   for t in (d.text.lower() for d in self.docs)]
+        lowered = [d.lowered for d in self.docs]  # lowercased, accent-folded ("Gutiérrez" ~ "gutierrez")
         self._big = "\x00".join(lowered)
         starts = np.zeros(len(lowered) + 1, dtype=np.int64)
         if lowered:
             starts[1:] = np.cumsum([len(t) + 1 for t in lowered])
         self._starts = starts
-        self.lengths = np.array([t.count(" ") + t.count("\n") + 1 for t in lowered], dtype=np.float64)
+        # document length in characters: BM25 only uses length relative to the average, so characters
+        # serve as well as words and cost no pass over the text
+        self.lengths = np.fromiter((len(t) for t in lowered), dtype=np.float64, count=len(lowered))
         self.avg_len = float(self.lengths.mean()) if len(lowered) else 1.0
         self._titles: dict[str, list[int]] | None = None
         self._title_keys: list[str] | None = None
@@ -85,14 +74,10 @@ class CorpusView:
         table: dict[str, list[int]] = {}
         keys: list[str] = []
         for i, d in enumerate(self.docs):
-            full = title_key(d.title)
-            keys.append(full)
-            names = {full, title_key(base_title(d.title))}
-            if d.line is None:  # a file's own name is a title too (for containers it names the shard)
-                names.add(title_key(_file_stem(d.name)))
+            names = d.title_names
+            keys.append(names[0] if names else "")
             for name in names:
-                if name:
-                    table.setdefault(name, []).append(i)
+                table.setdefault(name, []).append(i)
         self._titles, self._title_keys = table, keys
 
     @property

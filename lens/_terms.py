@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 __all__ = ["STOPWORDS", "tokens", "content_terms", "fold", "title_key", "base_title", "capitalised_spans"]
 
@@ -19,24 +20,29 @@ STOPWORDS = frozenset(
     its they them their what which who whom this that these those am as until while also s t would could may might
     must shall one ones whose known name named called based first second""".split()
 )
-_WORD = re.compile(r"[0-9A-Za-z\u00C0-\u024F\u0370-\u03FF\u0400-\u04FF]+(?:['’][A-Za-z]+)?")
+_WORD = re.compile(r"[0-9a-z\u00C0-\u024F\u0370-\u03FF\u0400-\u04FF]+")
+
+
+_COMBINING = re.compile(r"[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
 
 
 def fold(text: str) -> str:
-    """Lowercase and strip accents, keeping string length stable enough for matching."""
-    text = unicodedata.normalize("NFKD", text)
-    return "".join(c for c in text if not unicodedata.combining(c)).lower()
+    """Lowercase and strip accents (combining marks after NFKD); ASCII text takes a fast path."""
+    if text.isascii():
+        return text.lower()
+    return _COMBINING.sub("", unicodedata.normalize("NFKD", text)).lower()
+
+
+_POSSESSIVE = re.compile(r"['’]s\b")
 
 
 def tokens(text: str) -> list[str]:
-    """Lowercased, accent-folded word tokens (apostrophe suffixes dropped: "Wood's" -> "wood")."""
-    out = []
-    for m in _WORD.finditer(fold(text)):
-        w = m.group(0)
-        if "'" in w or "’" in w:
-            w = re.split(r"['’]", w)[0]
-        out.append(w)
-    return out
+    """Lowercased, accent-folded word tokens; a possessive 's is dropped ("Wood's" -> "wood") and other
+    apostrophes split words ("O'Brien" -> "o", "brien"), as a word-start match in raw text sees them."""
+    folded = fold(text)
+    if "'" in folded or "’" in folded:
+        folded = _POSSESSIVE.sub("", folded)
+    return _WORD.findall(folded)
 
 
 def content_terms(text: str, *, min_len: int = 2) -> list[str]:
@@ -56,6 +62,7 @@ def base_title(title: str) -> str:
     return _PAREN.sub("", title).strip() or title.strip()
 
 
+@lru_cache(maxsize=262_144)
 def title_key(title: str) -> str:
     """Case- and accent-insensitive key for comparing titles and names."""
     return " ".join(tokens(title))

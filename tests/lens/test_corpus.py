@@ -9,6 +9,7 @@ import bz2
 import hashlib
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -481,3 +482,26 @@ def test_lensignore_excludes_matching_paths_and_counts_them(tmp_path):
     scan = scan_corpus(tmp_path)
     assert [d.path for d in scan.documents] == ["keep.md"]
     assert scan.skipped["ignored"] == 2
+
+
+def test_unchanged_files_are_not_read_again_but_any_change_is_seen(tmp_path, monkeypatch):
+    monkeypatch.setattr(corpus, "_RACY_NS", 0)  # remember even files written a moment ago
+    p = write(tmp_path, "a.txt", "Version one.")
+    write(tmp_path, "b.txt", "Stays the same.")
+    first = by_id(scan_corpus(tmp_path))
+    second = by_id(scan_corpus(tmp_path))
+    assert second["b.txt"] is first["b.txt"]  # the unchanged file's document is reused, not re-read
+    time.sleep(0.02)
+    p.write_text("Version two.", encoding="utf-8")  # same size, new content: ctime moves
+    third = by_id(scan_corpus(tmp_path))
+    assert third["a.txt"].text == "Version two."
+    assert third["a.txt"].sha256 == hashlib.sha256(b"Version two.").hexdigest()
+    p.unlink()
+    assert "a.txt" not in by_id(scan_corpus(tmp_path))
+
+
+def test_reuse_can_be_turned_off(tmp_path, monkeypatch):
+    monkeypatch.setattr(corpus, "_RACY_NS", 0)
+    write(tmp_path, "b.txt", "Stays the same.")
+    settings = ReaderSettings(reuse_unchanged=False)
+    assert by_id(scan_corpus(tmp_path, settings))["b.txt"] is not by_id(scan_corpus(tmp_path, settings))["b.txt"]
