@@ -11,6 +11,7 @@ the window reads): nothing in a document can make it write, delete, or call anyt
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import sys
@@ -238,8 +239,9 @@ class Agent:
             or bool(synth_missing)
             or stop.startswith("budget")
         )
-        if record and use_memory:
-            self._remember(state, decomposition, certified, question, pos)
+        entries = self._memory_entries(state, decomposition, certified, question, pos)
+        if record and use_memory and entries:
+            self.memory.append(entries)  # type: ignore[union-attr]
 
         cost = meter.cost.to_dict()
         cost.update(
@@ -264,6 +266,7 @@ class Agent:
             notes=notes,
             decomposition=decomposition.to_dict(),
             stages=stages,
+            memory_entries=[json.loads(e.to_json()) for e in entries],
         )
 
     # ------------------------------------------------------------------ helpers
@@ -297,7 +300,10 @@ class Agent:
         missing = {m.strip().upper() for m in reply.missing} & ids
         return clean_answer(reply.answer, question), missing
 
-    def _remember(self, state: LoopState, decomposition: Decomposition, certified: set[str], question: str, pos: int) -> None:
+    @staticmethod
+    def _memory_entries(state: LoopState, decomposition: Decomposition, certified: set[str], question: str, pos: int) -> list:
+        """The warm-reuse entries this question confirms: one per certified requirement (its favoured window
+        narrowed to the verified span)."""
         entries = []
         for r in decomposition.requirements:
             if r.id not in certified:
@@ -316,8 +322,7 @@ class Agent:
                     line_end=doc.sentences[last].line_end, value=state.values.get(r.id, ""), sha256=doc.sha256,
                 )
             )
-        if entries and self.memory is not None:
-            self.memory.append(entries)
+        return entries
 
 
 def ask(question: str, path: str | os.PathLike[str], *, config: LensConfig | None = None, **kwargs: Any) -> AskResult:

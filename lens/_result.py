@@ -85,6 +85,7 @@ class AskResult:
     notes: list[str] = field(default_factory=list)
     decomposition: dict[str, Any] = field(default_factory=dict)
     stages: list[dict] = field(default_factory=list)  # non-loop oracle calls: decomposition, synthesis, ...
+    memory_entries: list[dict] = field(default_factory=list)  # what this answer confirms for warm reuse
 
     def to_dict(self, *, trace: bool = True) -> dict[str, Any]:
         return {
@@ -102,6 +103,7 @@ class AskResult:
             "notes": self.notes,
             "decomposition": self.decomposition,
             "stages": self.stages,
+            "memory_entries": self.memory_entries,
             "trace": [t.to_dict() for t in self.trace] if trace else [],
         }
 
