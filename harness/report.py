@@ -556,6 +556,9 @@ def _plots(groups: Sequence[Group], out: Path) -> list[Path]:
 
     written = []
     fresh = [g for g in groups if g.arm == "fresh" and not _is_ablation_variant(g, groups)]
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    colors = {s: f"C{i}" for i, s in enumerate(SYSTEM_ORDER)}
     if fresh:
         fig, ax = plt.subplots(figsize=(6.4, 4.4))
         markers = "osD^v<>"
@@ -564,9 +567,12 @@ def _plots(groups: Sequence[Group], out: Path) -> list[Path]:
             for s in g.ordered_systems():
                 m = _metrics(g, s, ids)
                 x = max(m["tokens"] or 0.0, 1.0)
-                ax.scatter(x, 100 * (m["em"] or 0.0), marker=markers[k % len(markers)], s=48, label=f"{SYSTEM_LABELS.get(s, s)} · {g.corpus}")
-                ax.annotate(SYSTEM_LABELS.get(s, s), (x, 100 * (m["em"] or 0.0)), textcoords="offset points", xytext=(4, 4), fontsize=7)
+                ax.scatter(x, 100 * (m["em"] or 0.0), marker=markers[k % len(markers)], s=52, color=colors.get(s, "k"),
+                           alpha=0.85, label=f"{SYSTEM_LABELS.get(s, s)} · {g.corpus} (n={len(ids)})")  # fmt: skip
         ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1000:g}K" if v >= 1000 else f"{v:g}"))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_ylim(-2, 100)
         ax.set_xlabel("tokens per question (mean, log scale)")
         ax.set_ylabel("EM (%)")
         ax.set_title("EM vs tokens per system")
@@ -587,12 +593,12 @@ def _plots(groups: Sequence[Group], out: Path) -> list[Path]:
             pts = [(g.size, _metrics(g, s, g.common_ids())["ev_rec"]) for g in gs if s in g.rows]
             pts = [(x, y) for x, y in pts if y is not None]
             if pts:
-                ax.plot([x for x, _ in pts], [100 * y for _, y in pts], marker="o", label=SYSTEM_LABELS.get(s, s))
+                ax.plot([x for x, _ in pts], [100 * y for _, y in pts], marker="o", color=colors.get(s, "k"), label=SYSTEM_LABELS.get(s, s))
         ax.set_xlabel("snapshot size n (questions in D_n)")
         ax.set_ylabel("Ev.Rec (%)")
         ax.set_xticks([g.size for g in gs])
         ax.set_xticklabels([g.corpus for g in gs])
-        ax.set_ylim(0, 100)
+        ax.set_ylim(-2, 102)
         ax.set_title(f"Evidence recall by snapshot size (config {config_hash[:8]})")
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7)
