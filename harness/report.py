@@ -438,6 +438,28 @@ def _cost_tables(g: Group, resamples: int, seed: int) -> list[Table]:
     return [cost, mc, fail]
 
 
+_PER_CORPUS_PARAMS = ("index_hash", "index_corpus_checksum")  # legitimately differ between corpora
+
+
+def _param_conflicts(groups: Sequence[Group]) -> list[str]:
+    """Arms whose parameters (code fingerprint included) differ between the groups of one table."""
+    out = []
+    names = sorted({s for g in groups for s in g.rows})
+    for name in names:
+        seen: dict[str, tuple[Group, dict]] = {}
+        for g in groups:
+            if name not in g.systems:
+                continue
+            params = {k: v for k, v in (g.systems[name].get("params") or {}).items() if k not in _PER_CORPUS_PARAMS}
+            key = json.dumps(params, sort_keys=True)
+            seen.setdefault(key, (g, params))
+        if len(seen) > 1:
+            (g1, p1), (g2, p2) = list(seen.values())[:2]
+            keys = sorted(k for k in set(p1) | set(p2) if p1.get(k) != p2.get(k))
+            out.append(f"{name} differs between {g1.corpus} and {g2.corpus} runs in {', '.join(keys)}")
+    return out
+
+
 def _evrec_table(groups: Sequence[Group], config_hash: str) -> tuple[Table | None, list[str]]:
     fresh = [g for g in groups if g.arm == "fresh" and g.config_hash == config_hash]
     refusals: list[str] = []
@@ -453,6 +475,10 @@ def _evrec_table(groups: Sequence[Group], config_hash: str) -> tuple[Table | Non
     cols = list(by_corpus.values())
     if not cols:
         return None, refusals
+    conflicts = _param_conflicts(cols)
+    if conflicts:
+        return None, [f"Table 4 (config {config_hash[:12]}): {'; '.join(conflicts)} — rows of different code or "
+                      "parameters never share a table"]  # fmt: skip
     systems = [s for s in SYSTEM_ORDER if any(s in g.rows for g in cols)]
     rows = []
     for s in systems:
@@ -488,6 +514,10 @@ def _stale_table(stale: Group, groups: Sequence[Group]) -> tuple[Table | None, l
     if len(refs) > 1:
         return None, [f"Table 5 for {stale.label()}: {len(refs)} reference bindings over {arm['from']['name']}; pass one"]
     ref = refs[0]
+    conflicts = _param_conflicts([ref, stale])
+    if conflicts:
+        return None, [f"Table 5 for {stale.label()}: {'; '.join(conflicts)} — rows of different code or parameters "
+                      "never share a table"]  # fmt: skip
     s_ids = stale.common_ids()
     r_ids = ref.common_ids([s for s in stale.ordered_systems() if s in ref.rows] or None)
     rows = []
@@ -678,6 +708,10 @@ def build_report(
         vs = [v for v in groups if id(v) in variants and v.binding_hash == g.binding_hash
               and _ablation_free(v.manifest["config"]) == _ablation_free(g.manifest["config"])]  # fmt: skip
         if vs:
+            conflicts = [c for c in _param_conflicts([g, *vs]) if c.startswith("lens ")]
+            if conflicts:
+                refusals.append(f"Table 6 for {g.label()}: {'; '.join(conflicts)} — rows of different code never share a table")
+                continue
             t = _ablation_table(g, vs)
             if t:
                 tables.append(t)

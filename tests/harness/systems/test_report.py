@@ -146,3 +146,19 @@ def test_the_cli_exits_1_when_a_table_is_refused_and_0_otherwise(runs, tmp_path,
     assert main(["bench", "report", str(runs["d6"]), "--resamples", "100", "--no-plots"]) == 0
     assert (runs["d6"] / "report" / "report.md").is_file()
     assert main(["bench", "report", str(runs["d6"]), str(runs["d12"])]) == 2  # two runs need --out
+
+
+def test_runs_made_by_different_code_never_share_a_staleness_table(runs, tmp_path):
+    import shutil
+
+    from harness.run_store import read_run_manifest, write_run_manifest
+
+    stale = shutil.copytree(runs["stale"], tmp_path / "stale-new-code")
+    m = read_run_manifest(stale)
+    m["systems"]["lens"]["params"]["code"] = "0123456789abcdef"  # as if the agent had been edited in between
+    write_run_manifest(stale, m)
+
+    result = build_report([runs["d6"], stale], tmp_path / "rep", resamples=100)
+
+    assert any("Table 5" in r and "lens differs between D6 and D12 runs in code" in r for r in result.refusals)
+    assert not any(t.name.startswith("table5") for t in result.tables)
