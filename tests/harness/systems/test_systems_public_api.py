@@ -1,0 +1,21 @@
+"""harness.systems exports exactly its public names, each of them importable."""
+
+import harness.systems as systems
+
+PUBLIC = {
+    "SYSTEM_NAMES", "ArmPlan", "ArmSettings", "BM25Retriever", "ClosedBookSystem", "HybridRetriever", "IndexBuild",
+    "IndexStore", "LensSystem", "LiveSearch", "Passage", "Prediction", "QuestionBudget", "RAGSystem", "ReActSystem",
+    "RetrievedDoc", "RunLevelError", "SnapshotCorpus", "SnapshotDoc", "System", "build_systems", "index_free",
+    "parse_step", "parse_systems", "prediction_from_result", "prepare_indexes", "reads_corpus",
+}  # fmt: skip
+
+
+def test_all_is_exactly_the_public_names():
+    assert set(systems.__all__) == PUBLIC
+    assert all(hasattr(systems, name) for name in PUBLIC)
+
+
+def test_the_five_arms_in_the_papers_terms():
+    assert systems.SYSTEM_NAMES == ("lens", "react", "bm25", "hybrid", "closed")
+    assert [systems.index_free(n) for n in systems.SYSTEM_NAMES] == [True, True, False, False, True]
+    assert [systems.reads_corpus(n) for n in systems.SYSTEM_NAMES] == [True, True, True, True, False]
