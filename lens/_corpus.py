@@ -193,11 +193,8 @@ def _ignored(rel_path: str, patterns: list[str]) -> bool:
     return any(fnmatch.fnmatchcase(rel_path, p) or fnmatch.fnmatchcase(name, p) for p in patterns)
 
 
-def _list_files(
-    root: Path, settings: ReaderSettings, skipped: Counter, problems: list[str], stats: dict | None = None
-) -> list[str]:
-    """Relative posix paths of the candidate files, sorted; skip reasons counted in ``skipped``. With
-    ``stats``, each listed path's stat signature (device, inode, size, mtime, ctime) is recorded there."""
+def _list_files(root: Path, settings: ReaderSettings, skipped: Counter, problems: list[str]) -> list[str]:
+    """Relative posix paths of the candidate files, sorted; skip reasons counted in ``skipped``."""
     out: list[str] = []
     root_real = os.path.realpath(root)
     patterns = _ignore_patterns(root)
@@ -244,9 +241,6 @@ def _list_files(
                         skipped["binary"] += 1
                         continue
                     out.append(rel_path)
-                    if stats is not None:
-                        st = entry.stat(follow_symlinks=True)
-                        stats[rel_path] = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
                 else:
                     skipped["not_regular"] += 1
             except FileNotFoundError:
@@ -385,8 +379,14 @@ def read_document(root: Path, path: str, settings: ReaderSettings | None = None)
     return _read_file(os.path.join(root, path), path, settings or ReaderSettings())
 
 
-def _read_bytes(full: str, max_bytes: int) -> bytes | str:
-    """The file's bytes (at most ``max_bytes + 1``), or a skip reason.
+def _signature(st: os.stat_result) -> tuple:
+    """What identifies a file's content without reading it: any write moves ctime."""
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _read_bytes(full: str, max_bytes: int, sig: list | None = None) -> bytes | str:
+    """The file's bytes (at most ``max_bytes + 1``), or a skip reason. The stat signature of the open file
+    (taken before reading) is appended to ``sig`` when given.
 
     One ``os.read`` per file in the common case (a regular file that did not change since ``fstat``); the
     scan of a folder of many small files is dominated by per-file overhead, not by bytes.
@@ -398,7 +398,10 @@ def _read_bytes(full: str, max_bytes: int) -> bytes | str:
     except OSError:
         return "unreadable"
     try:
-        size = os.fstat(fd).st_size
+        st = os.fstat(fd)
+        if sig is not None:
+            sig.append(_signature(st))
+        size = st.st_size
         if size > max_bytes:
             return "binary" if b"\x00" in os.read(fd, _SNIFF_BYTES) else "oversized"
         limit = max_bytes + 1
@@ -425,10 +428,15 @@ def _read_bytes(full: str, max_bytes: int) -> bytes | str:
     return data
 
 
-def _read_file(full: str, path: str, settings: ReaderSettings) -> _FileResult:
+def _read_file(full: str, path: str, settings: ReaderSettings, sig: list | None = None) -> _FileResult:
     if _is_container(path):
+        if sig is not None:
+            try:
+                sig.append(_signature(os.stat(full)))  # before reading: a later write moves ctime
+            except OSError:
+                pass
         return _read_container(path, full, settings)
-    data = _read_bytes(full, settings.max_file_bytes)
+    data = _read_bytes(full, settings.max_file_bytes, sig)
     if isinstance(data, str):
         return _FileResult(path, [], skip=data)
     text = data.decode("utf-8", errors="replace")
@@ -471,8 +479,7 @@ def scan_corpus(root: str | os.PathLike[str], settings: ReaderSettings | None = 
     t0 = time.perf_counter()
     skipped: Counter = Counter()
     problems: list[str] = []
-    stats: dict | None = {} if settings.reuse_unchanged else None
-    paths = _list_files(root_path, settings, skipped, problems, stats)
+    paths = _list_files(root_path, settings, skipped, problems)
     documents: list[Document] = []
     nbytes = 0
     files = 0
@@ -482,18 +489,22 @@ def scan_corpus(root: str | os.PathLike[str], settings: ReaderSettings | None = 
     settled = time.time_ns() - _RACY_NS
 
     def work(p: str) -> _FileResult:
-        if stats is None:
+        if not settings.reuse_unchanged:
             return _read_file(prefix + p, p, settings)
-        sig = stats.get(p)
         key = (root_key, p, settings.max_file_bytes)
         hit = _UNCHANGED.get(key)
-        if hit is not None and sig is not None and hit[0] == sig:
-            return hit[1]
-        res = _read_file(prefix + p, p, settings)
-        if sig is not None and sig[4] < settled:
+        if hit is not None:  # only remembered files are stat'ed: a first scan pays nothing for the memo
+            try:
+                if _signature(os.stat(prefix + p)) == hit[0]:
+                    return hit[1]
+            except OSError:
+                pass
+        sig: list = []  # the signature of what the read actually opened
+        res = _read_file(prefix + p, p, settings, sig)
+        if sig and sig[0][4] < settled:
             if len(_UNCHANGED) >= _UNCHANGED_MAX:
                 _UNCHANGED.clear()
-            _UNCHANGED[key] = (sig, res)
+            _UNCHANGED[key] = (sig[0], res)
         return res
 
     if settings.workers > 1 and len(paths) > 64:

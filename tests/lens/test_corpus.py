@@ -324,12 +324,14 @@ def _fstat_reporting(monkeypatch, size: int) -> None:
     """Make ``os.fstat`` report ``size``: the file changed between taking its size and reading it."""
     real = os.fstat
 
-    def fstat(fd):
-        st = real(fd)
-        return os.stat_result((st.st_mode, st.st_ino, st.st_dev, st.st_nlink, st.st_uid, st.st_gid, size,
-                               st.st_atime, st.st_mtime, st.st_ctime))
+    class Stat:
+        def __init__(self, st):
+            self._st, self.st_size = st, size
 
-    monkeypatch.setattr(os, "fstat", fstat)
+        def __getattr__(self, name):
+            return getattr(self._st, name)
+
+    monkeypatch.setattr(os, "fstat", lambda fd: Stat(real(fd)))
 
 
 def test_file_that_grew_after_its_size_was_taken_is_read_to_the_end(tmp_path, monkeypatch):
@@ -505,3 +507,16 @@ def test_reuse_can_be_turned_off(tmp_path, monkeypatch):
     write(tmp_path, "b.txt", "Stays the same.")
     settings = ReaderSettings(reuse_unchanged=False)
     assert by_id(scan_corpus(tmp_path, settings))["b.txt"] is not by_id(scan_corpus(tmp_path, settings))["b.txt"]
+
+
+def test_unchanged_containers_are_reused_and_changed_ones_reread(tmp_path, monkeypatch):
+    monkeypatch.setattr(corpus, "_RACY_NS", 0)
+    shard = tmp_path / "w.jsonl.bz2"
+    with bz2.open(shard, "wt", encoding="utf-8") as fh:
+        fh.write(records(ARTICLE))
+    first = by_id(scan_corpus(tmp_path))
+    assert by_id(scan_corpus(tmp_path))["w.jsonl.bz2#L1"] is first["w.jsonl.bz2#L1"]
+    time.sleep(0.02)
+    with bz2.open(shard, "wt", encoding="utf-8") as fh:
+        fh.write(records({"title": "Quill Point", "text": ["Quill Point is a cape."]}))
+    assert by_id(scan_corpus(tmp_path))["w.jsonl.bz2#L1"].title == "Quill Point"
