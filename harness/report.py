@@ -347,6 +347,12 @@ def _lifecycle_tables(groups: Sequence[Group], lifecycle: Sequence[dict[str, Any
     )]  # fmt: skip
 
 
+def _where(g: Group) -> str:
+    """Where a group's rows come from, as a table title says it: "D125" or "the stale arm D125→D250"."""
+    arm = g.binding["arm"]
+    return f"the stale arm {arm['from']['name']}→{arm['to']['name']}" if arm["kind"] == "stale" else g.corpus
+
+
 def _incomplete_notes(g: Group, ids: Sequence[str]) -> list[str]:
     notes = []
     for s in g.ordered_systems():
@@ -393,7 +399,7 @@ def _cost_tables(g: Group, resamples: int, seed: int) -> list[Table]:
     slug = _group_slug(g)
     cost = Table(
         f"cost__{slug}",
-        f"Cost per question on {g.corpus} (n={len(ids)})",
+        f"Cost per question on {_where(g)} (n={len(ids)})",
         f"{g.binding_line()}. Tokens are the endpoint's usage counts (cache hits cost zero and are counted); "
         f"seconds are wall time per question; EM with a 95 % percentile bootstrap interval ({resamples:,} resamples, seed {seed}).",
         ["System", "Tokens/query", "Prompt", "Completion", "Oracle calls", "Seconds (mean)", "Seconds (median)",
@@ -416,7 +422,7 @@ def _cost_tables(g: Group, resamples: int, seed: int) -> list[Table]:
             ])  # fmt: skip
     mc = Table(
         f"mcnemar__{slug}",
-        f"Paired tests on EM, {g.corpus} (n={len(ids)})",
+        f"Paired tests on EM, {_where(g)} (n={len(ids)})",
         "Exact two-sided McNemar on per-question EM (b = only the first system correct, c = only the second) and a "
         "paired percentile bootstrap interval of the EM difference (pp).",
         ["Pair", "EM A", "EM B", "b", "c", "p", "ΔEM pp [95% CI]"],
@@ -429,7 +435,7 @@ def _cost_tables(g: Group, resamples: int, seed: int) -> list[Table]:
         fail_rows.append([SYSTEM_LABELS.get(s, s)] + [f"{m['failures'][c]} ({100 * m['failures'][c] / n:.0f}%)" for c in FAILURE_CLASSES])
     fail = Table(
         f"failures__{slug}",
-        f"Failure taxonomy, {g.corpus} (n={len(ids)})",
+        f"Failure taxonomy, {_where(g)} (n={len(ids)})",
         "Each question in exactly one class, first match wins: correct → retrieved-but-unanswered → "
         "answered-but-wrong (every gold document retrieved) → not-retrieved.",
         ["System", *FAILURE_CLASSES],
