@@ -26,7 +26,7 @@ from lens._consolidation import consolidate
 from lens._corpus import scan_corpus
 from lens._cost import CostMeter
 from lens._errors import LensError
-from lens._llm import LLMClient, LLMDeadlineError, LLMError, LLMFormatError, open_client
+from lens._llm import LLMClient, LLMError, LLMUnavailableError, open_client
 from lens._loop import Loop, LoopState
 from lens._memory import Eligibility, MemoryStore, all_past, new_entry
 from lens._prior import CorpusView, Prior
@@ -102,7 +102,9 @@ class Agent:
             )
             stages.append({"stage": stage, "calls": meter.cost.oracle_calls - before, "seconds": round(time.monotonic() - t0, 3)})
             return resp.parsed
-        except (LLMFormatError, LLMDeadlineError) as exc:
+        except LLMUnavailableError:
+            raise  # the endpoint is gone: nothing else this question does can work
+        except LLMError as exc:  # a format failure, a timeout, a spent deadline: a best-effort answer follows
             stages.append({"stage": stage, "error": str(exc)})
             return None
         finally:
@@ -298,7 +300,10 @@ class Agent:
             return clean_answer(state.values.get(last, ""), question), set()
         ids = {r.id for r in decomposition.requirements}
         missing = {m.strip().upper() for m in reply.missing} & ids
-        return clean_answer(reply.answer, question), missing
+        answer = clean_answer(reply.answer, question)
+        if not answer:  # the model gave an id or nothing: the last fact's verified value is the best effort
+            answer = clean_answer(state.values.get(decomposition.requirements[-1].id, ""), question)
+        return answer, missing
 
     @staticmethod
     def _memory_entries(state: LoopState, decomposition: Decomposition, certified: set[str], question: str, pos: int) -> list:

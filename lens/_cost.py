@@ -17,6 +17,7 @@ class Cost:
     completion_tokens: int = 0
     cache_hits: int = 0
     llm_seconds: float = 0.0
+    failed_calls: int = 0  # attempts that got no usable response (timeouts, 5xx, 429), retried or not
 
     @property
     def tokens(self) -> int:
@@ -45,7 +46,15 @@ class CostMeter:
                 completion_tokens=c.completion_tokens + completion_tokens,
                 cache_hits=c.cache_hits + int(cache_hit),
                 llm_seconds=c.llm_seconds + seconds,
+                failed_calls=c.failed_calls,
             )
+
+    def add_failure(self, seconds: float) -> None:
+        """An attempt that returned no usable response: no tokens known, time spent."""
+        with self._lock:
+            c = self._cost
+            self._cost = Cost(c.oracle_calls, c.prompt_tokens, c.completion_tokens, c.cache_hits,
+                              c.llm_seconds + seconds, c.failed_calls + 1)
 
     @property
     def cost(self) -> Cost:

@@ -181,7 +181,7 @@ class LLMClient:
                 log.debug("llm cache hit %s", key[:12])
                 return resp
         t0 = time.monotonic()
-        completion = self._call_with_retries(messages, params, deadline)
+        completion = self._call_with_retries(messages, params, deadline, meter)
         seconds = time.monotonic() - t0
         choice = completion.choices[0] if completion.choices else None
         text = (choice.message.content if choice and choice.message else None) or ""
@@ -243,7 +243,7 @@ class LLMClient:
             errs = "; ".join(f"{'.'.join(str(x) for x in e['loc']) or 'reply'}: {e['msg']}" for e in exc.errors()[:5])
             return None, f"JSON does not match the format ({errs})"
 
-    def _call_with_retries(self, messages, params, deadline):
+    def _call_with_retries(self, messages, params, deadline, meter=None):
         from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
         s = self.settings
@@ -258,7 +258,14 @@ class LLMClient:
         try:
             for attempt in retrying:
                 with attempt:
-                    return self._call_once(messages, params, deadline)
+                    t0 = time.monotonic()
+                    try:
+                        return self._call_once(messages, params, deadline)
+                    except (_Transient, LLMError) as exc:
+                        sent = not (isinstance(exc, LLMDeadlineError) and not exc.args[0].endswith("call"))
+                        if meter is not None and sent:  # a request went out and brought nothing usable
+                            meter.add_failure(time.monotonic() - t0)
+                        raise
         except RetryError as exc:
             last = exc.last_attempt.exception()
             assert isinstance(last, _Transient)

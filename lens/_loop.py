@@ -20,7 +20,7 @@ from lens._budget import Budget
 from lens._config import LensConfig, OracleReliability
 from lens._corpus import Document
 from lens._cost import CostMeter
-from lens._llm import LLMClient, LLMDeadlineError, LLMError, LLMFormatError
+from lens._llm import LLMClient, LLMDeadlineError, LLMError, LLMFormatError, LLMUnavailableError
 from lens._observation import Finding, ObservationReply, observation_messages, verify_reply
 from lens._prior import CorpusView, Prior
 from lens._requirements import Decomposition, Requirement
@@ -231,6 +231,8 @@ class Loop:
                 stop = "budget:time"
             except LLMFormatError as exc:
                 obs_record["error"] = str(exc)
+            except LLMUnavailableError:
+                raise
             except LLMError as exc:
                 obs_record["error"] = str(exc)
                 stop = "llm-error"
@@ -238,10 +240,16 @@ class Loop:
                 self.budget.charge("round", self.meter.cost.oracle_calls - before)
         for w in windows:
             s.admitted.add(w.doc_index)
+        if reply is None and stop is None:
+            # an unusable reply is no observation; don't propose the same windows again for these facts
+            for req in outstanding:
+                tag = f"{req.id}:{req.resolved_text(s.values)}"
+                s.observed.update((w.key, tag) for w in windows)
         if reply is not None:
             docs_by_key = {w.key: s.view.docs[w.doc_index] for w in windows}
             kinds = {r.id: answer_type(r.resolved_text(s.values)) for r in outstanding}
-            obs = verify_reply(reply, labels, docs_by_key, {r.id for r in outstanding}, kinds)
+            subjects = {r.id: subj for r in outstanding if (subj := self._subject(r))}
+            obs = verify_reply(reply, labels, docs_by_key, {r.id for r in outstanding}, kinds, subjects)
             self._update(outstanding, windows, obs.findings)
             obs_record = {
                 "findings": [f.__dict__ | {"sentences": list(f.sentences)} for f in obs.findings],
@@ -289,6 +297,12 @@ class Loop:
                 if f.window_key == fav and f.value:
                     s.values[req.id] = f.value
                     break
+
+    def _subject(self, req: Requirement) -> str | None:
+        """What a requirement is about: its entity, or the known answer it depends on (a bridge)."""
+        if req.depends_on:
+            return self.s.values.get(req.depends_on) or None
+        return req.entity
 
     def _quote_names(self, rid: str) -> list[str]:
         """Names in the verified quote of ``rid``'s favoured window that the question does not contain: the

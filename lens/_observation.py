@@ -26,7 +26,7 @@ from lens._prompts import fence_passage, render
 from lens._values import fits_type
 from lens._windows import Window
 
-__all__ = ["Finding", "Observation", "ObservationReply", "observation_messages", "verify_reply", "normalise"]
+__all__ = ["Finding", "Observation", "ObservationReply", "observation_messages", "verify_reply", "normalise", "mentions"]
 
 
 class _FindingReply(BaseModel):
@@ -146,6 +146,20 @@ def _contains(haystack: str, needle: str) -> bool:
     return fuzz.partial_ratio(needle, haystack) >= 94
 
 
+def mentions(doc: Document, name: str) -> bool:
+    """Whether a document (title or text) names ``name``: all its content words appear, or a near-exact
+    fuzzy match of the whole name does."""
+    from lens._terms import STOPWORDS, tokens
+
+    words = [w for w in tokens(name) if w not in STOPWORDS] or tokens(name)
+    if not words:
+        return True
+    have = set(tokens(doc.title)) | set(tokens(doc.text))
+    if all(w in have for w in words):
+        return True
+    return _contains(normalise(doc.title + " " + doc.text), normalise(name))
+
+
 def observation_messages(
     question: str,
     facts: list[tuple[str, str]],
@@ -169,10 +183,14 @@ def verify_reply(
     docs_by_key: dict[str, Document],
     outstanding: set[str],
     kinds: dict[str, str] | None = None,
+    subjects: dict[str, str] | None = None,
 ) -> Observation:
     """Keep only claims that the window text supports (see module docstring). ``kinds`` gives each
-    requirement's expected answer type; a value of the wrong type is dropped (the span is kept)."""
+    requirement's expected answer type; a value of the wrong type is dropped (the span is kept).
+    ``subjects`` names what a requirement is about ("height of Skerrow Light" is about Skerrow Light); a
+    claim from a document that never mentions its subject is rejected."""
     kinds = kinds or {}
+    subjects = subjects or {}
     obs = Observation()
     seen: set[tuple[str, str]] = set()
     for f in reply.findings:
@@ -191,6 +209,10 @@ def verify_reply(
         if (rid, win.key) in seen:
             continue
         doc = docs_by_key[win.key]
+        subject = subjects.get(rid)
+        if subject and not mentions(doc, subject):
+            obs.rejected.append({**claim, "reason": f"the document never mentions {subject!r}"})
+            continue
         sents = win.sentences(doc)
         normed = [(i, normalise(t)) for i, t in sents]
         window_text = " ".join(t for _, t in normed)

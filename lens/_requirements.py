@@ -145,9 +145,23 @@ def prompt_for(question: str) -> str:
     return "decomposition-comparison" if _question_intent(question) == "comparison" else "decomposition"
 
 
+def _names_grounded(sub: str, question: str) -> bool:
+    """Every name in ``sub`` (beyond its first word) occurs in the question."""
+    qwords = set(tokens(question))
+    for span in capitalised_spans(sub):
+        words = [w for w in tokens(span) if not re.fullmatch(r"r?\d+", w)]
+        if words and not all(w in qwords for w in words):
+            if sub.strip().startswith(span) and len(span.split()) == 1:
+                continue  # "Which", "Who": a capitalised first word is not a name
+            return False
+    return True
+
+
 def from_subquestions(question: str, reply: SubQuestionReply) -> Decomposition:
     """Requirements from ordered sub-questions: ``#k`` references become dependencies."""
-    subs = [q.strip() for q in reply.questions if q and q.strip()][:MAX_REQUIREMENTS]
+    # a sub-question naming something the question never names was copied from an example: drop it
+    subs = [q.strip() for q in reply.questions if q and q.strip() and _names_grounded(q, question)]
+    subs = subs[:MAX_REQUIREMENTS]
     reqs: list[Requirement] = []
     for n, text in enumerate(subs, 1):
         refs = [int(m.group(1) or m.group(2)) for m in _REF.finditer(text)]

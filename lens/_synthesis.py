@@ -94,6 +94,8 @@ def is_yes_no_question(question: str) -> bool:
 
 def clean_answer(answer: str, question: str) -> str:
     a = answer.strip().strip('"').strip()
+    if re.fullmatch(r"\(?[RPE]\d+\)?|none|null|unknown|n/?a", a, re.I):
+        return ""  # a fact or passage id, or a refusal, is no answer
     a = re.sub(r"\s+", " ", a)
     if a.endswith(".") and not re.search(r"\b[A-Z]\.$", a):
         a = a[:-1]
