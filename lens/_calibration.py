@@ -102,7 +102,10 @@ def calibrate(config, questions: list[dict], articles_path: str, *, candidates: 
                 obs_reply = client.chat_json(messages, ObservationReply, max_tokens=400, meter=meter).parsed
             except (LLMFormatError, LLMError):
                 continue  # an unusable reply is no observation, as in the loop
-            obs = verify_reply(obs_reply, labels, {w.key: d for w, d in zip(batch, docs)}, {r.id for r in ready}, kinds)
+            subjects = {r.id: r.entity for r in ready if r.entity}  # as the loop checks them
+            obs = verify_reply(
+                obs_reply, labels, {w.key: d for w, d in zip(batch, docs)}, {r.id for r in ready}, kinds, subjects
+            )
             positive = {f.window_key for f in obs.findings}
             for w in batch:
                 is_gold = title_key(view.docs[w.doc_index].title) in gold
