@@ -16,7 +16,7 @@ ARTICLES = [
     ("Osk Yard", ["Osk Yard is a boatbuilder in Harrowmouth.", "It was founded in 1887 by Ilse Osk."]),
     ("Marren Gull", ["The Marren Gull is a ferry.", "She was built by Osk Yard in 1931."]),
     ("Tally Boatworks", ["Tally Boatworks is a boatbuilder in Dunmere.", "It was founded in 1902."]),
-    ("Dunmere", ["Dunmere is a town with a boatbuilder and a ferry."]),
+    ("Dunmere", ["Dunmere is a town with a boatbuilder and a ferry.", "The Marren Gull calls at Dunmere."]),
 ]
 QUESTION = {
     "_id": "q1",
@@ -32,7 +32,8 @@ def test_calibration_counts_verified_claims_against_gold_articles(tmp_path, make
         decompositions={QUESTION["question"]: {"questions": ["Which boatbuilder built the ferry Marren Gull?"]}},
         rules=[
             Rule("boatbuilder built", "built by Osk Yard", "She was built by Osk Yard in 1931.", "Osk Yard"),  # gold: true positive
-            Rule("boatbuilder built", "founded in 1902", "It was founded in 1902.", "1902"),  # wrong type: value dropped, span kept
+            Rule("boatbuilder built", "calls at Dunmere", "The Marren Gull calls at Dunmere.", "Dunmere"),  # false positive
+            Rule("boatbuilder built", "founded in 1902", "It was founded in 1902.", "1902"),  # never names the subject
             Rule("boatbuilder built", "invented", "an invented quote", "x"),  # never verifies
         ],
     )
@@ -41,8 +42,8 @@ def test_calibration_counts_verified_claims_against_gold_articles(tmp_path, make
         router.post(CHAT_URL).mock(side_effect=oracle.reply)
         record = calibrate(cfg, [QUESTION], str(pool), candidates=4)
     c = record["counts"]
-    # 2 gold windows (Marren Gull, Osk Yard) and 2 others; the oracle confirmed Marren Gull (gold) and
-    # Tally Boatworks (not gold)
+    # 2 gold windows (Marren Gull, Osk Yard) and 2 others; verified claims: Marren Gull (gold) and Dunmere
+    # (not gold); the Tally Boatworks claim is rejected because that article never mentions the Marren Gull
     assert c == {"tp": 1, "fn": 1, "fp": 1, "tn": 1}
     assert record["tpr"] == round(2 / 4, 4) and record["fpr"] == round(2 / 4, 4)
     assert record["model"] == MODEL
