@@ -37,7 +37,8 @@ def test_calibration_counts_verified_claims_against_gold_articles(tmp_path, make
             Rule("boatbuilder built", "invented", "an invented quote", "x"),  # never verifies
         ],
     )
-    cfg = load_config("deep", overrides={"llm": {"base_url": BASE_URL, "model": MODEL, "cache": False}})
+    cfg = load_config("deep", overrides={"llm": {"base_url": BASE_URL, "model": MODEL, "cache": False},
+                                          "loop": {"windows_per_round": 1}})  # one window per judgement
     with respx.mock(assert_all_called=False) as router:
         router.post(CHAT_URL).mock(side_effect=oracle.reply)
         record = calibrate(cfg, [QUESTION], str(pool), candidates=4)
