@@ -1,0 +1,312 @@
+"""Unit tests for lens/_beliefs.py: the Bayes update with calibrated (tpr, fpr) likelihoods, the per-requirement
+GLR, the β(t, δ) threshold and the min-GLR stopping rule of the loop.
+
+Expected numbers are computed by hand from the module docstring:
+
+    says relevant:      P(obs | Z* = w) = tpr        P(obs | Z* ≠ w) = fpr
+    says not relevant:  P(obs | Z* = w) = 1 − tpr    P(obs | Z* ≠ w) = 1 − fpr
+    GLR_j = log p(favoured) − log max p(alternative, "elsewhere" included), 0 until the favoured is confirmed
+    β(t, δ) = log((1 + log(1 + t)) / δ)
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lens._beliefs import ELSEWHERE, Belief, beta
+from lens._config import LensConfig, OracleReliability
+
+STRONG = OracleReliability(tpr=0.8, fpr=0.1)
+
+
+def odds(p: float) -> float:
+    return p / (1.0 - p)
+
+
+def fresh(weights: dict[str, float], elsewhere: float = 0.2) -> Belief:
+    b = Belief("R1", elsewhere_mass=elsewhere)
+    b.init(weights)
+    return b
+
+
+# ---------------------------------------------------------------- prior
+
+
+def test_init_splits_non_elsewhere_mass_in_proportion_to_weights():
+    b = fresh({"a": 1.0, "b": 3.0, "zero": 0.0, "neg": -2.0})
+    post = b.posterior()
+    assert set(post) == {"a", "b", ELSEWHERE}  # non-positive weights are not candidates
+    assert post["a"] == pytest.approx(0.2)
+    assert post["b"] == pytest.approx(0.6)
+    assert post[ELSEWHERE] == pytest.approx(0.2)
+
+
+def test_init_without_positive_weights_puts_all_mass_elsewhere():
+    b = fresh({"a": 0.0})
+    assert b.posterior() == {ELSEWHERE: pytest.approx(1.0)}
+    assert b.favoured() is None
+    assert b.glr() == 0.0
+
+
+def test_new_belief_starts_with_only_elsewhere():
+    b = Belief("R1", elsewhere_mass=0.3)
+    assert b.posterior() == {ELSEWHERE: pytest.approx(1.0)}
+    assert b.log_w[ELSEWHERE] == pytest.approx(math.log(0.3))
+
+
+# ---------------------------------------------------------------- Bayes update
+
+
+def test_positive_observation_multiplies_the_windows_odds_by_tpr_over_fpr():
+    b = fresh({"a": 1.0, "b": 3.0})  # a=0.2, b=0.6, elsewhere=0.2
+    b.observe("a", True, STRONG)
+    post = b.posterior()
+    # unnormalised: a 0.2·0.8 = 0.16, b 0.6·0.1 = 0.06, elsewhere 0.2·0.1 = 0.02; total 0.24
+    assert post["a"] == pytest.approx(0.16 / 0.24)
+    assert post["b"] == pytest.approx(0.06 / 0.24)
+    assert post[ELSEWHERE] == pytest.approx(0.02 / 0.24)
+    assert odds(post["a"]) / odds(0.2) == pytest.approx(0.8 / 0.1)  # Bayes factor tpr/fpr
+    assert "a" in b.confirmed and b.observations == 1
+
+
+def test_negative_observation_multiplies_the_windows_odds_by_miss_ratio():
+    b = fresh({"a": 1.0, "b": 3.0})
+    b.observe("b", False, STRONG)
+    post = b.posterior()
+    # unnormalised: a 0.2·0.9 = 0.18, b 0.6·0.2 = 0.12, elsewhere 0.2·0.9 = 0.18; total 0.48
+    assert post["a"] == pytest.approx(0.18 / 0.48)
+    assert post["b"] == pytest.approx(0.12 / 0.48)
+    assert post[ELSEWHERE] == pytest.approx(0.18 / 0.48)
+    assert odds(post["b"]) / odds(0.6) == pytest.approx((1 - 0.8) / (1 - 0.1))
+    assert post["b"] < 0.6
+    assert b.confirmed == set()  # a negative never confirms
+    assert b.observations == 1
+
+
+def test_update_leaves_the_ratio_between_other_hypotheses_unchanged():
+    b = fresh({"a": 1.0, "b": 3.0, "c": 2.0})
+    before = b.posterior()
+    b.observe("a", True, STRONG)
+    after = b.posterior()
+    assert after["b"] / after["c"] == pytest.approx(before["b"] / before["c"])
+    assert after["b"] / after[ELSEWHERE] == pytest.approx(before["b"] / before[ELSEWHERE])
+
+
+def test_oracle_with_tpr_equal_fpr_carries_no_information():
+    b = fresh({"a": 1.0, "b": 3.0})
+    before = b.posterior()
+    useless = OracleReliability(tpr=0.4, fpr=0.4)
+    b.observe("a", True, useless)
+    b.observe("b", False, useless)
+    after = b.posterior()
+    for k in before:
+        assert after[k] == pytest.approx(before[k])
+
+
+def test_weak_oracle_moves_beliefs_less_than_a_strong_one():
+    weak = OracleReliability(tpr=0.52, fpr=0.48)
+    bw, bs = fresh({"a": 1.0, "b": 1.0}), fresh({"a": 1.0, "b": 1.0})
+    prior = bw.posterior()["a"]
+    bw.observe("a", True, weak)
+    bs.observe("a", True, STRONG)
+    moved_weak = bw.posterior()["a"] - prior
+    moved_strong = bs.posterior()["a"] - prior
+    assert 0 < moved_weak < 0.02  # factor 0.52/0.48 ≈ 1.083
+    assert odds(bw.posterior()["a"]) / odds(prior) == pytest.approx(0.52 / 0.48)
+    assert moved_strong > 10 * moved_weak
+
+
+def test_observation_of_unknown_window_is_ignored():
+    b = fresh({"a": 1.0})
+    before = dict(b.log_w)
+    b.observe("nowhere", True, STRONG)
+    assert b.log_w == before
+    assert b.observations == 0
+    assert b.confirmed == set()
+
+
+def test_log_weights_stay_normalised_after_updates():
+    b = fresh({"a": 1.0, "b": 2.0})
+    for key, rel in [("a", True), ("b", False), ("a", True), ("b", True)]:
+        b.observe(key, rel, STRONG)
+        assert sum(math.exp(v) for v in b.log_w.values()) == pytest.approx(1.0)
+
+
+# ---------------------------------------------------------------- favoured / GLR
+
+
+def test_favoured_is_the_most_probable_candidate_never_elsewhere():
+    b = fresh({"a": 1.0, "b": 1.0}, elsewhere=0.9)  # elsewhere 0.9 > a = b = 0.05
+    assert b.posterior()[ELSEWHERE] > b.posterior()["a"]
+    assert b.favoured() == "a"  # tie between a and b: the smaller key wins
+    b.observe("b", True, STRONG)
+    assert b.favoured() == "b"
+
+
+def test_glr_is_zero_until_the_favoured_window_is_confirmed():
+    b = fresh({"a": 1.0, "b": 9.0})  # b favoured: 0.72 vs 0.08 / 0.2
+    assert b.favoured() == "b"
+    assert b.glr() == 0.0  # nothing certified unseen, however strong the prior
+    b.observe("a", True, STRONG)  # a confirmed, but b still favoured? 0.08·0.8=0.064 vs 0.72·0.1=0.072
+    assert b.favoured() == "b" and "a" in b.confirmed
+    assert b.glr() == 0.0  # the confirmed window is not the favoured one
+
+
+def test_glr_is_log_ratio_of_favoured_to_best_alternative():
+    b = fresh({"a": 1.0, "b": 3.0})
+    b.observe("a", True, STRONG)  # a 0.16, b 0.06, elsewhere 0.02 (unnormalised)
+    assert b.favoured() == "a"
+    assert b.glr() == pytest.approx(math.log(0.16 / 0.06))
+
+
+def test_glr_counts_elsewhere_as_an_alternative():
+    b = fresh({"a": 1.0, "b": 1.0}, elsewhere=0.5)  # a 0.25, b 0.25, elsewhere 0.5
+    b.observe("a", True, STRONG)  # a 0.2, b 0.025, elsewhere 0.05
+    assert b.glr() == pytest.approx(math.log(0.2 / 0.05))
+
+
+def test_each_further_positive_adds_log_tpr_over_fpr_to_the_glr():
+    b = fresh({"a": 1.0, "b": 1.0})
+    b.observe("a", True, STRONG)
+    g1 = b.glr()
+    b.observe("a", True, STRONG)
+    g2 = b.glr()
+    assert g2 - g1 == pytest.approx(math.log(0.8 / 0.1))
+    b.observe("a", False, STRONG)  # a negative takes back log((1−fpr)/(1−tpr))
+    assert g2 - b.glr() == pytest.approx(math.log(0.9 / 0.2))
+
+
+def test_glr_is_zero_when_favoured_ties_with_alternative():
+    b = fresh({"a": 1.0, "b": 1.0})
+    b.observe("a", True, STRONG)
+    b.observe("b", True, STRONG)
+    assert b.favoured() == "a"
+    assert b.glr() == pytest.approx(0.0, abs=1e-12)
+
+
+def test_summary_reports_favoured_glr_and_elsewhere():
+    b = fresh({"a": 1.0, "b": 3.0})
+    b.observe("a", True, STRONG)
+    s = b.summary(top=2)
+    assert s["favoured"] == "a"
+    assert s["glr"] == round(math.log(0.16 / 0.06), 3)
+    assert s["elsewhere"] == round(0.02 / 0.24, 4)
+    assert [k for k, _ in s["top"]] == ["a", "b"]
+    assert s["observations"] == 1
+
+
+# ---------------------------------------------------------------- add_candidates
+
+
+def test_add_candidates_takes_80_percent_of_elsewhere_and_keeps_existing_beliefs():
+    b = fresh({"a": 1.0})  # a 0.8, elsewhere 0.2
+    b.add_candidates({"a": 100.0, "b": 1.0, "c": 3.0, "d": 0.0})
+    post = b.posterior()
+    assert "d" not in post
+    assert post["a"] == pytest.approx(0.8)  # existing window keeps its belief (new weight ignored)
+    assert post["b"] == pytest.approx(0.16 * 1 / 4)
+    assert post["c"] == pytest.approx(0.16 * 3 / 4)
+    assert post[ELSEWHERE] == pytest.approx(0.04)
+
+
+def test_add_candidates_without_new_windows_changes_nothing():
+    b = fresh({"a": 1.0})
+    before = dict(b.log_w)
+    b.add_candidates({"a": 5.0, "z": 0.0})
+    assert b.log_w == before
+
+
+# ---------------------------------------------------------------- β and the min-GLR stopping rule
+
+
+def test_beta_matches_formula():
+    assert beta(0, 0.1) == pytest.approx(math.log(10))
+    assert beta(3, 0.05) == pytest.approx(math.log((1 + math.log(4)) / 0.05))
+    assert beta(-5, 0.1) == beta(0, 0.1)  # negative rounds clamp to 0
+    assert beta(10, 0.1) > beta(1, 0.1) > beta(0, 0.1)
+    assert beta(1, 0.01) > beta(1, 0.1)  # a smaller error level is harder to reach
+
+
+def _stuck_loop(beliefs: dict[str, Belief]):
+    """A Loop over given beliefs with no windows left and no expansion allowed: ``run`` can only say
+    "certified" (every requirement's GLR clears the threshold) or "candidates"."""
+    from lens._budget import Budget
+    from lens._cost import CostMeter
+    from lens._loop import Loop, LoopState
+    from lens._requirements import Decomposition, Requirement
+
+    cfg = LensConfig()
+    reqs = [Requirement(rid, f"fact {rid}") for rid in beliefs]
+    state = LoopState("q?", Decomposition("lookup", reqs, "heuristic"), view=None, prior=None)  # type: ignore[arg-type]
+    state.beliefs = dict(beliefs)
+    state.prior_limit = {rid: 4 * cfg.prior.candidates for rid in beliefs}
+    meter = CostMeter()
+    return Loop(state, client=None, config=cfg, budget=Budget(cfg.budget, meter), meter=meter, reliability=STRONG)
+
+
+def _certain(rid: str) -> Belief:
+    b = Belief(rid)
+    b.init({"a": 1.0, "b": 1.0})
+    strong = OracleReliability(tpr=0.95, fpr=0.02)
+    for _ in range(4):
+        b.observe("a", True, strong)
+    return b
+
+
+def test_min_glr_stops_only_when_every_requirement_is_certified():
+    threshold = beta(0, LensConfig().loop.delta) * LensConfig().loop.gamma["lookup"]
+    r1, r2 = _certain("R1"), _certain("R2")
+    assert min(r1.glr(), r2.glr()) > threshold
+    assert _stuck_loop({"R1": r1, "R2": r2}).run() == "certified"
+
+
+def test_one_unresolved_requirement_keeps_min_glr_low():
+    threshold = beta(0, LensConfig().loop.delta)
+    r1 = _certain("R1")
+    assert r1.glr() > 5 * threshold  # practically certain
+    r2 = Belief("R2")
+    r2.init({"x": 1.0, "y": 1.0})
+    r2.observe("x", False, STRONG)  # only a negative: nothing confirmed, GLR 0
+    assert r2.glr() == 0.0
+    assert min(r1.glr(), r2.glr()) == 0.0
+    assert _stuck_loop({"R1": r1, "R2": r2}).run() == "candidates"
+
+
+def test_requirement_just_below_threshold_blocks_stopping():
+    cfg = LensConfig()
+    threshold = beta(0, cfg.loop.delta) * cfg.loop.gamma["lookup"]  # log 10 ≈ 2.303
+    r2 = Belief("R2")
+    r2.init({"x": 1.0, "y": 1.0})
+    r2.observe("x", True, OracleReliability(tpr=0.9, fpr=0.1))  # GLR = log 9 ≈ 2.197 < log 10
+    assert 0 < r2.glr() < threshold
+    assert _stuck_loop({"R1": _certain("R1"), "R2": r2}).run() == "candidates"
+
+
+# ---------------------------------------------------------------- property
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    weights=st.dictionaries(st.sampled_from("abcdef"), st.floats(0.01, 100.0), min_size=1, max_size=6),
+    elsewhere=st.floats(0.01, 0.9),
+    tpr=st.floats(0.02, 0.98),
+    fpr=st.floats(0.02, 0.98),
+    steps=st.lists(st.tuples(st.sampled_from("abcdefg"), st.booleans()), max_size=25),
+)
+def test_posterior_stays_a_probability_distribution(weights, elsewhere, tpr, fpr, steps):
+    b = Belief("R1", elsewhere_mass=elsewhere)
+    b.init(weights)
+    rel = OracleReliability(tpr=tpr, fpr=fpr)
+    for key, relevant in steps:
+        b.observe(key, relevant, rel)
+        post = b.posterior()
+        assert set(post) == set(weights) | {ELSEWHERE}
+        assert all(0.0 <= p <= 1.0 for p in post.values())
+        assert sum(post.values()) == pytest.approx(1.0)
+        assert b.glr() >= 0.0
+        assert b.favoured() in weights
+    assert b.observations == sum(1 for k, _ in steps if k in weights)
