@@ -4,11 +4,12 @@ requirement at once, and every claim is verified against the document text befor
 The oracle returns, per (requirement, window), whether the window states the fact, the sentence ids, a quote and
 the extracted value, plus names that later (bridge) facts may be about. Code then checks each claim:
 
-- the quote must occur in the window's text (case- and space-insensitive; near-exact fuzzy match allowed), or,
-  without a usable quote, the value must occur in the sentences it cites;
+- the quote must occur in the window's text (case-, space- and punctuation-insensitive, on word boundaries; a
+  near-exact fuzzy alignment of the whole quote allowed for quotes of 12+ characters), or, without a usable
+  quote, the value must occur in the sentences it cites;
 - sentence ids are re-derived from where the quote actually occurs;
-- a value must itself occur in the window's text (yes/no values excepted), else it is dropped;
-- mentions are kept only if they occur in an observed window.
+- a value must itself occur in the window's text as whole words (yes/no values excepted), else it is dropped;
+- mentions are kept only if they occur in an observed window as whole words.
 
 An unverifiable claim is discarded: it is neither a positive nor a negative observation.
 """
@@ -134,16 +135,28 @@ def normalise(text: str) -> str:
     return " ".join(re.findall(r"[0-9a-z\u00c0-\u024f']+", text))
 
 
-def _contains(haystack: str, needle: str) -> bool:
-    if not needle:
-        return False
-    if needle in haystack:
-        return True
-    if len(needle) < 12:
-        return False
+def _span(haystack: str, needle: str) -> tuple[int, int] | None:
+    """Where normalised ``needle`` occurs in normalised ``haystack``, as a character span: an exact match on word
+    boundaries ("12" is not in "1912", "tom" is not in "tomorrow"), or — for needles of 12+ characters — a
+    near-exact fuzzy alignment of the *whole* needle inside the haystack (never a short haystack sentence found
+    inside a longer invented quote)."""
+    if not needle or not haystack:
+        return None
+    at = f" {haystack} ".find(f" {needle} ")
+    if at >= 0:
+        return at, at + len(needle)
+    if len(needle) < 12 or len(needle) > len(haystack):
+        return None
     from rapidfuzz import fuzz
 
-    return fuzz.partial_ratio(needle, haystack) >= 94
+    hit = fuzz.partial_ratio_alignment(needle, haystack, score_cutoff=94)
+    if hit is None or hit.src_start != 0 or hit.src_end != len(needle):
+        return None
+    return hit.dest_start, hit.dest_end
+
+
+def _contains(haystack: str, needle: str) -> bool:
+    return _span(haystack, needle) is not None
 
 
 def mentions(doc: Document, name: str) -> bool:
@@ -175,6 +188,18 @@ def observation_messages(
         blocks.append(fence_passage(pid, f"{w.path} — {w.title}", w.sentences(d)))
     fact_lines = "\n".join(f"{rid}: {text}" for rid, text in facts)
     return render("observation", question=question, facts=fact_lines, passages="\n\n".join(blocks)), labels
+
+
+def _sentences_spanned(normed: list[tuple[int, str]], span: tuple[int, int] | None) -> list[int]:
+    """The ids of the sentences that the character ``span`` of their space-joined text overlaps."""
+    if span is None:
+        return []
+    out, at = [], 0
+    for i, t in normed:
+        if t and at < span[1] and span[0] < at + len(t):
+            out.append(i)
+        at += len(t) + 1
+    return out
 
 
 def verify_reply(
@@ -218,8 +243,8 @@ def verify_reply(
         window_text = " ".join(t for _, t in normed)
         quote, value = normalise(f.quote), normalise(f.value)
         where = [i for i, t in normed if quote and _contains(t, quote)]
-        if quote and not where and _contains(window_text, quote):
-            where = [i for i, t in normed if t and any(w in t for w in quote.split()[:3])][:2]
+        if quote and not where:
+            where = _sentences_spanned(normed, _span(window_text, quote))
         if not where:
             cited = [i for i, t in normed if i in set(f.sentences)]
             cited_text = " ".join(t for i, t in normed if i in set(f.sentences))
@@ -237,6 +262,6 @@ def verify_reply(
     all_text = " ".join(normalise(w.text(docs_by_key[w.key])) for w in labels.values())
     for m in reply.mentions:
         nm = normalise(m)
-        if nm and len(nm) > 2 and nm in all_text:
+        if nm and len(nm) > 2 and f" {nm} " in f" {all_text} ":
             obs.mentions.append(m.strip())
     return obs

@@ -55,14 +55,16 @@ def parse_date(text: str) -> tuple[int, int, int] | None:
 
 
 def parse_number(text: str) -> float | None:
-    """A number from a value like "1,234", "3.5 million", "12 m", "$40k"; None if none is present."""
+    """A number from a value like "1,234", "3.5 million", "$12m", "$40k"; None if none is present. The short
+    scale words "k", "m" and "bn" count only after a currency sign ("38 m" is 38 metres, "$38m" 38 million)."""
     t = text.lower().replace(",", "")
-    m = re.search(r"(-?\d+(?:\.\d+)?)\s*(thousand|million|billion|trillion|bn|k|m)?\b", t)
+    m = re.search(r"([$£€¥]\s*)?(-?\d+(?:\.\d+)?)\s*(thousand|million|billion|trillion|bn|k|m)?\b", t)
     if not m:
         return None
-    value = float(m.group(1))
-    if m.group(2):
-        value *= _SCALE[m.group(2)]
+    value = float(m.group(2))
+    scale = m.group(3)
+    if scale and (len(scale) > 2 or m.group(1)):
+        value *= _SCALE[scale]
     return value
 
 

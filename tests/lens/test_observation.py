@@ -148,11 +148,6 @@ def test_value_of_the_wrong_answer_type_is_dropped(doc, win):
     assert f.value == "1912"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: the value check is a raw substring test on the normalised window text, so a value that is "
-    "only part of a longer number ('12' inside '1912') is kept as verified",
-)
 def test_value_that_is_only_part_of_a_longer_number_is_dropped(doc, win):
     (f,) = verify(doc, win, [claim("It was built in 1912 by the Northern Board", "12")]).findings
     assert f.value == ""
@@ -234,35 +229,19 @@ def test_reply_mentions_kept_only_if_in_an_observed_window(doc, win):
     assert obs.mentions == ["Northern Board", "the west coast"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: reply mentions are checked with a raw substring test, so a name found only inside another "
-    "word ('Tom' in 'tomorrow', 'Art' in 'department') is accepted as occurring in the window",
-)
 def test_reply_mention_inside_another_word_is_not_kept(doc, win):
     obs = verify(doc, win, [], mentions_=["Tom", "Art"])
     assert obs.mentions == []
 
 
-# ---------------------------------------------------------------- known verification holes
+# ---------------------------------------------------------------- verification holes (fixed; keep them closed)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: _contains falls back to rapidfuzz partial_ratio, which aligns the SHORTER string inside the "
-    "longer; a short sentence (the title line 'Skerrow Light') contained in an invented long quote scores 100, "
-    "so the invented claim is accepted as a verified positive observation",
-)
 def test_invented_quote_that_starts_with_the_title_is_discarded(doc, win):
     obs = verify(doc, win, [claim("Skerrow Light was demolished in 1950 by the council", "1950")])
     assert obs.findings == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: for a quote spanning sentences, ids are re-derived as the first two sentences containing "
-    "any of the quote's first three words as a substring, so a leading 'the' picks unrelated sentences",
-)
 def test_sentences_of_a_cross_sentence_quote_are_where_it_occurs(doc, win):
     (f,) = verify(doc, win, [claim("the Northern Board. The tower is")]).findings
     assert f.sentences == (2, 3)

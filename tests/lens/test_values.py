@@ -55,13 +55,16 @@ def test_parse_date_without_a_year_is_none(text):
         ("1,234.5", 1234.5),
         ("3.5 million", 3_500_000.0),
         ("2 billion", 2e9),
-        ("2 bn", 2e9),
+        ("$2 bn", 2e9),
+        ("2 bn", 2.0),  # short scale words only after a currency sign
         ("$40k", 40_000.0),
         ("12 thousand people", 12_000.0),
         ("-7", -7.0),
         ("12 metres", 12.0),  # "m" is only a scale word on its own
         ("5 km", 5.0),
-        ("about 38 m", 38e6),  # as implemented: a bare "m" is read as million
+        ("about 38 m", 38.0),  # metres, not million
+        ("$38m", 38e6),
+        ("£1.5 m", 1.5e6),
     ],
 )
 def test_parse_number(text, expected):
