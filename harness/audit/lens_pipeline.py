@@ -29,17 +29,15 @@ from typing import Any, Callable
 import numpy as np
 
 from harness.audit.config import AuditConfigError, LensAuditConfig, data_root, resolve_data_path
-from harness.audit.contract import ContractFailed, check_rows, violations_json
 from harness.audit.inputs import Request
 from harness.audit.lens_events import LensEventLog, LensRun, load_lens_run, rows_digest
 from harness.audit.lens_memory import LensContext, LensCorpus, PriorRanker, agent_min_similarity, replay_lens_stream
-from harness.audit.manifest import MANIFEST_NAME, environment, file_record, write_manifest
-from harness.audit.pipeline import RunResult
+from harness.audit.manifest import MANIFEST_NAME, file_record
+from harness.audit.pipeline import RunResult, finish_run
 from harness.audit.replay import choose_anchors
-from harness.audit.rows import read_rows, write_rows
 from harness.audit.streams import Stream, gold_overlap_stream, random_stream, semantic_stream
 from harness.audit.views import standard_views
-from harness.retrieval.store import atomic_write, atomic_write_json, canonical_json, sha256_bytes, sha256_file
+from harness.retrieval.store import atomic_write_json, canonical_json, sha256_bytes, sha256_file
 from lens._errors import LensError
 
 __all__ = ["agent_config", "run_lens_audit"]
@@ -281,40 +279,12 @@ def run_lens_audit(
     bindings = {workload: wb}
 
     # 6. rows, contract, manifest, report
-    t0 = time.perf_counter()
-    n_rows = write_rows(out / "rows.jsonl", blocks)
-    outputs.append(out / "rows.jsonl")
-    del blocks
-    violations = check_rows(read_rows(out / "rows.jsonl"), bindings)
-    atomic_write(out / "contract.json", violations_json(violations).encode("utf-8"))
-    outputs.append(out / "contract.json")
-    timings["write_and_check"] = time.perf_counter() - t0
-    timings["total"] = time.perf_counter() - t_all
-    write_manifest(
-        out,
-        {
-            "kind": "audit-run",
-            "memory_kind": "lens-memory",
-            "mode": config.replay.mode,
-            "config_hash": config.hash,
-            "config_source": config.source,
-            "data_root": str(droot),
-            "inputs": inputs,
-            "bindings": bindings,
-            "rows": n_rows,
-            "prior_calls": ranker.calls,
-            "contract": {"status": "pass" if not violations else "fail", "violations": len(violations)},
-            "environment": environment(),
-            "timings": {k: round(v, 3) for k, v in timings.items()},
-        },
-        outputs,
-    )
-    say(f"wrote {n_rows} rows; contract: {'pass' if not violations else 'FAIL'}")
-    if violations:
-        raise ContractFailed(out, violations)
-    report_dir = None
-    if publish:
-        from harness.audit.report import build_report
-
-        report_dir = build_report(out, resamples=config.metrics.bootstrap_resamples, seed=config.metrics.bootstrap_seed)
-    return RunResult(out, n_rows, len(violations), report_dir, timings)
+    manifest = {
+        "memory_kind": "lens-memory",
+        "mode": config.replay.mode,
+        "config_source": config.source,
+        "data_root": str(droot),
+        "inputs": inputs,
+        "prior_calls": ranker.calls,
+    }
+    return finish_run(out, blocks, bindings, outputs, timings, t_all, config, publish, say, manifest)

@@ -211,11 +211,33 @@ def run_audit(
         timings[f"{workload.name}:replay"] = t_replay
         bindings[workload.name] = wb
 
+    return finish_run(
+        out, blocks, bindings, outputs, timings, t_all, config, publish, say,
+        {"config_source": config.source, "data_root": str(droot), "inputs": inputs},
+    )
+
+
+def finish_run(
+    out: Path,
+    blocks: list,
+    bindings: dict[str, Any],
+    outputs: list[Path],
+    timings: dict[str, float],
+    t_all: float,
+    config: Any,
+    publish: bool,
+    say: Callable[[str], None],
+    manifest: dict[str, Any],
+) -> RunResult:
+    """The last step of every audit run: write the rows (``blocks`` is emptied to free its memory), check them
+    against the replay contract, write ``contract.json`` and the manifest (``manifest`` adds the run's own
+    fields), then build the report — unless the contract fails, which raises ``ContractFailed`` after the rows
+    and manifest are on disk."""
     t0 = time.perf_counter()
     n_rows = write_rows(out / "rows.jsonl", blocks)
     outputs.append(out / "rows.jsonl")
     timings["write_rows"] = time.perf_counter() - t0
-    del blocks
+    blocks.clear()
 
     t0 = time.perf_counter()
     violations = check_rows(read_rows(out / "rows.jsonl"), bindings)
@@ -228,9 +250,7 @@ def run_audit(
         {
             "kind": "audit-run",
             "config_hash": config.hash,
-            "config_source": config.source,
-            "data_root": str(droot),
-            "inputs": inputs,
+            **manifest,
             "bindings": bindings,
             "rows": n_rows,
             "contract": {"status": "pass" if not violations else "fail", "violations": len(violations)},
