@@ -96,6 +96,22 @@ def _kind(value: Any) -> str:
     return type(value).__name__
 
 
+def _fact_pairs(items: list, where: str) -> list[tuple[str, int]]:
+    """``[[title, sentence id], ...]`` as tuples; an item of another shape is an error naming ``where`` and its index."""
+    pairs: list[tuple[str, int]] = []
+    for j, item in enumerate(items):
+        if (
+            not isinstance(item, list)
+            or len(item) != 2
+            or not isinstance(item[0], str)
+            or not isinstance(item[1], int)
+            or isinstance(item[1], bool)
+        ):
+            raise DataError(f"{where} item {j} is {json.dumps(item)[:80]}, expected [title, sentence id]")
+        pairs.append((item[0], item[1]))
+    return pairs
+
+
 def _field(obj: dict, name: str, where: str) -> Any:
     if name not in obj:
         raise DataError(f'{where}: field "{name}" missing')
@@ -185,22 +201,10 @@ def _question(obj: Any, where: str) -> Question:
     raw_sf = _field(obj, "supporting_facts", where)
     if not isinstance(raw_sf, list):
         raise DataError(f'{where}: field "supporting_facts" is {_kind(raw_sf)}, expected array')
-    facts: list[tuple[str, int]] = []
-    for j, item in enumerate(raw_sf):
-        if (
-            not isinstance(item, list)
-            or len(item) != 2
-            or not isinstance(item[0], str)
-            or not isinstance(item[1], int)
-            or isinstance(item[1], bool)
-        ):
-            raise DataError(
-                f'{where}: field "supporting_facts" item {j} is {json.dumps(item)[:80]}, '
-                "expected [title, sentence id]"
-            )
-        if item[1] < 0:
-            raise DataError(f'{where}: field "supporting_facts" item {j} has negative sentence id {item[1]}')
-        facts.append((item[0], item[1]))
+    facts = _fact_pairs(raw_sf, f'{where}: field "supporting_facts"')
+    for j, (_, sent) in enumerate(facts):
+        if sent < 0:
+            raise DataError(f'{where}: field "supporting_facts" item {j} has negative sentence id {sent}')
 
     raw_ctx = _field(obj, "context", where)
     if not isinstance(raw_ctx, list):
@@ -378,20 +382,7 @@ def load_predictions(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
         for qid, facts in sps.items():
             if not isinstance(facts, list):
                 raise DataError(f'{p}: sp for {qid!r} is {_kind(facts)}, expected array of [title, sent_id]')
-            pairs: list[tuple[str, int]] = []
-            for j, item in enumerate(facts):
-                if (
-                    not isinstance(item, list)
-                    or len(item) != 2
-                    or not isinstance(item[0], str)
-                    or not isinstance(item[1], int)
-                    or isinstance(item[1], bool)
-                ):
-                    raise DataError(
-                        f"{p}: sp for {qid!r} item {j} is {json.dumps(item)[:80]}, expected [title, sentence id]"
-                    )
-                pairs.append((item[0], item[1]))
-            clean[qid] = pairs
+            clean[qid] = _fact_pairs(facts, f"{p}: sp for {qid!r}")
         out["sp"] = clean
     return out
 
