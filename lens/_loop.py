@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 from dataclasses import dataclass, field
 
 from lens._beliefs import ELSEWHERE, Belief, beta
@@ -84,7 +85,7 @@ class Loop:
     def _cues(self, req: Requirement) -> list[str]:
         cues = req.all_cues(self.s.values)
         if not req.waiting(self.s.values):
-            cues = cues + [req.resolved_text(self.s.values)]
+            cues = cues + [re.sub(r"#R\d+", " ", req.resolved_text(self.s.values))]  # an unknown answer is no cue
         return cues
 
     def seed(self) -> None:
@@ -207,7 +208,8 @@ class Loop:
         s, cfg = self.s, self.config
         windows = [w for w, _ in proposal]
         docs = [s.view.docs[w.doc_index] for w in windows]
-        facts = [(r.id, r.resolved_text(s.values)) for r in outstanding]
+        texts = {r.id: r.text for r in s.requirements}
+        facts = [(r.id, r.resolved_text(s.values, texts)) for r in outstanding]
         messages, labels = observation_messages(s.question, facts, windows, docs)
         # a reply holds one short finding per fact plus a few names
         max_tokens = 60 + 70 * len(facts)

@@ -40,14 +40,27 @@ class Requirement:
     entity: str | None = None
     bridge_cues: list[str] = field(default_factory=list)  # learned from observations
 
-    def resolved_text(self, values: dict[str, str]) -> str:
-        """The fact with ``#R<n>`` references replaced by the observed answers (kept if still unknown)."""
+    def resolved_text(self, values: dict[str, str], texts: dict[str, str] | None = None) -> str:
+        """The fact with ``#R<n>`` references replaced by the observed answers. A reference whose answer is still
+        unknown (or was searched for and not found: an empty value) is kept; with ``texts`` (requirement id →
+        text) it is glossed, so the fact still reads as a question when the referenced fact is not listed
+        beside it: "In what town did #R1 occur? (#R1: the answer to "Where was X seen?")"."""
+        glossed: list[str] = []
 
         def sub(m: re.Match) -> str:
             rid = f"R{m.group(1) or m.group(2)}"
-            return values.get(rid, m.group(0))
+            if values.get(rid):
+                return values[rid]
+            if texts and texts.get(rid) and rid not in glossed:
+                glossed.append(rid)
+            return f"#{rid}"
 
-        return _REF.sub(sub, self.text) if "#" in self.text else self.text
+        if "#" not in self.text:
+            return self.text
+        out = _REF.sub(sub, self.text)
+        for rid in glossed:
+            out += f' (#{rid}: the answer to "{texts[rid]}")'  # type: ignore[index]
+        return out
 
     def waiting(self, values: dict[str, str]) -> bool:
         """A bridge fact whose source answer is not known yet."""
