@@ -300,6 +300,8 @@ class NaiveLensMemory:
         if store.log_path.exists():
             store.log_path.unlink()  # materialised afresh from this log, never appended to another
         store.append(log.entries)
+        store.log_path.parent.mkdir(parents=True, exist_ok=True)
+        store.log_path.touch()  # an empty memory is still a memory: its (empty) log is an output of the run
         stored = store.entries()
         index = {id(e): k for k, e in enumerate(stored)}
         own_count: dict[str, int] = {}

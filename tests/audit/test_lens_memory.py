@@ -538,3 +538,27 @@ def test_merge_round_robin_and_seed_cues():
     assert seed_cues(waiting) == ["year"]  # a bridge fact waiting on R1 seeds with its own cues only
     ready = {"id": "R1", "text": "Which yard built the Gull?", "cues": ["Gull"]}
     assert seed_cues(ready) == ["Gull", "Which yard built the Gull?"]
+
+
+def test_a_run_that_confirmed_nothing_audits_to_an_empty_memory(tmp_path):
+    """A weak oracle may certify nothing: every row's memory is empty. The audit still runs, passes the contract,
+    writes the (empty) materialised Naive log, and every condition serves exactly what Stateless serves."""
+    run, _, qfile = build_bench(tmp_path / "b", layout="memory_entries")
+    rows = [json.loads(line) for line in (run / "rows.jsonl").read_text(encoding="utf-8").splitlines()]
+    for r in rows:
+        if r["system"] == "lens" and "memory_entries" in r["prediction"]["details"]:
+            r["prediction"]["details"]["memory_entries"] = []
+    (run / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    cfg = load_audit_config(write_config(tmp_path, run, qfile, kinds='["random"]'))
+    result = run_lens_audit(cfg, tmp_path / "run")
+    assert result.violations == 0 and result.rows > 0
+    naive_logs = list((tmp_path / "run" / "naive").rglob("memory.jsonl"))
+    assert naive_logs and all(p.stat().st_size == 0 for p in naive_logs)
+    t = read_rows(tmp_path / "run" / "rows.jsonl")
+    by_anchor: dict = {}
+    for r in range(len(t["condition"])):
+        metrics = tuple(float(t[m][r]) for m in t.metric_fields())
+        by_anchor.setdefault((t["stream"][r], int(t["anchor"][r])), set()).add(metrics)
+        assert t.selected_lists[r] in ([], ()) or not any(t.selected_lists[r])
+    assert len(set(t["condition"].astype(str))) > 2  # stateless, the views and naive were all replayed
+    assert by_anchor and all(len(v) == 1 for v in by_anchor.values())
