@@ -23,7 +23,6 @@ import json
 import os
 import re
 import time
-import unicodedata
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -59,7 +58,7 @@ def _file_stem(name: str) -> str:
     i = name.rfind(".")
     return name[:i] if i > 0 and name[i:].lower() in _TEXT_SUFFIXES else name
 
-_COMBINING = re.compile(r"[\u0300-\u036f]")
+
 _SNIFF_BYTES = 8192
 
 
@@ -102,9 +101,10 @@ class Document:
 
     @cached_property
     def lowered(self) -> str:
-        """The text lowercased and accent-folded, as the prior's scan matches it."""
-        low = self.text.lower()
-        return low if low.isascii() else _COMBINING.sub("", unicodedata.normalize("NFKD", low))
+        """The text lowercased and accent-folded exactly as cues are (``lens._terms.fold``), for the prior's scan."""
+        from lens._terms import fold
+
+        return fold(self.text)
 
     @cached_property
     def title_names(self) -> tuple[str, ...]:
