@@ -74,7 +74,11 @@ class LLMFormatError(LLMError):
 
 
 class LLMDeadlineError(LLMError):
-    """The caller's time budget ran out before (or while) calling."""
+    """The caller's time budget ran out before (``sent`` false) or while (``sent`` true) calling."""
+
+    def __init__(self, message: str, *, sent: bool = False):
+        super().__init__(message)
+        self.sent = sent
 
 
 @dataclass(frozen=True)
@@ -262,7 +266,7 @@ class LLMClient:
                     try:
                         return self._call_once(messages, params, deadline)
                     except (_Transient, LLMError) as exc:
-                        sent = not (isinstance(exc, LLMDeadlineError) and not exc.args[0].endswith("call"))
+                        sent = not isinstance(exc, LLMDeadlineError) or exc.sent
                         if meter is not None and sent:  # a request went out and brought nothing usable
                             meter.add_failure(time.monotonic() - t0)
                         raise
@@ -294,7 +298,7 @@ class LLMClient:
             return self._client.chat.completions.create(**kwargs)
         except oa.APITimeoutError as exc:
             if deadline is not None and deadline - time.monotonic() <= 0.5:
-                raise LLMDeadlineError("the question's time budget ran out during an LLM call") from None
+                raise LLMDeadlineError("the question's time budget ran out during an LLM call", sent=True) from None
             raise _Transient("timeout", exc) from None
         except oa.RateLimitError as exc:
             raise _Transient("rate_limit", exc) from None

@@ -128,10 +128,27 @@ def test_backoff_waits_grow_between_attempts(endpoint, make_client):
 def test_spent_deadline_raises_before_calling(endpoint, make_client):
     endpoint.chat.side_effect = [completion("Paris")]
     client = make_client()
+    meter = CostMeter()
 
-    with pytest.raises(LLMDeadlineError):
-        client.chat(Q, deadline=time.monotonic() + 0.1)
+    with pytest.raises(LLMDeadlineError) as info:
+        client.chat(Q, deadline=time.monotonic() + 0.1, meter=meter)
     assert endpoint.chat.call_count == 0
+    assert info.value.sent is False and meter.cost.failed_calls == 0  # nothing went out: no failed call
+
+
+def test_deadline_running_out_during_a_call_counts_one_failed_call(endpoint, make_client):
+    def slow(request):
+        time.sleep(0.7)  # the deadline passes while the request is out
+        raise httpx.ReadTimeout("slow", request=request)
+
+    endpoint.chat.side_effect = slow
+    client = make_client()
+    meter = CostMeter()
+
+    with pytest.raises(LLMDeadlineError) as info:
+        client.chat(Q, deadline=time.monotonic() + 1.0, meter=meter)
+    assert info.value.sent is True
+    assert endpoint.chat.call_count == 1 and meter.cost.failed_calls == 1
 
 
 def test_deadline_caps_the_request_timeout(endpoint, make_client):
