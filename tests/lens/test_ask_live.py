@@ -17,7 +17,7 @@ import pytest
 pytestmark = [
     pytest.mark.live,
     pytest.mark.timeout(600),
-    pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None, reason="needs the 'local' extra"),
+    pytest.mark.skipif(importlib.util.find_spec("xllamacpp") is None, reason="needs the 'local' extra"),
 ]
 
 DEMO = Path(__file__).resolve().parents[2] / "corpora" / "demo"

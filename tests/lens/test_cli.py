@@ -13,7 +13,7 @@ import pytest
 
 from lens._cli import main
 
-HEAVY = ("openai", "httpx", "numpy", "torch", "scipy", "sklearn", "bm25s", "sentence_transformers", "llama_cpp",
+HEAVY = ("openai", "httpx", "numpy", "torch", "scipy", "sklearn", "bm25s", "sentence_transformers", "xllamacpp",
          "pydantic", "matplotlib")
 
 

@@ -104,7 +104,7 @@ def test_real_models_carry_the_shared_checksums():
 def test_no_endpoint_and_no_local_runtime_is_one_clear_error(monkeypatch, tmp_path):
     real_find_spec = importlib.util.find_spec
     monkeypatch.setattr(
-        importlib.util, "find_spec", lambda name, *a: None if name == "llama_cpp" else real_find_spec(name, *a)
+        importlib.util, "find_spec", lambda name, *a: None if name == "xllamacpp" else real_find_spec(name, *a)
     )
     config = load_config("fast", env={}, overrides={"llm": {"cache_dir": str(tmp_path)}})
     with pytest.raises(EmbeddedUnavailableError) as e:

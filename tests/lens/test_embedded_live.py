@@ -2,7 +2,7 @@
 process behind — after a normal exit, an exception inside ``with``, an uncaught exception or SIGKILL of the
 owning process, and it is not killed early when started from a worker thread.
 
-Needs the ``local`` extra (llama-cpp-python[server] and the GGUF chunk packages); deselect with -m "not live".
+Needs the ``local`` extra (xllamacpp and the GGUF chunk packages); deselect with -m "not live".
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from lens._llm import LLMClient, open_client
 pytestmark = [
     pytest.mark.live,
     pytest.mark.timeout(300),
-    pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None, reason="needs the 'local' extra"),
+    pytest.mark.skipif(importlib.util.find_spec("xllamacpp") is None, reason="needs the 'local' extra"),
 ]
 
 SMALL = "qwen2.5-coder-0.5b-instruct"
@@ -163,3 +163,4 @@ def test_llm_check_reports_backend_model_answer_and_speeds():
     assert "paris" in report["answer"].lower()
     assert report["prompt_tokens_per_s"] > 0 and report["generation_tokens_per_s"] > 0
     assert report["probe"]["prompt_tokens"] > 200 and report["probe"]["generated_tokens"] > 10
+    assert report["runtime"]["runtime"] == "xllamacpp" and "AVX2 = 1" in report["runtime"]["system_info"]
