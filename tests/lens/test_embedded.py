@@ -13,7 +13,7 @@ import pytest
 
 import lens._embedded as embedded
 from lens._config import load_config
-from lens._embedded import EmbeddedUnavailableError, LocalModel, assemble_model
+from lens._embedded import EmbeddedServer, EmbeddedUnavailableError, LocalModel, assemble_model
 from lens._errors import LensError
 from lens._llm import open_client
 
@@ -114,3 +114,116 @@ def test_no_endpoint_and_no_local_runtime_is_one_clear_error(monkeypatch, tmp_pa
     assert "--base-url" in message and "LENS_LLM__BASE_URL" in message  # way out 1: an endpoint
     assert "pip install 'lens-search[local]'" in message  # way out 2: the embedded runtime
     assert "\n" not in message
+
+
+# --------------------------------------------------------------------------- a server that dies (no model needed)
+
+FAKE_SERVER = '''
+import argparse, json, os, signal, sys
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+ap = argparse.ArgumentParser()
+for flag in ("--model", "--alias", "--port", "--ctx", "--threads"):
+    ap.add_argument(flag)
+args = ap.parse_args()
+mode = os.environ.get("FAKE_MODE", "sigill")
+print("LENS-RUNTIME " + json.dumps({"runtime": "fake", "version": "0", "system_info": "CPU : AVX2 = 1 |"}), flush=True)
+with open(os.environ["FAKE_PIDFILE"], "w") as fh:
+    fh.write(str(os.getpid()))
+
+class H(BaseHTTPRequestHandler):
+    def log_message(self, *a):
+        pass
+    def _json(self, obj):
+        body = json.dumps(obj).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def do_GET(self):  # /v1/models answers: the old readiness check passed here
+        self._json({"object": "list", "data": [{"id": args.alias, "object": "model"}]})
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        if mode == "sigill":
+            os.kill(os.getpid(), signal.SIGILL)  # what a build with instructions this CPU lacks does
+        if mode == "exit3":
+            sys.stdout.flush()
+            os._exit(3)
+        self._json({"id": "x", "object": "chat.completion", "created": 0, "model": args.alias,
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": "OK"}}],
+                    "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}})
+        if mode == "die-after-ready":
+            os.kill(os.getpid(), signal.SIGILL)  # answers readiness, then dies as the next request arrives
+            # (the kill lands after this reply is written; the next request finds no server)
+
+HTTPServer(("127.0.0.1", int(args.port)), H).serve_forever()
+'''
+
+
+def _fake_launcher(tmp_path, mode, monkeypatch):
+    script = tmp_path / "fake_server.py"
+    script.write_text(FAKE_SERVER)
+    pidfile = tmp_path / "server.pid"
+    monkeypatch.setenv("FAKE_MODE", mode)
+    monkeypatch.setenv("FAKE_PIDFILE", str(pidfile))
+    return (sys.executable, str(script)), pidfile
+
+
+def _gone(pid: int, within_s: float = 10.0) -> bool:
+    import os
+    import time
+
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_a_server_that_dies_with_sigill_on_its_first_completion_is_reported_in_one_line(fake_model, tmp_path, monkeypatch):
+    launcher, pidfile = _fake_launcher(tmp_path, "sigill", monkeypatch)
+    server = EmbeddedServer("fake-model", cache_dir=tmp_path / "cache", launcher=launcher, startup_timeout_s=30)
+    with pytest.raises(EmbeddedUnavailableError) as e:
+        server.start()
+    message = str(e.value)
+    assert "\n" not in message
+    assert "SIGILL" in message and "CPU instructions this machine does not allow" in message
+    assert "while starting" in message and "--force-reinstall" in message
+    log_path = tmp_path / "cache" / "logs"
+    assert f"(log: {next(log_path.glob('server-fake-model-*.log'))})" in message
+    assert server.process is None
+    assert _gone(int(pidfile.read_text()))
+
+
+def test_a_server_that_exits_is_reported_with_its_exit_code(fake_model, tmp_path, monkeypatch):
+    launcher, _ = _fake_launcher(tmp_path, "exit3", monkeypatch)
+    server = EmbeddedServer("fake-model", cache_dir=tmp_path / "cache", launcher=launcher, startup_timeout_s=30)
+    with pytest.raises(EmbeddedUnavailableError, match=r"exited with code 3 while starting \(log: "):
+        server.start()
+
+
+def test_a_server_that_dies_after_readiness_is_named_by_the_client(fake_model, tmp_path, monkeypatch):
+    from lens._config import LLMSettings
+    from lens._llm import LLMClient, LLMUnavailableError
+
+    launcher, pidfile = _fake_launcher(tmp_path, "die-after-ready", monkeypatch)
+    server = EmbeddedServer("fake-model", cache_dir=tmp_path / "cache", launcher=launcher, startup_timeout_s=30)
+    server.start()
+    try:
+        assert server.runtime["runtime"] == "fake"  # the runtime line the server printed
+        server.process.wait(timeout=10)  # it died (we are its parent: wait reaps it)
+        client = LLMClient(base_url=server.base_url, model="fake-model", health=server.death,
+                           settings=LLMSettings(max_retries=1, retry_backoff_s=0.01))  # fmt: skip
+        with pytest.raises(LLMUnavailableError) as e:
+            client.chat([{"role": "user", "content": "hi"}])
+        client.close()
+        assert "the embedded server for fake-model died with SIGILL" in str(e.value)
+        assert "(log: " in str(e.value) and "\n" not in str(e.value)
+    finally:
+        server.stop()
+    assert server.process is None
