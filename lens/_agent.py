@@ -26,7 +26,7 @@ from lens._consolidation import consolidate
 from lens._corpus import scan_corpus
 from lens._cost import CostMeter
 from lens._errors import LensError
-from lens._llm import LLMClient, LLMError, LLMUnavailableError, open_client
+from lens._llm import LLMClient, LLMError, LLMUnavailableError, open_client, refusal
 from lens._loop import Loop, LoopState
 from lens._memory import Eligibility, MemoryStore, all_past, new_entry
 from lens._prior import CorpusView, Prior
@@ -105,6 +105,9 @@ class Agent:
         except LLMUnavailableError:
             raise  # the endpoint is gone: nothing else this question does can work
         except LLMError as exc:  # a format failure, a timeout, a spent deadline: a best-effort answer follows
+            refused = refusal(exc, meter, self.config.llm)
+            if refused is not None:
+                raise refused from None  # no call has succeeded: an answer from nothing would look like one
             stages.append({"stage": stage, "error": str(exc)})
             return None
         finally:
@@ -129,6 +132,10 @@ class Agent:
         cfg = self.config
         if not question or not question.strip():
             raise LensError("the question is empty")
+        if cfg.llm.cache and cfg.llm.cache_dir and _inside(Path(cfg.llm.cache_dir), Path(path)):
+            raise LensError(
+                f"llm.cache_dir {cfg.llm.cache_dir}: inside the document folder {path}; lens never writes there"
+            )
         t_start = time.monotonic()
         meter = CostMeter()
         budget = Budget(cfg.budget, meter)
@@ -235,11 +242,15 @@ class Agent:
                 RequirementStatus(r.id, r.resolved_text(state.values), status, state.values.get(r.id) or None,
                                   round(state.beliefs[r.id].glr(), 3), ev_ids)
             )
+        failed = meter.cost.endpoint_errors
+        if failed:
+            notes.append(f"{failed} LLM calls failed at the endpoint (last: {meter.last_error})")
         best_effort = (
             not answer
             or any(s.status == "unresolved" for s in statuses)
             or bool(synth_missing)
             or stop.startswith("budget")
+            or failed > 0
         )
         entries = self._memory_entries(state, decomposition, certified, question, pos)
         if record and use_memory and entries:
@@ -370,11 +381,17 @@ def ask_command(args: argparse.Namespace) -> int:
             reqs = ",".join(e.requirements) or "-"
             print(f"  [{e.id}] {e.citation}  ({e.status}; {reqs})  {snippet}")
     c = result.cost
+    failed = f"; {c['failed_calls']} failed requests, {c['retries']} retried" if c.get("failed_calls") else ""
     print(
-        f"Cost: {c['oracle_calls']} oracle calls ({c['cache_hits']} cached, bound {c['max_oracle_calls']}), "
+        f"Cost: {c['oracle_calls']} oracle calls ({c['cache_hits']} cached, bound {c['max_oracle_calls']}{failed}), "
         f"{c['tokens']:,} tokens ({c['prompt_tokens']:,} prompt + {c['completion_tokens']:,} completion), "
         f"{c['seconds']:.1f} s, {c['rounds']} rounds · stop: {result.stop_reason} · model {result.model}"
     )
+    skipped = ", ".join(f"{n} {reason}" for reason, n in (result.corpus.get("skipped") or {}).items())
+    bad = result.corpus.get("bad_encoding") or 0
+    if skipped or bad:
+        extra = f" · {bad} files with invalid UTF-8 read with U+FFFD" if bad else ""
+        print(f"Skipped: {skipped or 'none'}{extra}")
     for note in result.notes:
         print(f"Note: {note}")
     return 0

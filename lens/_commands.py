@@ -101,6 +101,8 @@ def corpus_stats(args: argparse.Namespace) -> int:
     print(f"read        {stats['seconds']:.3f} s  ({stats['mb_per_s']:.1f} MB/s)")
     skipped = stats["skipped"]
     print("skipped     " + (", ".join(f"{k} {v}" for k, v in skipped.items()) if skipped else "none"))
+    if stats["bad_encoding"]:
+        print(f"encoding    {stats['bad_encoding']:,} files with invalid UTF-8 (read with U+FFFD in place of bad bytes)")
     for line in stats["problems"][:10]:
         print(f"  {line}")
     if len(scan.problems) > 10:

@@ -18,7 +18,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal, Mapping
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from lens._errors import LensError
 
@@ -62,8 +62,9 @@ class LLMSettings(_Section):
     seed: int = 0
     max_output_tokens: int = Field(512, ge=1)
     call_timeout_s: float = Field(120.0, gt=0)
-    max_retries: int = Field(3, ge=0)
-    retry_backoff_s: float = Field(1.0, ge=0)
+    # transport: how hard to try, not what is asked; a resume may change them
+    max_retries: int = Field(3, ge=0, json_schema_extra=_NOT_HASHED)
+    retry_backoff_s: float = Field(1.0, ge=0, json_schema_extra=_NOT_HASHED)
     cache: bool = True
     cache_dir: str | None = Field(None, json_schema_extra=_NOT_HASHED)
     n_ctx: int = Field(8192, ge=512, description="Context window of the embedded server.")
@@ -73,6 +74,24 @@ class LLMSettings(_Section):
     @property
     def served_model(self) -> str:
         return self.model or self.local_model
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        """An http(s) URL with a host and, if given, a numeric port (checked here, not deep in the client)."""
+        if value is None or not value.strip():
+            return None
+        from urllib.parse import urlsplit
+
+        value = value.strip()
+        try:
+            parts = urlsplit(value)
+            parts.port  # noqa: B018 - raises ValueError for a port that is not a number in range
+        except ValueError as exc:
+            raise ValueError(f"{value!r} is not a usable URL ({exc})") from None
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"{value!r} is not an http(s) URL with a host, e.g. http://127.0.0.1:8000/v1")
+        return value
 
 
 class BudgetSettings(_Section):
@@ -308,6 +327,6 @@ def load_config(
         return LensConfig.model_validate(merged)
     except ValidationError as exc:
         problems = "; ".join(
-            f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']}" for err in exc.errors()
+            f"{'.'.join(str(x) for x in err['loc'])}: {err['msg'].removeprefix('Value error, ')}" for err in exc.errors()
         )
         raise ConfigError(f"invalid configuration from {' + '.join(sources)}: {problems}") from None

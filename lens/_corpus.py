@@ -1,7 +1,8 @@
 """The raw-corpus reader: a folder of documents read as it is *now* (no index, nothing written).
 
 What it reads
-- text files of common kinds and extensionless files (decoded as UTF-8 with replacement);
+- text files of common kinds and extensionless files (decoded as UTF-8; invalid bytes become U+FFFD and the file
+  is counted as ``bad_encoding``);
 - multi-document containers: ``.jsonl`` and ``.bz2`` JSONL shards with one article per line in the HotpotQA
   abstracts layout (``title`` and ``text`` as a list of sentences; ``sentences`` or a plain string also work).
 
@@ -145,6 +146,7 @@ class CorpusScan:
     seconds: float = 0.0
     skipped: Counter = field(default_factory=Counter)
     problems: list[str] = field(default_factory=list)
+    bad_encoding: int = 0  # files read although some bytes were not valid UTF-8 (U+FFFD in their place)
 
     @property
     def mb_per_s(self) -> float:
@@ -159,6 +161,7 @@ class CorpusScan:
             "seconds": round(self.seconds, 4),
             "mb_per_s": round(self.mb_per_s, 2),
             "skipped": dict(sorted(self.skipped.items())),
+            "bad_encoding": self.bad_encoding,
             "problems": self.problems[:50],
         }
 
@@ -263,6 +266,7 @@ class _FileResult:
     skip: str | None = None
     problems: list[str] = field(default_factory=list)
     malformed: int = 0  # container records skipped as malformed
+    bad_encoding: bool = False  # some bytes were not valid UTF-8 (read with U+FFFD in their place)
 
 
 def _html_to_text(text: str) -> str:
@@ -340,7 +344,11 @@ def _read_container(path: str, full: str, settings: ReaderSettings) -> _FileResu
                     continue
                 where = f"{path}:{lineno}"
                 try:
-                    obj = json.loads(raw.decode("utf-8", errors="replace"))
+                    text, bad = _decode(raw)
+                    if bad and not res.bad_encoding:
+                        res.bad_encoding = True
+                        res.problems.append(f"{where}: invalid UTF-8, read with U+FFFD replacement characters")
+                    obj = json.loads(text)
                     title, sents = _record_sentences(obj, where)
                 except json.JSONDecodeError as exc:
                     res.problems.append(f"{where}: malformed JSON ({exc.msg})")
@@ -428,6 +436,14 @@ def _read_bytes(full: str, max_bytes: int, sig: list | None = None) -> bytes | s
     return data
 
 
+def _decode(data: bytes) -> tuple[str, bool]:
+    """UTF-8 text, and whether any bytes were invalid (those become U+FFFD)."""
+    try:
+        return data.decode("utf-8"), False
+    except UnicodeDecodeError:
+        return data.decode("utf-8", errors="replace"), True
+
+
 def _read_file(full: str, path: str, settings: ReaderSettings, sig: list | None = None) -> _FileResult:
     if _is_container(path):
         if sig is not None:
@@ -439,7 +455,7 @@ def _read_file(full: str, path: str, settings: ReaderSettings, sig: list | None 
     data = _read_bytes(full, settings.max_file_bytes, sig)
     if isinstance(data, str):
         return _FileResult(path, [], skip=data)
-    text = data.decode("utf-8", errors="replace")
+    text, bad = _decode(data)
     if path.lower().endswith(_HTML_SUFFIXES):
         text = _html_to_text(text)
     if not text.strip():
@@ -453,7 +469,10 @@ def _read_file(full: str, path: str, settings: ReaderSettings, sig: list | None 
         text=text,
         sha256=hashlib.sha256(data).hexdigest(),
     )
-    return _FileResult(path, [doc], nbytes=len(data))
+    res = _FileResult(path, [doc], nbytes=len(data), bad_encoding=bad)
+    if bad:
+        res.problems.append(f"{path}: invalid UTF-8, read with U+FFFD replacement characters")
+    return res
 
 
 # Files whose stat signature (device, inode, size, mtime, ctime) is unchanged since this process last read
@@ -483,6 +502,7 @@ def scan_corpus(root: str | os.PathLike[str], settings: ReaderSettings | None = 
     documents: list[Document] = []
     nbytes = 0
     files = 0
+    bad_encoding = 0
 
     prefix = os.path.join(root_path, "")  # joined by concatenation: cheaper than os.path.join per file
     root_key = os.path.realpath(root_path)
@@ -521,6 +541,7 @@ def scan_corpus(root: str | os.PathLike[str], settings: ReaderSettings | None = 
             skipped[res.skip] += 1
             continue
         files += 1
+        bad_encoding += res.bad_encoding
         nbytes += res.nbytes
         documents.extend(res.documents)
     return CorpusScan(
@@ -531,6 +552,7 @@ def scan_corpus(root: str | os.PathLike[str], settings: ReaderSettings | None = 
         seconds=time.perf_counter() - t0,
         skipped=skipped,
         problems=problems,
+        bad_encoding=bad_encoding,
     )
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 __all__ = ["Cost", "CostMeter"]
 
@@ -17,7 +17,9 @@ class Cost:
     completion_tokens: int = 0
     cache_hits: int = 0
     llm_seconds: float = 0.0
-    failed_calls: int = 0  # attempts that got no usable response (timeouts, 5xx, 429), retried or not
+    failed_calls: int = 0  # requests sent that got no usable response (timeouts, 4xx, 5xx, 429), retried or not
+    retries: int = 0  # requests re-sent after a failed attempt (not oracle calls, but paid for)
+    endpoint_errors: int = 0  # calls given up on because the endpoint failed (after their retries)
 
     @property
     def tokens(self) -> int:
@@ -36,25 +38,37 @@ class CostMeter:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._cost = Cost()
+        self.last_error: str | None = None  # the message of the last call that failed for good
 
     def add(self, *, prompt_tokens: int, completion_tokens: int, cache_hit: bool, seconds: float) -> None:
         with self._lock:
             c = self._cost
-            self._cost = Cost(
+            self._cost = replace(
+                c,
                 oracle_calls=c.oracle_calls + 1,
                 prompt_tokens=c.prompt_tokens + prompt_tokens,
                 completion_tokens=c.completion_tokens + completion_tokens,
                 cache_hits=c.cache_hits + int(cache_hit),
                 llm_seconds=c.llm_seconds + seconds,
-                failed_calls=c.failed_calls,
             )
 
     def add_failure(self, seconds: float) -> None:
         """An attempt that returned no usable response: no tokens known, time spent."""
         with self._lock:
             c = self._cost
-            self._cost = Cost(c.oracle_calls, c.prompt_tokens, c.completion_tokens, c.cache_hits,
-                              c.llm_seconds + seconds, c.failed_calls + 1)
+            self._cost = replace(c, llm_seconds=c.llm_seconds + seconds, failed_calls=c.failed_calls + 1)
+
+    def add_retry(self) -> None:
+        """A request about to be re-sent after a failed attempt."""
+        with self._lock:
+            self._cost = replace(self._cost, retries=self._cost.retries + 1)
+
+    def add_error(self, message: str, *, endpoint: bool) -> None:
+        """A call that failed for good (after its retries); ``endpoint``: because of the endpoint."""
+        with self._lock:
+            self.last_error = message
+            if endpoint:
+                self._cost = replace(self._cost, endpoint_errors=self._cost.endpoint_errors + 1)
 
     @property
     def cost(self) -> Cost:

@@ -38,6 +38,9 @@ __all__ = [
     "LLMRequestError",
     "LLMFormatError",
     "LLMDeadlineError",
+    "EndpointRefusedError",
+    "is_endpoint_failure",
+    "refusal",
     "open_client",
 ]
 
@@ -57,16 +60,26 @@ class LLMTimeoutError(LLMError):
     """Every attempt timed out."""
 
 
-class LLMRateLimitError(LLMError):
+class _StatusError(LLMError):
+    def __init__(self, message: str, *, status: int | None = None):
+        super().__init__(message)
+        self.status = status
+
+
+class LLMRateLimitError(_StatusError):
     """Still rate-limited (429) after every retry."""
 
 
-class LLMServerError(LLMError):
+class LLMServerError(_StatusError):
     """Still failing with 5xx after every retry."""
 
 
-class LLMRequestError(LLMError):
+class LLMRequestError(_StatusError):
     """The endpoint rejected the request (4xx other than 429): bad model name, context too long, auth."""
+
+
+class EndpointRefusedError(LLMError):
+    """No call of a question got an answer: the endpoint refused or failed every one (the message says how)."""
 
 
 class LLMFormatError(LLMError):
@@ -147,13 +160,17 @@ class LLMClient:
         self.cache = cache
         # The legacy httpx client keeps one transport that tests can mock (respx) on the production path.
         self._http = httpx.Client(timeout=self.settings.call_timeout_s)
-        self._client = openai.OpenAI(
-            base_url=base_url,
-            api_key=api_key or "no-key",
-            max_retries=0,
-            timeout=self.settings.call_timeout_s,
-            http_client=self._http,
-        )
+        try:
+            self._client = openai.OpenAI(
+                base_url=base_url,
+                api_key=api_key or "no-key",
+                max_retries=0,
+                timeout=self.settings.call_timeout_s,
+                http_client=self._http,
+            )
+        except (httpx.InvalidURL, ValueError) as exc:
+            self._http.close()
+            raise LLMUnavailableError(f"{base_url}: not a usable endpoint URL ({exc})") from None
         self._openai = openai
 
     def close(self) -> None:
@@ -189,7 +206,12 @@ class LLMClient:
                 log.debug("llm cache hit %s", key[:12])
                 return resp
         t0 = time.monotonic()
-        completion = self._call_with_retries(messages, params, deadline, meter)
+        try:
+            completion = self._call_with_retries(messages, params, deadline, meter)
+        except LLMError as exc:
+            if meter is not None:
+                meter.add_error(str(exc), endpoint=is_endpoint_failure(exc))
+            raise
         seconds = time.monotonic() - t0
         choice = completion.choices[0] if completion.choices else None
         text = (choice.message.content if choice and choice.message else None) or ""
@@ -265,6 +287,8 @@ class LLMClient:
         )
         try:
             for attempt in retrying:
+                if meter is not None and attempt.retry_state.attempt_number > 1:
+                    meter.add_retry()
                 with attempt:
                     t0 = time.monotonic()
                     try:
@@ -313,7 +337,8 @@ class LLMClient:
                 raise _Transient("server", exc) from None
             raise LLMRequestError(
                 f"{self.base_url} rejected the request for model {self.model!r}: HTTP {exc.status_code} "
-                f"{_short(exc)}"
+                f"{_short(exc)}",
+                status=exc.status_code,
             ) from None
 
     def _raise_final(self, last: _Transient) -> None:
@@ -323,9 +348,14 @@ class LLMClient:
                 f"{self.model} at {self.base_url}: timed out {n} times (limit {self.settings.call_timeout_s:.0f} s per call)"
             ) from None
         if last.kind == "rate_limit":
-            raise LLMRateLimitError(f"{self.model} at {self.base_url}: rate-limited (429) on all {n} attempts") from None
+            raise LLMRateLimitError(
+                f"{self.model} at {self.base_url}: rate-limited (429) on all {n} attempts", status=429
+            ) from None
         if last.kind == "server":
-            raise LLMServerError(f"{self.model} at {self.base_url}: server error on all {n} attempts: {_short(last.exc)}") from None
+            raise LLMServerError(
+                f"{self.model} at {self.base_url}: server error on all {n} attempts: {_short(last.exc)}",
+                status=getattr(last.exc, "status_code", None),
+            ) from None
         died = self._health() if self._health is not None else None
         if died:
             raise LLMUnavailableError(died) from None
@@ -343,6 +373,67 @@ def _with_parsed(resp: LLMResponse, parsed: Any, extra: LLMResponse | None = Non
     secs = resp.seconds + (extra.seconds if extra else 0.0)
     hit = resp.cache_hit and (extra.cache_hit if extra else True)
     return LLMResponse(resp.text, pt, ct, hit, secs, resp.model, parsed)
+
+
+# 4xx statuses that say something about this one request (too long, malformed), not about the endpoint
+_REQUEST_LEVEL = frozenset({400, 413, 422})
+
+
+def is_endpoint_failure(exc: BaseException) -> bool:
+    """True when ``exc`` says the endpoint could not serve (unreachable, auth, unknown model, rate limit, 5xx,
+    every attempt timed out), not that this question's request or reply was bad (a malformed reply, a request
+    too long, the question's own time budget spent). Benchmark rows that failed this way are retried on resume."""
+    if isinstance(exc, (EndpointRefusedError, LLMUnavailableError, LLMTimeoutError, LLMRateLimitError, LLMServerError)):
+        return True
+    if isinstance(exc, LLMRequestError):
+        return exc.status not in _REQUEST_LEVEL
+    return False
+
+
+def _status_words(status: int | None) -> str:
+    from http import HTTPStatus
+
+    if status is None:
+        return "an error"
+    try:
+        return f"{status} {HTTPStatus(status).phrase}"
+    except ValueError:
+        return f"HTTP {status}"
+
+
+def refusal(exc: BaseException, meter: CostMeter, settings: LLMSettings) -> EndpointRefusedError | None:
+    """The error to raise when ``exc`` shows the endpoint refused every call of a question so far (no call has
+    succeeded), or None when the question should go on (some call succeeded, or the failure is the request's)."""
+    cost = meter.cost
+    if cost.oracle_calls > 0:
+        return None
+    timed_out = isinstance(exc, LLMTimeoutError) or (isinstance(exc, LLMDeadlineError) and cost.failed_calls > 0)
+    if not (timed_out or is_endpoint_failure(exc)):
+        return None
+    if isinstance(exc, EndpointRefusedError):
+        return exc
+    attempts = settings.max_retries + 1
+    if timed_out:
+        return EndpointRefusedError(
+            f"every call to the endpoint timed out ({settings.call_timeout_s:.0f} s per call, {cost.failed_calls} "
+            f"attempts) — check that the server answers, or raise llm.call_timeout_s"
+        )
+    if isinstance(exc, LLMUnavailableError):
+        return EndpointRefusedError(str(exc))
+    status = getattr(exc, "status", None)
+    words = _status_words(status)
+    if status in (401, 403):
+        key = settings.api_key_env
+        hint = f"check {key}" + ("" if os.environ.get(key) else f" (it is not set)")
+        return EndpointRefusedError(f"the endpoint refused every call: {words} — {hint}")
+    if status == 404:
+        return EndpointRefusedError(
+            f"the endpoint refused every call: {words} — check the model name ({settings.served_model}) and --base-url"
+        )
+    if isinstance(exc, (LLMRateLimitError, LLMServerError)):
+        verb = "refused" if status == 429 else "failed"
+        return EndpointRefusedError(f"the endpoint {verb} every call: {words} (on all {attempts} attempts of each)")
+    return EndpointRefusedError(f"the endpoint refused every call: {words}: {exc}")
 
 
 def open_client(config: LensConfig) -> LLMClient:

@@ -21,7 +21,7 @@ from lens._budget import Budget
 from lens._config import LensConfig, OracleReliability
 from lens._corpus import Document
 from lens._cost import CostMeter
-from lens._llm import LLMClient, LLMDeadlineError, LLMError, LLMFormatError, LLMUnavailableError
+from lens._llm import LLMClient, LLMDeadlineError, LLMError, LLMFormatError, LLMUnavailableError, refusal
 from lens._observation import Finding, ObservationReply, observation_messages, verify_reply
 from lens._prior import CorpusView, Prior
 from lens._requirements import Decomposition, Requirement
@@ -236,6 +236,9 @@ class Loop:
             except LLMUnavailableError:
                 raise
             except LLMError as exc:
+                refused = refusal(exc, self.meter, self.config.llm)
+                if refused is not None:
+                    raise refused from None
                 obs_record["error"] = str(exc)
                 stop = "llm-error"
             finally:
