@@ -327,6 +327,7 @@ def run(args: argparse.Namespace) -> int:
             "out": str(summary.out), "rows_before": summary.rows_before, "rows_written": summary.rows_written,
             "rows_total": summary.rows_total, "planned": summary.planned, "complete": summary.complete,
             "stopped": summary.stopped, "per_system": summary.per_system,
+            "endpoint_failures": summary.endpoint_failures, "endpoint_error": summary.endpoint_error,
             "config_hash": plan.config_hash, "binding_hash": plan.binding_hash,
         }, indent=1))  # fmt: skip
     else:
@@ -340,9 +341,21 @@ def run(args: argparse.Namespace) -> int:
             f"rows: {summary.rows_written} written now, {summary.rows_before} before, "
             f"{summary.rows_total}/{summary.planned} done; {summary.out / 'rows.jsonl'}"
         )
+    if summary.endpoint_failures:
+        print(
+            f"endpoint failures: {summary.endpoint_failures} (system, question) attempts got no answer from the "
+            f"endpoint (last: {summary.endpoint_error}); they are not rows (logged in {summary.out / 'attempts.jsonl'}) "
+            f"and rerunning the same command retries them",
+            file=sys.stderr,
+        )
     if summary.stopped:
         print(f"lens: error: run stopped: {summary.stopped}; rerun the same command to resume", file=sys.stderr)
         return 2
+    if summary.endpoint_failed_all:
+        print(f"lens: error: the endpoint failed every question of this run: {summary.endpoint_error}", file=sys.stderr)
+        return 2
+    if summary.endpoint_failures:
+        return 1  # incomplete: the failed attempts are still to do
     return 0
 
 

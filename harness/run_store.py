@@ -25,6 +25,8 @@ __all__ = [
     "ROW_FORMAT",
     "MANIFEST_NAME",
     "ROWS_NAME",
+    "ATTEMPT_FORMAT",
+    "ATTEMPTS_NAME",
     "RunStoreError",
     "RowLog",
     "read_run_manifest",
@@ -37,6 +39,8 @@ RUN_FORMAT = "lens-run/1"
 ROW_FORMAT = "lens-run-row/1"
 MANIFEST_NAME = "manifest.json"
 ROWS_NAME = "rows.jsonl"
+ATTEMPT_FORMAT = "lens-run-attempt/1"
+ATTEMPTS_NAME = "attempts.jsonl"  # attempts that failed at the endpoint: a record, never rows
 
 
 class RunStoreError(LensError):
@@ -137,6 +141,10 @@ class RowLog:
                 fh.flush()
                 os.fsync(fh.fileno())
         return rows, cut
+
+    @property
+    def is_open(self) -> bool:
+        return self._fd is not None
 
     def open(self) -> "RowLog":
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)

@@ -22,8 +22,14 @@ Resume
 - Each run uses its own LLM response cache (``RUN_DIR/llm-cache``) unless ``llm.cache_dir`` is set: a run
   starts cold, and a question rerun after an interruption replays the calls it had made (reported as hits).
 
-Errors: a question-level failure is a row with ``error`` set. Only an unreachable endpoint stops the run
-(exit 2, rows so far kept; rerun to resume).
+Errors
+- A question-level failure (its time or token budget spent, an unparseable reply, a request too long) is a row
+  with ``error`` set: it is the system's result on that question and stays final.
+- An endpoint failure (auth, unknown model, 429/5xx or timeouts after every retry: the prediction is marked
+  ``endpoint_failure``) is not a result: the attempt is appended to ``attempts.jsonl`` (system, question, error,
+  cost) and no row is written, so rerunning the same command retries that question once the endpoint
+  recovers. After ``ENDPOINT_BREAKER`` such failures in a row with no success between them the run stops.
+- An unreachable endpoint stops the run at once. Rows so far are kept; rerun to resume.
 """
 
 from __future__ import annotations
@@ -50,6 +56,8 @@ from harness.metrics import (
     support_scores,
 )
 from harness.run_store import (
+    ATTEMPT_FORMAT,
+    ATTEMPTS_NAME,
     ROW_FORMAT,
     ROWS_NAME,
     RUN_FORMAT,
@@ -75,6 +83,9 @@ __all__ = [
     "score_prediction",
     "canonical_hash",
 ]
+
+
+ENDPOINT_BREAKER = 10  # endpoint failures in a row (no success between) that stop a run
 
 
 def canonical_hash(obj: Any) -> str:
@@ -322,10 +333,17 @@ class RunSummary:
     cut_bytes: int
     stopped: str | None = None  # why the run stopped early, if it did
     per_system: dict[str, dict[str, float]] = field(default_factory=dict)
+    endpoint_failures: int = 0  # attempts of this session that failed at the endpoint (no row; retried on rerun)
+    endpoint_error: str | None = None  # the last such failure's message
 
     @property
     def complete(self) -> bool:
         return self.rows_total >= self.planned and self.stopped is None
+
+    @property
+    def endpoint_failed_all(self) -> bool:
+        """Every job this session attempted failed at the endpoint."""
+        return self.endpoint_failures > 0 and self.rows_written == 0
 
 
 def _git_commit() -> str | None:
@@ -490,9 +508,13 @@ def run_benchmark(
     tokens = sum(r["prediction"]["tokens"] for r in existing if r["system_hash"] in {e["system_hash"] for e in entries.values()})
     errors = 0
     written = 0
+    failed_attempts = 0
+    in_a_row = 0
+    last_failure: str | None = None
     stopped: str | None = None
     by_id = {q.id: q for q in plan.questions}
     new_rows: list[dict[str, Any]] = []
+    attempts_log = RowLog(out / ATTEMPTS_NAME)
     rows_log.open()
     try:
         for outcome in executor.run(partial(_same_worker, worker), jobs):
@@ -506,6 +528,26 @@ def run_benchmark(
             pred: Prediction = outcome.result
             entry = entries[job.system]
             q = by_id[job.question_id]
+            if pred.endpoint_failure:
+                # not the system's result on this question: log the attempt, write no row, retry on resume
+                if not attempts_log.is_open:
+                    attempts_log.open()
+                attempts_log.append({
+                    "format": ATTEMPT_FORMAT, "binding_hash": plan.binding_hash, "config_hash": plan.config_hash,
+                    "system": job.system, "system_hash": entry["system_hash"], "question_id": q.id,
+                    "error": pred.error, "oracle_calls": pred.oracle_calls, "tokens": pred.tokens,
+                    "seconds": round(pred.seconds, 3), "finished_at": _now(),
+                })  # fmt: skip
+                failed_attempts += 1
+                in_a_row += 1
+                last_failure = pred.error
+                bar.set_postfix_str(f"endpoint failures {failed_attempts} · last {str(pred.error)[:60]}", refresh=False)
+                bar.update(1)
+                if in_a_row >= ENDPOINT_BREAKER and stopped is None:
+                    stopped = f"the endpoint failed {in_a_row} questions in a row (last: {pred.error})"
+                    executor.stop()
+                continue
+            in_a_row = 0
             index_checksum = (
                 None if entry["index_free"] else plan.index_corpus.checksum
             )
@@ -542,9 +584,11 @@ def run_benchmark(
             bar.update(1)
     finally:
         rows_log.close()
+        attempts_log.close()
         bar.close()
     manifest["updated"] = session["finished"] = _now()
     session["rows_written"] = written
+    session["endpoint_failures"] = failed_attempts
     session["stopped"] = stopped
     write_run_manifest(out, manifest)
     current = {e["system_hash"] for e in entries.values()}
@@ -559,6 +603,8 @@ def run_benchmark(
         cut_bytes=cut,
         stopped=stopped,
         per_system=_summaries([r for r in all_rows if row_key(r) in planned_keys]),
+        endpoint_failures=failed_attempts,
+        endpoint_error=last_failure,
     )
 
 

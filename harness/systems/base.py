@@ -5,7 +5,10 @@ hence the same model, per-call timeout (``llm.call_timeout_s``) and per-question
 (``budget.question_timeout_s``: every LLM call of a question gets the same ``deadline``).
 
 ``answer`` never raises for a question-level failure (timeout, malformed reply, rate limit after retries, a
-bug in one question's path): the prediction comes back with ``error`` set and whatever the system had. Only
+bug in one question's path): the prediction comes back with ``error`` set and whatever the system had. When a
+call failed because of the endpoint (``lens._llm.is_endpoint_failure``: auth, unknown model, 429/5xx or timeouts
+after retries) the prediction is marked ``endpoint_failure``: the runner logs it as a failed attempt and retries
+the question on resume, since it says nothing about the system. Only
 :class:`RunLevelError` — the endpoint cannot be reached at all — propagates, because every later question would
 fail the same way; the runner stops and a rerun resumes.
 """
@@ -20,7 +23,7 @@ from typing import Any, ClassVar
 
 from harness.systems.prediction import Prediction
 from lens._cost import CostMeter
-from lens._llm import LLMUnavailableError
+from lens._llm import LLMUnavailableError, is_endpoint_failure
 
 __all__ = ["System", "QuestionBudget", "RunLevelError", "error_text"]
 
@@ -84,7 +87,11 @@ class System(ABC):
         except Exception as exc:  # a question-level failure: recorded, never a crash
             log.warning("%s failed on a question: %s", self.name, error_text(exc), exc_info=log.isEnabledFor(logging.DEBUG))
             pred = Prediction(system=self.name, answer="", error=error_text(exc))
+            pred.endpoint_failure = is_endpoint_failure(exc)
             self._charge(pred, budget)
+        if budget.meter.cost.endpoint_errors:  # a call of this question gave up on the endpoint
+            pred.endpoint_failure = True
+            pred.error = pred.error or f"endpoint: {budget.meter.last_error}"
         pred.seconds = time.monotonic() - budget.started
         return pred
 

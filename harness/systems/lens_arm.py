@@ -21,6 +21,7 @@ from harness.systems.base import QuestionBudget, RunLevelError, System, error_te
 from harness.systems.corpus import read_snapshot_doc
 from harness.systems.prediction import Passage, Prediction, RetrievedDoc
 from lens._errors import LensError
+from lens._llm import is_endpoint_failure
 
 __all__ = ["LensSystem", "prediction_from_result"]
 
@@ -100,5 +101,10 @@ class LensSystem(System):
             raise
         except LensError as exc:
             # The agent raised before returning its cost: the calls it made are not known here.
-            return Prediction(system=self.name, answer="", error=error_text(exc), details={"cost_known": False})
-        return prediction_from_result(result, self.folder, self.name)
+            return Prediction(system=self.name, answer="", error=error_text(exc), details={"cost_known": False},
+                              endpoint_failure=is_endpoint_failure(exc))  # fmt: skip
+        pred = prediction_from_result(result, self.folder, self.name)
+        if result.cost.get("endpoint_errors"):  # a best-effort answer the endpoint degraded: not a result
+            pred.endpoint_failure = True
+            pred.error = pred.error or "endpoint: " + "; ".join(n for n in result.notes if "endpoint" in n)
+        return pred

@@ -88,6 +88,9 @@ class Prediction:
     seconds: float = 0.0
     error: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
+    # some call failed at the endpoint (auth, model, rate limit, 5xx, timeouts): not a result of the question,
+    # so the runner logs the attempt and retries the question on resume instead of writing a row
+    endpoint_failure: bool = False
 
     @property
     def tokens(self) -> int:
@@ -118,6 +121,7 @@ class Prediction:
             "seconds": round(self.seconds, 4),
             "error": self.error,
             "details": self.details,
+            "endpoint_failure": self.endpoint_failure,
         }
 
     @classmethod
@@ -136,4 +140,5 @@ class Prediction:
             seconds=float(d.get("seconds", 0.0)),
             error=d.get("error"),
             details=dict(d.get("details", {})),
+            endpoint_failure=bool(d.get("endpoint_failure", False)),
         )
