@@ -68,6 +68,18 @@ class Responder:
         self.lock = threading.Lock()
         self.delay = 0.0
         self.usage = (20, 5)
+        # an endpoint fault for every request while set: an HTTP status (401, 404, 429, 500, ...) or "timeout"
+        # (the reply waits ``timeout_s`` seconds); a function of the messages may choose per request (None: answer)
+        self.fault: int | str | Callable[[list[dict[str, str]]], int | str | None] | None = None
+        self.timeout_s = 2.0
+        self.faulted = 0
+
+    def fault_for(self, messages: list[dict[str, str]]) -> int | str | None:
+        f = self.fault(messages) if callable(self.fault) else self.fault
+        if f is not None:
+            with self.lock:
+                self.faulted += 1
+        return f
 
     def __call__(self, messages: list[dict[str, str]]) -> str:
         kind = kind_of(messages)
@@ -141,11 +153,20 @@ def completion_body(text: str, usage: tuple[int, int]) -> dict[str, Any]:
     }
 
 
+def error_body(status: int) -> dict[str, Any]:
+    return {"error": {"message": f"scripted fault {status}", "type": "scripted", "code": status}}
+
+
 def respx_side_effect(responder: Responder):
     """A respx side effect answering every chat request with ``responder``."""
 
     def effect(request: httpx.Request) -> httpx.Response:
         messages = json.loads(request.content)["messages"]
+        fault = responder.fault_for(messages)
+        if fault == "timeout":
+            raise httpx.ReadTimeout("scripted timeout", request=request)
+        if fault is not None:
+            return httpx.Response(int(fault), json=error_body(int(fault)))
         return httpx.Response(200, json=completion_body(responder(messages), responder.usage))
 
     return effect
@@ -160,8 +181,16 @@ class StubServer:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):  # noqa: N802
                 body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
-                data = json.dumps(completion_body(resp(body["messages"]), resp.usage)).encode()
-                self.send_response(200)
+                fault = resp.fault_for(body["messages"])
+                status = 200
+                if fault == "timeout":
+                    time.sleep(resp.timeout_s)
+                    fault = None
+                if fault is not None:
+                    status, data = int(fault), json.dumps(error_body(int(fault))).encode()
+                else:
+                    data = json.dumps(completion_body(resp(body["messages"]), resp.usage)).encode()
+                self.send_response(status)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(data)))
                 self.end_headers()
