@@ -251,3 +251,76 @@ def test_each_arm_is_bound_to_a_fingerprint_of_the_code_and_prompts_it_runs(endp
     assert code_fingerprint("bm25") == code_fingerprint("hybrid")  # the same files and prompt
     session = read_run_manifest(out)["sessions"][-1]
     assert session["rows_written"] == 3 and session["finished"]
+
+
+# --------------------------------------------------------------------------- endpoint failures are not results
+
+
+def _attempts(out):
+    path = out / "attempts.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+@pytest.mark.parametrize("fault", [401, 404, 429, 500, "timeout"])
+def test_a_poisoned_run_writes_no_rows_exits_2_and_resumes_once_the_endpoint_recovers(bench_data, tmp_path, fault):
+    out = tmp_path / "run"
+    responder = Responder()
+    responder.fault = fault
+    responder.timeout_s = 1.5
+    cmd = [sys.executable, "-m", "lens._cli", "bench", "run", "--snapshot", str(bench_data["D6"]),
+           "--questions", str(bench_data["questions"]), "--systems", ",".join(FAST), "--out", str(out),
+           "--preset", "fast", "--concurrency", "2", "--no-progress", "--limit", "2",
+           "--set", "llm.max_retries=1", "--set", "llm.retry_backoff_s=0", "--set", "llm.call_timeout_s=0.5"]  # fmt: skip
+    with StubServer(responder) as server:
+        bad = subprocess.run([*cmd, "--base-url", server.base_url], env=_clean_env(), capture_output=True, text=True, timeout=300)
+        assert bad.returncode == 2, bad.stderr[-2000:]
+        assert "lens: error: the endpoint failed every question of this run:" in bad.stderr
+        assert "Traceback" not in bad.stderr
+        assert not (out / "rows.jsonl").exists() or (out / "rows.jsonl").read_text() == ""
+        attempts = _attempts(out)
+        assert len(attempts) == 2 * 4 and all(a["error"] for a in attempts)  # every failed attempt on record
+
+        responder.fault = None  # the endpoint recovers: the same command now answers every question
+        good = subprocess.run([*cmd, "--base-url", server.base_url], env=_clean_env(), capture_output=True, text=True, timeout=300)
+
+    assert good.returncode == 0, good.stderr[-2000:]
+    counts, rows = keys(out)
+    assert len(counts) == 2 * 4 and set(counts.values()) == {1} and not any(r["prediction"]["error"] for r in rows)
+    assert "8 written now, 0 before, 8/8 done" in good.stdout
+    assert len(_attempts(out)) == 8  # the record of the failed session is kept
+    sessions = read_run_manifest(out)["sessions"]
+    assert [s["endpoint_failures"] for s in sessions] == [8, 0]
+
+
+def test_some_endpoint_failures_leave_those_questions_to_a_rerun(endpoint, responder, client, config, bench_data, tmp_path):
+    out = tmp_path / "run"
+    first = bench_data["by_id"][bench_data["G6"][0]].question
+    responder.fault = lambda messages: 503 if any(first in m["content"] for m in messages) else None
+
+    summary = run(plan(bench_data, out, config, limit=3, systems=("closed", "bm25")), client)
+
+    assert summary.endpoint_failures == 2 and "503" in summary.endpoint_error and not summary.endpoint_failed_all
+    counts, _ = keys(out)
+    assert len(counts) == 4 and bench_data["G6"][0] not in {q for _, q in counts}
+    responder.fault = None
+    summary = run(plan(bench_data, out, config, limit=3, systems=("closed", "bm25")), client)
+    counts, _ = keys(out)
+    assert summary.rows_written == 2 and summary.complete and len(counts) == 6 and set(counts.values()) == {1}
+
+
+def test_a_question_level_failure_stays_a_final_row(endpoint, responder, client, config, bench_data, tmp_path):
+    out = tmp_path / "run"
+    responder.script["closed_book"] = ["not json"] * 2  # an unparseable reply is the question's result
+    summary = run(plan(bench_data, out, config, limit=1, systems=("closed",)), client)
+    assert summary.rows_written == 1 and summary.endpoint_failures == 0
+    assert run(plan(bench_data, out, config, limit=1, systems=("closed",)), client).rows_written == 0
+
+
+def test_a_run_stops_after_ten_endpoint_failures_in_a_row(endpoint, responder, client, config, bench_data, tmp_path):
+    out = tmp_path / "run"
+    responder.fault = 401
+
+    summary = run(plan(bench_data, out, config, systems=("closed", "bm25")), client, concurrency=1)
+
+    assert summary.stopped and "the endpoint failed 10 questions in a row" in summary.stopped
+    assert "401" in summary.stopped and 10 <= summary.endpoint_failures < 12 * 2 and summary.rows_written == 0
