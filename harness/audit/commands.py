@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import sys
 from pathlib import Path
+
+from lens._errors import LensError
 
 __all__ = ["run", "check", "report"]
 
@@ -33,6 +37,8 @@ def run(args: argparse.Namespace) -> int:
         if given:
             _err(f"lens audit: {', '.join(given)} only apply to a lens-memory config (kind = \"lens-memory\")")
             return 2
+    out = Path(args.out)
+    before = set(os.listdir(out)) if out.is_dir() else None  # what was there already is never touched
     try:
         result = run_audit(
             config,
@@ -41,6 +47,13 @@ def run(args: argparse.Namespace) -> int:
             cache_dir=args.cache,
             progress=None if args.quiet else (lambda m: _err(f"lens audit: {m}")),
         )
+    except OSError as exc:  # disk full, a folder that cannot be written: one line, and no half run left behind
+        if isinstance(exc, LensError):
+            raise
+        _remove_new(out, before)
+        where = f": {exc.filename}" if exc.filename else ""
+        _err(f"lens: error: cannot write the audit run{where}: {exc.strerror or exc}; nothing of it was kept in {out}")
+        return 2
     except ContractFailed as exc:
         for v in exc.violations:
             _err(f"violation {v}")
@@ -52,6 +65,24 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(f"{result.rows} rows, contract pass; report: {result.report_dir / 'report.md'}")
     return 0
+
+
+def _remove_new(out: Path, before: set[str] | None) -> None:
+    """Remove what this run created in ``out`` (the folder itself if it did not exist before)."""
+    if not out.exists():
+        return
+    if before is None:
+        shutil.rmtree(out, ignore_errors=True)
+        return
+    for name in set(os.listdir(out)) - before:
+        target = out / name
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target, ignore_errors=True)
+        else:
+            try:
+                target.unlink()
+            except OSError:
+                pass
 
 
 def check(args: argparse.Namespace) -> int:

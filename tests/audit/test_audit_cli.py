@@ -141,3 +141,34 @@ def test_config_hash_ignores_where_data_live_but_not_what_is_run(tmp_path):
     b = a.model_copy(update={"workloads": [a.workloads[0].model_copy(update={"path": "/elsewhere"})]})
     c = a.model_copy(update={"replay": a.replay.model_copy(update={"capacity": 16})})
     assert a.hash == b.hash and a.hash != c.hash
+
+
+@pytest.mark.parametrize("fail_at", [1, 3, 6])
+def test_a_full_disk_is_one_line_exit_2_and_leaves_no_half_run(small_config, tmp_path, capsys, monkeypatch, fail_at):
+    import errno
+    import os
+
+    out = tmp_path / "full-disk-run"
+    real_fsync = os.fsync
+    seen = {"n": 0}
+
+    def fsync(fd):  # the disk fills up at the fail_at-th durable write into the run folder
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            target = ""
+        if target.startswith(str(out)):
+            seen["n"] += 1
+            if seen["n"] >= fail_at:
+                raise OSError(errno.ENOSPC, "No space left on device", target)
+        return real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    rc = main(["audit", "run", "--config", str(small_config), "--out", str(out), "-q"])
+
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith("lens: error: cannot write the audit run: ") and "No space left on device" in err
+    assert not out.exists()  # nothing of the failed run is kept
+    monkeypatch.setattr(os, "fsync", real_fsync)
+    assert main(["audit", "run", "--config", str(small_config), "--out", str(out), "-q"]) == 0  # room again: it runs
