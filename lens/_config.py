@@ -153,6 +153,11 @@ class MemorySettings(_Section):
 
 class ReaderSettings(_Section):
     max_file_bytes: int = Field(20_000_000, ge=1)
+    max_container_bytes: int = Field(
+        400_000_000, ge=1,
+        description="A .jsonl/.bz2 container is read line by line up to this many (decompressed) bytes; "
+        "its records stay in memory as one copy of their text.",
+    )
     follow_symlinks: bool = False
     workers: int = Field(1, ge=1, json_schema_extra=_NOT_HASHED)  # threads lose to serial reads under the GIL
     reuse_unchanged: bool = Field(

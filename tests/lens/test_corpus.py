@@ -520,3 +520,32 @@ def test_unchanged_containers_are_reused_and_changed_ones_reread(tmp_path, monke
     with bz2.open(shard, "wt", encoding="utf-8") as fh:
         fh.write(records({"title": "Quill Point", "text": ["Quill Point is a cape."]}))
     assert by_id(scan_corpus(tmp_path))["w.jsonl.bz2#L1"].title == "Quill Point"
+
+
+def test_files_with_invalid_utf8_are_counted_as_bad_encoding(tmp_path):
+    write(tmp_path, "bad.txt", b"caf\xe9 au lait.\n")
+    write(tmp_path, "good.txt", "café au lait.\n")
+    write(tmp_path, "shard.jsonl", b'{"title": "Caf\xe9", "text": ["One."]}\n{"title": "B", "text": ["Two."]}\n')
+    scan = scan_corpus(tmp_path)
+    assert len(scan.documents) == 4  # read, whichever way: U+FFFD in place of the bad bytes
+    assert scan.bad_encoding == 2 and scan.stats()["bad_encoding"] == 2
+    assert any(p.startswith("bad.txt: invalid UTF-8") for p in scan.problems)
+    assert any(p.startswith("shard.jsonl:1: invalid UTF-8") for p in scan.problems)
+
+
+def test_a_container_is_read_up_to_its_byte_limit_and_the_cut_is_named(tmp_path):
+    lines = [json.dumps({"title": f"Article {i}", "text": [f"Sentence {i}."]}) + "\n" for i in range(10)]
+    write(tmp_path, "pool.jsonl", "".join(lines))
+    limit = sum(len(x) for x in lines[:4]) + 5
+    scan = scan_corpus(tmp_path, ReaderSettings(max_container_bytes=limit))
+    assert [d.title for d in scan.documents] == [f"Article {i}" for i in range(4)]
+    assert any("pool.jsonl: container larger than reader.max_container_bytes" in p and "read up to line 4" in p
+               for p in scan.problems)  # fmt: skip
+
+
+def test_record_sentences_keep_their_list_positions_and_text_is_held_once(tmp_path):
+    write(tmp_path, "pool.jsonl", json.dumps({"title": "T", "text": ["A one.", "", " B two. ", "C\nthree."]}) + "\n")
+    doc = scan_corpus(tmp_path).documents[0]
+    assert [(s.index, s.text) for s in doc.sentences] == [(0, "A one."), (2, "B two."), (3, "C three.")]
+    assert doc.text == "T\nA one.\n\nB two.\nC three."
+    assert doc._record_form == "lines"  # no sentence list is stored beside the text: it is derived from it
