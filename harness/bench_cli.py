@@ -14,8 +14,17 @@ __all__ = ["add_bench_parser"]
 Handler = Callable[[argparse.ArgumentParser, str], None]
 
 
+_HELP = "the dynamic raw-corpus benchmark (HotpotQA G_n / D_n)"
+
+
 def add_bench_parser(sub: argparse._SubParsersAction, handler: Handler) -> None:
-    p = sub.add_parser("bench", help="the dynamic raw-corpus benchmark (HotpotQA G_n / D_n)")
+    from harness.extra import add_missing_extra_parser, missing_modules
+
+    missing = missing_modules()
+    if missing:
+        add_missing_extra_parser(sub, handler, "bench", _HELP, missing)
+        return
+    p = sub.add_parser("bench", help=_HELP)
     b_sub = p.add_subparsers(dest="bench_command", metavar="SUBCOMMAND")
     b_sub.required = True
     _add_sample(b_sub, handler)
@@ -79,7 +88,7 @@ def _add_score(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
 
 
 def _add_run(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
-    from lens._cli import add_config_args
+    from lens import add_config_args
 
     q = b_sub.add_parser(
         "run",

@@ -299,7 +299,7 @@ def score(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lens._cli import config_from_args
+    from lens import config_from_args
 
     from harness.executor import LocalExecutor
     from harness.runner import plan_run, run_benchmark

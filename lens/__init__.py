@@ -33,6 +33,9 @@ _EXPORTS = {
     "Cost": "lens._cost",
     "scan_corpus": "lens._corpus",
     "Document": "lens._corpus",
+    # for packages that add `lens` commands (entry point group "lens.commands"): the shared LLM/config flags
+    "add_config_args": "lens._cli",
+    "config_from_args": "lens._cli",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

@@ -2,8 +2,9 @@
 
 Every handler is named as ``"module:function"`` and receives the parsed namespace; it returns an exit code.
 Known failures (``LensError``) become one line on stderr and exit code 2; Ctrl-C exits 130.
-Subcommand groups of the harness (``bench``, ``audit``) register themselves from light modules that import
-nothing heavy at parse time, so ``lens --help`` stays instant.
+Other packages add command groups through the ``lens.commands`` entry point group: each entry point names a
+function ``register(subparsers, handler)`` in a light module (argparse only at import), called here in name
+order. The benchmark harness registers ``bench`` and ``audit`` that way; the library never imports it.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ import importlib
 import sys
 from typing import Any, Callable, Sequence
 
-__all__ = ["main", "build_parser", "add_config_args", "config_from_args"]
+__all__ = ["main", "build_parser", "add_config_args", "config_from_args", "COMMAND_GROUP"]
+
+COMMAND_GROUP = "lens.commands"
 
 
 def add_config_args(parser: argparse.ArgumentParser) -> None:
@@ -105,13 +108,16 @@ def build_parser() -> argparse.ArgumentParser:
     add_config_args(p)
     _handler(p, "lens._commands:calibrate")
 
-    # harness groups register themselves (light modules: argparse only at import)
-    from harness.bench_cli import add_bench_parser
-    from harness.audit.cli import add_audit_parser
-
-    add_bench_parser(sub, _handler)
-    add_audit_parser(sub, _handler)
+    # command groups of other packages (the harness: bench, audit) register themselves
+    for register in _registered_groups():
+        register(sub, _handler)
     return parser
+
+
+def _registered_groups() -> list[Callable[..., None]]:
+    from importlib.metadata import entry_points
+
+    return [ep.load() for ep in sorted(entry_points(group=COMMAND_GROUP), key=lambda ep: ep.name)]
 
 
 def _resolve(target: str) -> Callable[[argparse.Namespace], int]:

@@ -29,4 +29,80 @@ def test_the_wheel_carries_prompts_configs_and_both_packages(tmp_path):
         assert f"lens/configs/{config.name}" in names
     assert {"lens/_cli.py", "harness/runner.py", "harness/audit/cli.py", "harness/retrieval/bm25.py"} <= names
     entry = next(n for n in names if n.endswith("entry_points.txt"))
-    assert "lens = lens._cli:main" in zipfile.ZipFile(wheel).read(entry).decode()
+    entries = zipfile.ZipFile(wheel).read(entry).decode()
+    assert "lens = lens._cli:main" in entries
+    assert "[lens.commands]" in entries and "bench = harness.bench_cli:add_bench_parser" in entries
+
+
+HEAVY = ("scipy", "matplotlib", "sklearn", "bm25s", "Stemmer", "torch", "sentence_transformers", "tqdm")
+DEMO_Q = "Which is taller, Calder Point Light or Skerrow Light?"
+
+
+def _source_copy(dest: Path) -> Path:
+    """The tracked and untracked-but-not-ignored files of the checkout, copied (pip builds in the tree)."""
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True,
+                           text=True, check=True).stdout.split()  # fmt: skip
+    for rel in files:
+        src = ROOT / rel
+        if src.is_file():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            (dest / rel).write_bytes(src.read_bytes())
+    return dest
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_the_library_alone_installs_answers_and_names_the_bench_extra(tmp_path):
+    from .harness.systems.scripted_llm import Responder, StubServer
+
+    src = _source_copy(tmp_path / "src")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    pip = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(src)],
+                         capture_output=True, text=True, timeout=800)  # fmt: skip
+    assert pip.returncode == 0, pip.stderr[-3000:]
+    lens = str(venv / "bin" / "lens")
+    env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("LENS_")}
+
+    help_ = subprocess.run([lens, "bench", "--help"], capture_output=True, text=True, env=env)
+    assert help_.returncode == 0 and "pip install 'lens-search[bench]'" in help_.stdout
+    run = subprocess.run([lens, "bench", "run", "--snapshot", "x"], capture_output=True, text=True, env=env)
+    assert run.returncode == 2 and run.stderr.strip().startswith("lens: error: `lens bench` needs the bench extra")
+    audit = subprocess.run([lens, "audit", "run"], capture_output=True, text=True, env=env)
+    assert audit.returncode == 2 and "lens-search[bench]" in audit.stderr
+
+    with StubServer(Responder()) as server:
+        ask = subprocess.run([lens, "ask", DEMO_Q, str(ROOT / "corpora" / "demo"), "--base-url", server.base_url,
+                              "--set", "llm.cache=false"], capture_output=True, text=True, env=env, timeout=120)  # fmt: skip
+    assert ask.returncode == 0, ask.stderr[-2000:]
+    assert ask.stdout.startswith("Answer: ") and "Evidence:" in ask.stdout
+
+    probe = subprocess.run([str(venv / "bin" / "python"), "-c", "import lens, lens._agent, lens._llm, sys; "
+                            f"print([m for m in {HEAVY!r} if m in sys.modules])"],
+                           capture_output=True, text=True, check=True)  # fmt: skip
+    assert probe.stdout.strip() == "[]"
+
+
+def test_lens_ask_imports_none_of_the_harness_dependencies(tmp_path):
+    """In an environment that has every extra installed, answering a question still loads none of them."""
+    from .harness.systems.scripted_llm import Responder, StubServer
+
+    code = (
+        "import sys; from lens._cli import main; rc = main(sys.argv[1:]); "
+        f"print('HEAVY', [m for m in {HEAVY!r} + ('harness',) if m in sys.modules]); sys.exit(rc)"
+    )
+    with StubServer(Responder()) as server:
+        proc = subprocess.run([sys.executable, "-c", code, "ask", DEMO_Q, str(ROOT / "corpora" / "demo"),
+                               "--base-url", server.base_url, "--set", "llm.cache=false"],
+                              capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    # the CLI registers the harness's command groups (argparse only), and nothing else of it runs
+    loaded = eval(proc.stdout.split("HEAVY ", 1)[1])
+    assert not [m for m in loaded if m != "harness"], loaded
+
+
+def test_the_library_never_imports_the_harness():
+    offenders = [str(p.relative_to(ROOT)) for p in (ROOT / "lens").glob("*.py")
+                 if any(line.lstrip().startswith(("import harness", "from harness"))
+                        for line in p.read_text(encoding="utf-8").splitlines())]  # fmt: skip
+    assert offenders == []

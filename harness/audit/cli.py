@@ -8,8 +8,17 @@ from typing import Callable
 __all__ = ["add_audit_parser"]
 
 
+_HELP = "point-in-time (PIT) replay audit of retrieval memory"
+
+
 def add_audit_parser(sub: argparse._SubParsersAction, handler: Callable[[argparse.ArgumentParser, str], None]) -> None:
-    p = sub.add_parser("audit", help="point-in-time (PIT) replay audit of retrieval memory")
+    from harness.extra import add_missing_extra_parser, missing_modules
+
+    missing = missing_modules()
+    if missing:
+        add_missing_extra_parser(sub, handler, "audit", _HELP, missing)
+        return
+    p = sub.add_parser("audit", help=_HELP)
     a_sub = p.add_subparsers(dest="audit_command", metavar="SUBCOMMAND")
     a_sub.required = True
 
