@@ -54,7 +54,17 @@ def _handler(parser: argparse.ArgumentParser, target: str) -> None:
     parser.set_defaults(_handler=target)
 
 
-def build_parser() -> argparse.ArgumentParser:
+BUILTIN_COMMANDS = ("ask", "llm", "corpus", "calibrate")
+
+
+def _needs_groups(argv: Sequence[str] | None) -> bool:
+    """False when the command is one of the library's own: then no entry point metadata is scanned at all."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    first = next((a for a in args if not a.startswith("-")), None)
+    return first not in BUILTIN_COMMANDS
+
+
+def build_parser(*, groups: bool = True) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="lens",
         description="Source-grounded answers over folders of raw, changing documents.",
@@ -109,8 +119,9 @@ def build_parser() -> argparse.ArgumentParser:
     _handler(p, "lens._commands:calibrate")
 
     # command groups of other packages (the harness: bench, audit) register themselves
-    for register in _registered_groups():
-        register(sub, _handler)
+    if groups:
+        for register in _registered_groups():
+            register(sub, _handler)
     return parser
 
 
@@ -128,7 +139,7 @@ def _resolve(target: str) -> Callable[[argparse.Namespace], int]:
 def main(argv: Sequence[str] | None = None) -> int:
     import logging
 
-    parser = build_parser()
+    parser = build_parser(groups=_needs_groups(argv))
     args = parser.parse_args(argv)
     level = logging.WARNING - 10 * min(args.verbose, 2)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
