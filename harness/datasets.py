@@ -18,7 +18,7 @@ from json.decoder import WHITESPACE  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import Any, Iterator
 
-from lens._errors import LensError
+from lens import LensError
 
 __all__ = [
     "DataError",
@@ -258,7 +258,7 @@ def _article(obj: Any, where: str) -> Article:
     else:
         text = _field(obj, "text", where)
         if isinstance(text, str):
-            from lens._corpus import split_sentences
+            from lens import split_sentences
 
             sentences = tuple(s.text for s in split_sentences(text))
         elif isinstance(text, list):

@@ -36,7 +36,7 @@ from typing import Any, Iterable, Sequence
 
 from harness.metrics import FAILURE_CLASSES, bootstrap_ci, mcnemar_exact
 from harness.run_store import read_rows, read_run_manifest
-from lens._errors import LensError
+from lens import LensError
 
 __all__ = ["ReportError", "Run", "Group", "load_run", "group_runs", "build_report", "ReportResult"]
 

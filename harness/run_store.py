@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from harness._atomic import write_json_atomic
-from lens._errors import LensError
+from lens import LensError
 
 __all__ = [
     "RUN_FORMAT",

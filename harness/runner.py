@@ -280,7 +280,7 @@ class Worker:
     def systems(self) -> dict[str, Any]:
         if self._systems is None:
             from harness.systems.registry import build_systems
-            from lens._llm import open_client
+            from lens import open_client
 
             if self._client is None:
                 self._client = open_client(self.config)

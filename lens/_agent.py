@@ -37,7 +37,7 @@ from lens._requirements import (
     SubQuestionReply,
     from_reply,
     from_subquestions,
-    heuristic,
+    heuristic_decomposition,
     prompt_for,
 )
 from lens._result import AskResult, Evidence, RequirementStatus
@@ -160,7 +160,7 @@ class Agent:
         )
         decomposition: Decomposition
         if reply is None:
-            decomposition = heuristic(question)
+            decomposition = heuristic_decomposition(question)
         elif isinstance(reply, DecompositionReply):
             decomposition = from_reply(question, reply)
         else:

@@ -62,7 +62,7 @@ def calibrate(config, questions: list[dict], articles_path: str, *, candidates: 
     from lens._observation import ObservationReply, observation_messages, verify_reply
     from lens._prior import Prior
     from lens._prompts import render
-    from lens._requirements import DecompositionReply, SubQuestionReply, from_reply, from_subquestions, heuristic, prompt_for
+    from lens._requirements import DecompositionReply, SubQuestionReply, from_reply, from_subquestions, heuristic_decomposition, prompt_for
     from lens._terms import content_terms, title_key
     from lens._values import answer_type
     from lens._windows import windows_for
@@ -84,7 +84,7 @@ def calibrate(config, questions: list[dict], articles_path: str, *, candidates: 
             reply = client.chat_json(render(template, question=question), schema, max_tokens=320, meter=meter).parsed
             dec = from_reply(question, reply) if isinstance(reply, DecompositionReply) else from_subquestions(question, reply)
         except (LLMFormatError, LLMError):
-            dec = heuristic(question)
+            dec = heuristic_decomposition(question)
         ready = [r for r in dec.requirements if not r.depends_on]
         cues = [c for r in ready for c in r.cues]
         ranked = prior.score(question, cues, limit=candidates)

@@ -16,7 +16,7 @@ import os
 import tomllib
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import Any, Iterable, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -35,6 +35,7 @@ __all__ = [
     "AblationSettings",
     "available_presets",
     "load_config",
+    "merge_overrides",
 ]
 
 ENV_PREFIX = "LENS_"
@@ -287,6 +288,21 @@ def _env_data(env: Mapping[str, str]) -> tuple[dict[str, Any], str | None, str |
     return data, env.get("LENS_PRESET") or None, env.get("LENS_CONFIG") or None
 
 
+def merge_overrides(data: Mapping[str, Any], overrides: Mapping[str, Any] | Iterable[str]) -> dict[str, Any]:
+    """``data`` (nested plain settings) with ``overrides`` applied: a nested mapping, or ``"section.key=value"``
+    strings whose values parse as TOML scalars (``true``, ``4``, ``0.5``, ``"text"``; anything else is a string).
+    Raises ConfigError naming an item without ``=``. Validation happens when a LensConfig is built from it."""
+    if isinstance(overrides, Mapping):
+        return _deep_merge(dict(data), overrides)
+    merged = dict(data)
+    for item in overrides:
+        if "=" not in item:
+            raise ConfigError(f"override {item!r}: expected section.key=value")
+        key, raw = item.split("=", 1)
+        merged = _deep_merge(merged, _dotted(key.strip(), _parse_scalar(raw)))
+    return merged
+
+
 def load_config(
     preset: str | None = None,
     *,
@@ -318,14 +334,7 @@ def load_config(
         merged = _deep_merge(merged, env_data)
         sources.append("environment (LENS_*__*)")
     if overrides:
-        if isinstance(overrides, Mapping):
-            merged = _deep_merge(merged, overrides)
-        else:
-            for item in overrides:
-                if "=" not in item:
-                    raise ConfigError(f"override {item!r}: expected section.key=value")
-                key, raw = item.split("=", 1)
-                merged = _deep_merge(merged, _dotted(key.strip(), _parse_scalar(raw)))
+        merged = merge_overrides(merged, overrides)
         sources.append("overrides")
     merged["preset"] = name
     try:

@@ -20,7 +20,7 @@ from lens._values import comparison_of
 
 __all__ = [
     "Intent", "INTENTS", "Requirement", "Decomposition", "DecompositionReply", "SubQuestionReply",
-    "from_reply", "from_subquestions", "heuristic", "prompt_for", "question_intent",
+    "from_reply", "from_subquestions", "heuristic_decomposition", "prompt_for", "question_intent",
 ]
 
 Intent = Literal["lookup", "bridge", "comparison", "aggregation", "computation"]
@@ -185,7 +185,7 @@ def from_subquestions(question: str, reply: SubQuestionReply) -> Decomposition:
         cues = names or [t for t in content_terms(text) if t in set(tokens(question))][:4]
         reqs.append(Requirement(id=f"R{n}", text=text, cues=cues, depends_on=dep, entity=names[0] if names else None))
     if not reqs:
-        return heuristic(question)
+        return heuristic_decomposition(question)
     return Decomposition(_intent_of(question, reqs), reqs, "llm")
 
 
@@ -260,7 +260,7 @@ def _names(text: str, question: str) -> list[str]:
     return _grounded_cues(capitalised_spans(text), question)
 
 
-def heuristic(question: str) -> Decomposition:
+def heuristic_decomposition(question: str) -> Decomposition:
     """A decomposition from the wording alone (no LLM): named spans become cues; comparisons split."""
     names = [n for n in capitalised_spans(question) if title_key(n) and len(title_key(n)) > 2]
     names = list(dict.fromkeys(names))

@@ -9,7 +9,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from lens._errors import LensError
+from lens import LensError
 
 __all__ = ["run", "check", "report"]
 

@@ -32,7 +32,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from harness.audit.rows import BUDGET_FIELDS, PAIR_FIELDS, RowTable, read_rows
-from lens._errors import LensError
+from lens import LensError
 
 __all__ = ["CODES", "Violation", "ContractFailed", "check_rows", "check_run", "violations_json"]
 

@@ -31,7 +31,7 @@ from typing import Iterable, Mapping
 import numpy as np
 
 from harness.retrieval.store import canonical_json, sha256_bytes, sha256_file
-from lens._errors import LensError
+from lens import LensError
 
 __all__ = [
     "InputError",

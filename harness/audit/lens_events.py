@@ -43,8 +43,8 @@ import numpy as np
 
 from harness.audit.streams import Stream
 from harness.retrieval.store import atomic_write, canonical_json, sha256_bytes, sha256_file
-from lens._errors import LensError
-from lens._memory import MemoryEntry, new_entry
+from lens import LensError
+from lens import MemoryEntry, new_entry
 
 __all__ = [
     "LABEL_FIELDS",
@@ -190,9 +190,9 @@ def _decomposition(details: Mapping[str, Any], question: str, where: str) -> tup
                 "depends_on": r.get("depends_on"), "entity": r.get("entity"),
             })  # fmt: skip
         return tuple(reqs), "run"
-    from lens._requirements import heuristic
+    from lens import heuristic_decomposition
 
-    d = heuristic(question)
+    d = heuristic_decomposition(question)
     return tuple({"id": r.id, "text": r.text, "cues": list(r.cues), "depends_on": r.depends_on, "entity": r.entity}
                  for r in d.requirements), "heuristic"  # fmt: skip
 

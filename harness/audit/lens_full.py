@@ -29,7 +29,7 @@ from harness.audit.replay import Anchors
 from harness.audit.rows import RowBlock
 from harness.audit.streams import Stream
 from harness.audit.views import MemoryView
-from lens._memory import MemoryEntry, MemoryStore
+from lens import MemoryEntry, MemoryStore
 
 __all__ = ["RecordingMemoryStore", "FullModeLabels", "replay_lens_full"]
 
@@ -81,9 +81,9 @@ def replay_lens_full(
 ) -> list[RowBlock]:
     """Rows for every view (then Naive) at every anchor: the agent rerun with the memory each condition allows."""
     from harness.metrics import answer_scores, evidence_recall
-    from lens._agent import Agent
-    from lens._errors import LensError
-    from lens._llm import LLMError
+    from lens import Agent
+    from lens import LensError
+    from lens import LLMError
 
     if not log.frozen:
         raise ValueError("replay needs a frozen event log")

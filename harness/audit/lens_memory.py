@@ -45,8 +45,8 @@ from harness.audit.replay import Anchors
 from harness.audit.rows import RowBlock
 from harness.audit.streams import Stream
 from harness.audit.views import MemoryView
-from lens._memory import MemoryEntry, MemoryStore
-from lens._terms import content_terms
+from lens import MemoryEntry, MemoryStore
+from lens import content_terms
 
 __all__ = [
     "agent_min_similarity",
@@ -81,7 +81,7 @@ def entry_predicate(view: MemoryView, anchor_pos: int):
 
 def seed_cues(requirement: Mapping[str, Any]) -> list[str]:
     """A requirement's cues when the loop seeds its belief (``Loop._cues`` with no value observed yet)."""
-    from lens._requirements import Requirement
+    from lens import Requirement
 
     req = Requirement(str(requirement["id"]), str(requirement["text"]), list(requirement.get("cues") or []),
                       requirement.get("depends_on"), requirement.get("entity"))  # fmt: skip
@@ -122,12 +122,12 @@ class LensCorpus:
     @classmethod
     def read(cls, folder: str | Path, reader: Any = None) -> "LensCorpus":
         from harness.snapshots import corpus_checksum
-        from lens._corpus import scan_corpus
-        from lens._prior import CorpusView
+        from lens import scan_corpus
+        from lens import CorpusView
 
         scan = scan_corpus(folder, reader)
         if not scan.documents:
-            from lens._errors import LensError
+            from lens import LensError
 
             raise LensError(f"{folder}: no readable documents")
         view = CorpusView(scan)
@@ -175,7 +175,7 @@ class PriorRanker:
     """The production prior over one folder, memoised per (question, cues, memory signal)."""
 
     def __init__(self, corpus: LensCorpus, settings: Any, *, lexical_only: bool = False, depth: int = 10) -> None:
-        from lens._prior import Prior
+        from lens import Prior
 
         self.prior = Prior(corpus.view, settings, lexical_only=lexical_only)
         self.depth = int(depth)

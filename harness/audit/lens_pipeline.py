@@ -38,7 +38,7 @@ from harness.audit.replay import choose_anchors
 from harness.audit.streams import Stream, gold_overlap_stream, random_stream, semantic_stream
 from harness.audit.views import standard_views
 from harness.retrieval.store import atomic_write_json, canonical_json, sha256_bytes, sha256_file
-from lens._errors import LensError
+from lens import LensError
 
 __all__ = ["agent_config", "run_lens_audit"]
 
@@ -49,7 +49,7 @@ Progress = Callable[[str], None]
 def agent_config(run: LensRun, config: LensAuditConfig, *, cache_dir: str | Path | None = None) -> tuple[Any, dict[str, Any]]:
     """The LENS configuration the audit runs the prior (and, in full mode, the agent) with, and a note on how it
     relates to the run's: ``{"reproduces_run_config": bool, ...}``."""
-    from lens._config import _deep_merge, _dotted, _parse_scalar, load_config
+    from lens import ConfigError, load_config, merge_overrides
 
     spec = config.lens
     can = {k: v for k, v in dict(run.config).items() if k != "preset"}
@@ -57,18 +57,16 @@ def agent_config(run: LensRun, config: LensAuditConfig, *, cache_dir: str | Path
     base = load_config(preset, env={}, overrides=can or None)
     note: dict[str, Any] = {"preset": preset, "run_config_hash": run.config_hash,
                             "reproduces_run_config": bool(run.config) and base.canonical_hash() == run.config_hash}  # fmt: skip
-    merged: dict[str, Any] = dict(can)
-    for item in spec.overrides:
-        if "=" not in item:
-            raise AuditConfigError(f"lens.overrides: {item!r}: expected section.key=value")
-        key, raw = item.split("=", 1)
-        merged = _deep_merge(merged, _dotted(key.strip(), _parse_scalar(raw)))
+    try:
+        merged: dict[str, Any] = merge_overrides(can, spec.overrides)
+    except ConfigError as exc:
+        raise AuditConfigError(f"lens.overrides: {exc}") from None
     forced: dict[str, Any] = {"memory": {"enabled": True, "capacity": config.replay.capacity}, "ablation": {"no_memory": False}}
     if config.replay.mode == "full":
         forced["llm"] = {"cache": True}
         if cache_dir is not None:
             forced["llm"]["cache_dir"] = str(cache_dir)
-    cfg = load_config(preset, env={}, overrides=_deep_merge(merged, forced))
+    cfg = load_config(preset, env={}, overrides=merge_overrides(merged, forced))
     note.update(overrides=list(spec.overrides), config_hash=cfg.canonical_hash(),
                 lexical_only_prior=bool(cfg.ablation.lexical_only_prior))  # fmt: skip
     if cfg.ablation.lexical_only_prior:
@@ -167,7 +165,7 @@ def run_lens_audit(
     # 2. prior, context, bindings
     cutoffs = tuple(sorted(config.metrics.cutoffs))
     ranker = PriorRanker(corpus, lens_cfg.prior, lexical_only=lens_cfg.ablation.lexical_only_prior, depth=max(cutoffs))
-    from lens._requirements import MAX_REQUIREMENTS
+    from lens import MAX_REQUIREMENTS
 
     ctx = LensContext(records, corpus, ranker, gold, capacity=config.replay.capacity, min_similarity=agent_min_similarity(),
                       cutoffs=cutoffs, headline_k=config.metrics.headline_k, trace_depth=MAX_REQUIREMENTS)  # fmt: skip
@@ -236,7 +234,7 @@ def run_lens_audit(
     by_id = {r.question_id: r for r in records}
     client_opened = None
     if full and client is None:
-        from lens._llm import open_client
+        from lens import open_client
 
         client = client_opened = open_client(lens_cfg)
     try:

@@ -25,7 +25,7 @@ from typing import Any, Iterable, Iterator, Mapping
 import numpy as np
 
 from harness.retrieval.store import atomic_write
-from lens._errors import LensError
+from lens import LensError
 
 __all__ = [
     "SCHEMA",

@@ -27,7 +27,7 @@ from harness.retrieval.store import (
     sha256_bytes,
     write_folder_record,
 )
-from lens._errors import LensError
+from lens import LensError
 
 __all__ = ["BM25Params", "BM25Index", "tokenize", "corpus_hash"]
 

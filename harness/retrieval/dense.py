@@ -28,7 +28,7 @@ from harness.retrieval.store import (
     sha256_file,
     write_folder_record,
 )
-from lens._errors import LensError
+from lens import LensError
 
 __all__ = ["DEFAULT_MODEL_PACKAGE", "DenseUnavailable", "DenseEncoder", "DenseIndex", "default_model_path"]
 

@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from lens._errors import LensError
+from lens import LensError
 
 __all__ = [
     "IndexFolderError",

@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel, field_validator
 
 from harness.systems.base import QuestionBudget
-from lens._llm import LLMClient
+from lens import LLMClient
 
 __all__ = ["AnswerReply", "ANSWER_TOKENS", "PLACEHOLDERS", "call_for_answer", "clean_answer"]
 

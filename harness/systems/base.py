@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from harness.systems.prediction import Prediction
-from lens._cost import CostMeter
-from lens._llm import LLMUnavailableError, is_endpoint_failure
+from lens import CostMeter
+from lens import LLMUnavailableError, is_endpoint_failure
 
 __all__ = ["System", "QuestionBudget", "RunLevelError", "error_text"]
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from harness.systems.answer_call import ANSWER_TOKENS, call_for_answer
 from harness.systems.base import QuestionBudget, RunLevelError, System, error_text
 from harness.systems.prediction import Prediction
-from lens._llm import LLMClient, LLMError
-from lens._prompts import render
+from lens import LLMClient, LLMError
+from lens import render
 
 __all__ = ["ClosedBookSystem"]
 

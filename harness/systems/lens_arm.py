@@ -20,8 +20,8 @@ from harness.snapshots import sentences_of_lines
 from harness.systems.base import QuestionBudget, RunLevelError, System, error_text
 from harness.systems.corpus import read_snapshot_doc
 from harness.systems.prediction import Passage, Prediction, RetrievedDoc
-from lens._errors import LensError
-from lens._llm import is_endpoint_failure
+from lens import LensError
+from lens import is_endpoint_failure
 
 __all__ = ["LensSystem", "prediction_from_result"]
 

@@ -28,8 +28,8 @@ from harness.systems.corpus import read_snapshot_doc
 from harness.systems.indexes import IndexBuild
 from harness.systems.prediction import Passage, Prediction, RetrievedDoc
 from harness.snapshots import SENTENCE_LINE_OFFSET
-from lens._llm import LLMClient, LLMError
-from lens._prompts import fence_passage, render
+from lens import LLMClient, LLMError
+from lens import fence_passage, render
 
 __all__ = ["Retriever", "BM25Retriever", "HybridRetriever", "RAGSystem", "DEFAULT_K", "HYBRID_DEPTH"]
 

@@ -39,8 +39,8 @@ from harness.systems.base import QuestionBudget, RunLevelError, System, error_te
 from harness.systems.corpus import SnapshotDoc
 from harness.systems.live_search import LiveSearch, SearchState
 from harness.systems.prediction import Passage, Prediction, RetrievedDoc
-from lens._llm import LLMClient, LLMError
-from lens._prompts import fence_passage, render
+from lens import LLMClient, LLMError
+from lens import fence_passage, render
 
 __all__ = ["ReActSystem", "parse_step", "Step", "MAX_STEPS"]
 
