@@ -44,6 +44,7 @@ _EXPORTS = {
     "MAX_REQUIREMENTS": "lens._requirements",
     "heuristic_decomposition": "lens._requirements",
     "new_entry": "lens._memory",
+    "memory_signal": "lens._memory",
     "LLMUnavailableError": "lens._llm",
     "EndpointRefusedError": "lens._llm",
     "is_endpoint_failure": "lens._llm",

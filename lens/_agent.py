@@ -10,16 +10,14 @@ the window reads): nothing in a document can make it write, delete, or call anyt
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import os
-import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lens._beliefs import beta
 from lens._budget import Budget
 from lens._config import LensConfig, load_config
 from lens._consolidation import consolidate
@@ -28,18 +26,9 @@ from lens._cost import CostMeter
 from lens._errors import LensError
 from lens._llm import LLMClient, LLMError, LLMUnavailableError, open_client, refusal
 from lens._loop import Loop, LoopState
-from lens._memory import Eligibility, MemoryStore, all_past, new_entry
+from lens._memory import Eligibility, MemoryStore, all_past, memory_signal, new_entry
 from lens._prior import CorpusView, Prior
-from lens._prompts import render
-from lens._requirements import (
-    Decomposition,
-    DecompositionReply,
-    SubQuestionReply,
-    from_reply,
-    from_subquestions,
-    heuristic_decomposition,
-    prompt_for,
-)
+from lens._requirements import Decomposition, decompose
 from lens._result import AskResult, Evidence, RequirementStatus
 from lens._synthesis import (
     CalibrationReply,
@@ -54,10 +43,9 @@ from lens._synthesis import (
 )
 from lens._windows import estimate_tokens
 
-__all__ = ["Agent", "ask", "ask_command"]
+__all__ = ["Agent", "ask"]
 
 log = logging.getLogger("lens.agent")
-_DECOMP_TOKENS = 200
 _SYNTH_TOKENS = 160
 _COVER_TOKENS = 120
 _CALIB_TOKENS = 48
@@ -136,119 +124,33 @@ class Agent:
             raise LensError(
                 f"llm.cache_dir {cfg.llm.cache_dir}: inside the document folder {path}; lens never writes there"
             )
-        t_start = time.monotonic()
-        meter = CostMeter()
-        budget = Budget(cfg.budget, meter)
-        stages: list[dict] = []
-        notes: list[str] = []
-
+        q = _Question(question, time.monotonic(), CostMeter())
+        q.budget = Budget(cfg.budget, q.meter)
         scan = scan_corpus(path, cfg.reader)
         if not scan.documents:
             raise LensError(f"{path}: no readable documents (skipped: {dict(scan.skipped) or 'none'})")
         view = CorpusView(scan)
-        prior = Prior(view, cfg.prior, lexical_only=cfg.ablation.lexical_only_prior)
         client = self.client
 
-        # requirements: one call, checked against the question; heuristic if it can't be had
-        # the template follows the intent the wording shows: comparisons split per entity, the rest into
-        # ordered sub-questions whose "#k" references are the bridge dependencies
-        template = prompt_for(question)
-        schema = DecompositionReply if template == "decomposition-comparison" else SubQuestionReply
-        reply = self._fixed_call(
-            budget, meter, render(template, question=question.strip()), schema,
-            _DECOMP_TOKENS, keep=1, stages=stages, stage="decomposition",
-        )
-        decomposition: Decomposition
-        if reply is None:
-            decomposition = heuristic_decomposition(question)
-        elif isinstance(reply, DecompositionReply):
-            decomposition = from_reply(question, reply)
-        else:
-            decomposition = from_subquestions(question, reply)
-
-        # memory: eligible, similar, unchanged entries become a prior signal per requirement
-        use_memory = self.memory is not None and cfg.memory.enabled and not cfg.ablation.no_memory
-        memory_signal: dict[str, dict[int, float]] = {}
+        decomposition = self._decompose(q)
         pos = position if position is not None else (self.memory.next_position() if self.memory else 0)
-        if use_memory:
-            view_pred = eligible or all_past(pos)
-            by_id = {d.doc_id: i for i, d in enumerate(view.docs)}
-            stale = 0
-            for req in decomposition.requirements:
-                for entry, sim in self.memory.lookup(req.text, view_pred, capacity=cfg.memory.capacity):  # type: ignore[union-attr]
-                    idx = by_id.get(entry.doc_id)
-                    if idx is None or view.docs[idx].sha256 != entry.sha256:
-                        stale += 1
-                        continue
-                    sig = memory_signal.setdefault(req.id, {})
-                    sig[idx] = max(sig.get(idx, 0.0), sim)
-            if stale:
-                notes.append(f"memory: {stale} stale entries ignored (file changed or gone)")
-
-        state = LoopState(question=question, decomposition=decomposition, view=view, prior=prior, memory_signal=memory_signal)
-        loop = Loop(state, client=client, config=cfg, budget=budget, meter=meter, reliability=cfg.reliability())
-        loop.seed()
-        if cfg.ablation.no_exploration:
-            stop = "ablation:no-exploration"
-        else:
-            stop = loop.run()
-
-        threshold = beta(len(state.trace), cfg.loop.delta) * cfg.loop.gamma.get(decomposition.intent, 1.0)
-        certified = {r.id for r in decomposition.requirements if state.beliefs[r.id].glr() >= threshold * 0.999}
-        evidence = consolidate(state, loop.posterior_by_doc(), certified=certified, max_docs=cfg.loop.evidence_docs)
-        covered: set[str] = set()
-
-        # coverage check: evidence may state a fact the loop could not certify window by window
-        unresolved = [r.id for r in decomposition.requirements if r.id not in certified]
-        reentered = False
-        if unresolved and not cfg.ablation.no_exploration and evidence:
-            cov = self._fixed_call(
-                budget, meter, coverage_messages(question, decomposition, state.values, evidence), CoverageReply,
-                _COVER_TOKENS, keep=1, stages=stages, stage="coverage",
-            )
-            if cov is not None:
-                missing = {m.strip().upper() for m in cov.missing} & set(unresolved)
-                covered = set(unresolved) - missing if (cov.complete or cov.missing) else set()
-                if missing and budget.rounds < cfg.budget.max_rounds:
-                    stop = self._self_correct(loop, missing, stop, stages)
-                    reentered = True
-                    certified = self._certified(state, decomposition, cfg)
-                    evidence = consolidate(state, loop.posterior_by_doc(), certified=certified, max_docs=cfg.loop.evidence_docs)
-
-        answer, synth_missing = self._synthesize(question, decomposition, state, evidence, budget, meter, stages, keep=0)
-        if synth_missing and not reentered and not cfg.ablation.no_exploration and budget.rounds < cfg.budget.max_rounds:
-            # self-correction: one bounded re-entry with a relaxed threshold, then re-synthesis
-            if budget.can_call("fixed", 0, calls=1):
-                stop = self._self_correct(loop, synth_missing, stop, stages)
-                reentered = True
-                certified = self._certified(state, decomposition, cfg)
-                evidence = consolidate(state, loop.posterior_by_doc(), certified=certified, max_docs=cfg.loop.evidence_docs)
-                answer2, synth_missing = self._synthesize(question, decomposition, state, evidence, budget, meter, stages, keep=0)
-                answer = answer2 or answer
-
-        if answer and needs_calibration(question, answer):
-            cal = self._fixed_call(
-                budget, meter, calibration_messages(question, answer, evidence), CalibrationReply,
-                _CALIB_TOKENS, keep=0, stages=stages, stage="calibration",
-            )
-            if cal is not None and cal.answer.strip() and len(cal.answer) <= len(answer):
-                answer = clean_answer(cal.answer, question)
-
-        statuses = []
-        for r in decomposition.requirements:
-            ev_ids = tuple(e.id for e in evidence if r.id in e.requirements)
-            status = "certified" if r.id in certified else ("covered" if r.id in covered else "unresolved")
-            statuses.append(
-                RequirementStatus(r.id, r.resolved_text(state.values), status, state.values.get(r.id) or None,
-                                  round(state.beliefs[r.id].glr(), 3), ev_ids)
-            )
-        failed = meter.cost.endpoint_errors
+        use_memory = self.memory is not None and cfg.memory.enabled and not cfg.ablation.no_memory
+        signal = self._read_memory(q, decomposition, view, eligible or all_past(pos)) if use_memory else {}
+        state = LoopState(
+            question=question, decomposition=decomposition, view=view,
+            prior=Prior(view, cfg.prior, lexical_only=cfg.ablation.lexical_only_prior), memory_signal=signal,
+        )  # fmt: skip
+        loop = Loop(state, client=client, config=cfg, budget=q.budget, meter=q.meter, reliability=cfg.reliability())
+        stop = self._explore(loop)
+        answer, stop, certified, covered, evidence, missing = self._answer(q, loop, stop)
+        statuses = self._statuses(state, certified, covered, evidence)
+        failed = q.meter.cost.endpoint_errors
         if failed:
-            notes.append(f"{failed} LLM calls failed at the endpoint (last: {meter.last_error})")
+            q.notes.append(f"{failed} LLM calls failed at the endpoint (last: {q.meter.last_error})")
         best_effort = (
             not answer
-            or any(s.status == "unresolved" for s in statuses)
-            or bool(synth_missing)
+            or any(st.status == "unresolved" for st in statuses)
+            or bool(missing)
             or stop.startswith("budget")
             or failed > 0
         )
@@ -256,12 +158,12 @@ class Agent:
         if record and use_memory and entries:
             self.memory.append(entries)  # type: ignore[union-attr]
 
-        cost = meter.cost.to_dict()
+        cost = q.meter.cost.to_dict()
         cost.update(
-            seconds=round(time.monotonic() - t_start, 3),
-            rounds=budget.rounds,
-            max_oracle_calls=budget.max_calls(),
-            budget=budget.to_dict(),
+            seconds=round(time.monotonic() - q.started, 3),
+            rounds=q.budget.rounds,
+            max_oracle_calls=q.budget.max_calls(),
+            budget=q.budget.to_dict(),
         )
         return AskResult(
             question=question,
@@ -276,35 +178,130 @@ class Agent:
             config_hash=cfg.canonical_hash(),
             model=client.model,
             stop_reason=stop,
-            notes=notes,
+            notes=q.notes,
             decomposition=decomposition.to_dict(),
-            stages=stages,
+            stages=q.stages,
             memory_entries=[json.loads(e.to_json()) for e in entries],
         )
 
-    # ------------------------------------------------------------------ helpers
-    @staticmethod
-    def _certified(state: LoopState, decomposition: Decomposition, cfg: LensConfig) -> set[str]:
-        threshold = beta(len(state.trace), cfg.loop.delta) * cfg.loop.gamma.get(decomposition.intent, 1.0)
-        relaxed = threshold * cfg.loop.relaxed_factor
-        return {r.id for r in decomposition.requirements if state.beliefs[r.id].glr() >= relaxed * 0.999}
+    # ------------------------------------------------------------------ the stages
+    def _decompose(self, q: "_Question") -> Decomposition:
+        """Requirements: one budgeted call (one more kept for the answer), a code decomposition if it fails."""
 
+        def call(messages, schema, max_tokens):
+            return self._fixed_call(q.budget, q.meter, messages, schema, max_tokens, keep=1, stages=q.stages,
+                                    stage="decomposition")  # fmt: skip
+
+        return decompose(q.question, call)
+
+    def _read_memory(self, q: "_Question", decomposition: Decomposition, view: CorpusView, eligible: Eligibility):
+        """Per requirement, the prior's memory signal from the eligible, similar, unchanged entries."""
+        by_id = {d.doc_id: i for i, d in enumerate(view.docs)}
+        signals: dict[str, dict[int, float]] = {}
+        stale = 0
+        for req in decomposition.requirements:
+            served = self.memory.lookup(req.text, eligible, capacity=self.config.memory.capacity)  # type: ignore[union-attr]
+            signal, n_stale = memory_signal(
+                (idx, idx is not None and view.docs[idx].sha256 == e.sha256, sim)
+                for e, sim in served
+                for idx in [by_id.get(e.doc_id)]
+            )
+            stale += n_stale
+            if signal:
+                signals[req.id] = signal
+        if stale:
+            q.notes.append(f"memory: {stale} stale entries ignored (file changed or gone)")
+        return signals
+
+    def _explore(self, loop: Loop) -> str:
+        """Seed the beliefs from the prior, then propose–observe–update until the stop rule fires."""
+        loop.seed()
+        if self.config.ablation.no_exploration:
+            return "ablation:no-exploration"
+        return loop.run()
+
+    def _answer(self, q: "_Question", loop: Loop, stop: str):
+        """Consolidate E*, check coverage, synthesise (in code when values parse); one bounded re-entry of the
+        loop when a fact is reported missing; answer-span calibration. Returns (answer, stop, certified,
+        covered, evidence, missing)."""
+        cfg, state = self.config, loop.state
+        decomposition = state.decomposition
+        explore = not cfg.ablation.no_exploration
+        certified = loop.certified()
+        evidence = self._consolidate(loop, certified)
+        covered: set[str] = set()
+        reentered = False
+
+        # coverage: the evidence may state a fact the loop could not certify window by window
+        unresolved = [r.id for r in decomposition.requirements if r.id not in certified]
+        if unresolved and explore and evidence:
+            cov = self._fixed_call(
+                q.budget, q.meter, coverage_messages(q.question, decomposition, state.values, evidence),
+                CoverageReply, _COVER_TOKENS, keep=1, stages=q.stages, stage="coverage",
+            )  # fmt: skip
+            if cov is not None:
+                missing = {m.strip().upper() for m in cov.missing} & set(unresolved)
+                covered = set(unresolved) - missing if (cov.complete or cov.missing) else set()
+                if missing and q.budget.rounds < cfg.budget.max_rounds:
+                    stop = self._self_correct(loop, missing, stop, q.stages)
+                    reentered = True
+                    certified = loop.certified(cfg.loop.relaxed_factor)
+                    evidence = self._consolidate(loop, certified)
+
+        answer, missing = self._synthesize(q, state, evidence)
+        if missing and not reentered and explore and q.budget.rounds < cfg.budget.max_rounds:
+            # self-correction: one bounded re-entry with a relaxed threshold, then re-synthesis
+            if q.budget.can_call("fixed", 0, calls=1):
+                stop = self._self_correct(loop, missing, stop, q.stages)
+                certified = loop.certified(cfg.loop.relaxed_factor)
+                evidence = self._consolidate(loop, certified)
+                answer2, missing = self._synthesize(q, state, evidence)
+                answer = answer2 or answer
+
+        if answer and needs_calibration(q.question, answer):
+            cal = self._fixed_call(
+                q.budget, q.meter, calibration_messages(q.question, answer, evidence), CalibrationReply,
+                _CALIB_TOKENS, keep=0, stages=q.stages, stage="calibration",
+            )  # fmt: skip
+            if cal is not None and cal.answer.strip() and len(cal.answer) <= len(answer):
+                answer = clean_answer(cal.answer, q.question)
+        return answer, stop, certified, covered, evidence, missing
+
+    def _consolidate(self, loop: Loop, certified: set[str]) -> list[Evidence]:
+        return consolidate(loop.state, loop.posterior_by_doc(), certified=certified, max_docs=self.config.loop.evidence_docs)
+
+    @staticmethod
+    def _statuses(state: LoopState, certified: set[str], covered: set[str], evidence: list[Evidence]):
+        out = []
+        for r in state.decomposition.requirements:
+            ev_ids = tuple(e.id for e in evidence if r.id in e.requirements)
+            status = "certified" if r.id in certified else ("covered" if r.id in covered else "unresolved")
+            out.append(
+                RequirementStatus(r.id, r.resolved_text(state.values), status, state.values.get(r.id) or None,
+                                  round(state.beliefs[r.id].glr(), 3), ev_ids)  # fmt: skip
+            )
+        return out
+
+    # ------------------------------------------------------------------ helpers
     def _self_correct(self, loop: Loop, missing: set[str], stop: str, stages: list) -> str:
         cfg = self.config
-        for req in loop.s.requirements:
+        for req in loop.state.requirements:
             if req.id in missing:
-                loop.refresh(req, fresh=False, limit=2 * loop.s.prior_limit.get(req.id, cfg.prior.candidates))
+                limit = 2 * loop.state.prior_limit.get(req.id, cfg.prior.candidates)
+                loop.refresh(req, fresh=False, limit=limit)
         new_stop = loop.run(threshold_scale=cfg.loop.relaxed_factor, focus=set(missing))
         stages.append({"stage": "self-correction", "missing": sorted(missing), "stop": new_stop})
         return f"{stop}; self-correction: {new_stop}"
 
-    def _synthesize(self, question, decomposition, state, evidence, budget, meter, stages, *, keep: int) -> tuple[str, set[str]]:
+    def _synthesize(self, q: "_Question", state: LoopState, evidence: list[Evidence]) -> tuple[str, set[str]]:
+        question, decomposition = q.question, state.decomposition
         computed = code_answer(question, decomposition, state.values)
         if computed is not None:
-            stages.append({"stage": "synthesis", "in_code": computed[1]})
+            q.stages.append({"stage": "synthesis", "in_code": computed[1]})
             return computed[0], set()
         messages, _ = synthesis_messages(question, decomposition, state.values, evidence)
-        reply = self._fixed_call(budget, meter, messages, SynthesisReply, _SYNTH_TOKENS, keep=keep, stages=stages, stage="synthesis")
+        reply = self._fixed_call(q.budget, q.meter, messages, SynthesisReply, _SYNTH_TOKENS, keep=0, stages=q.stages,
+                                 stage="synthesis")  # fmt: skip
         if reply is None:
             # best effort without a synthesis call: the last requirement's verified value, if any
             last = decomposition.requirements[-1].id
@@ -346,9 +343,6 @@ def ask(question: str, path: str | os.PathLike[str], *, config: LensConfig | Non
     return Agent(config).ask(question, path, **kwargs)
 
 
-# ---------------------------------------------------------------------- CLI
-
-
 def _inside(child: Path, parent: Path) -> bool:
     try:
         child.resolve().relative_to(parent.resolve())
@@ -357,48 +351,13 @@ def _inside(child: Path, parent: Path) -> bool:
         return False
 
 
-def ask_command(args: argparse.Namespace) -> int:
-    from lens._cli import config_from_args
+@dataclass
+class _Question:
+    """What one ``ask`` call carries between its stages: the question, its meter and budget, stage records."""
 
-    cfg = config_from_args(args)
-    memory = None
-    if args.memory:
-        mem_dir = Path(args.memory)
-        if _inside(mem_dir, Path(args.path)):
-            raise LensError(f"--memory {mem_dir}: inside the document folder {args.path}; lens never writes there")
-        memory = MemoryStore(mem_dir, capacity=cfg.memory.capacity)
-    agent = Agent(cfg, memory=memory)
-    result = agent.ask(args.question, args.path)
-    if args.json:
-        sys.stdout.write(result.to_json(trace=not args.no_trace) + "\n")
-        return 0
-    flag = "  (best effort: " + _why(result) + ")" if result.best_effort else ""
-    print(f"Answer: {result.answer or '(no answer found)'}{flag}")
-    if result.evidence:
-        print("Evidence:")
-        for e in result.evidence:
-            snippet = e.text if len(e.text) <= 160 else e.text[:157] + "..."
-            reqs = ",".join(e.requirements) or "-"
-            print(f"  [{e.id}] {e.citation}  ({e.status}; {reqs})  {snippet}")
-    c = result.cost
-    failed = f"; {c['failed_calls']} failed requests, {c['retries']} retried" if c.get("failed_calls") else ""
-    print(
-        f"Cost: {c['oracle_calls']} oracle calls ({c['cache_hits']} cached, bound {c['max_oracle_calls']}{failed}), "
-        f"{c['tokens']:,} tokens ({c['prompt_tokens']:,} prompt + {c['completion_tokens']:,} completion), "
-        f"{c['seconds']:.1f} s, {c['rounds']} rounds · stop: {result.stop_reason} · model {result.model}"
-    )
-    skipped = ", ".join(f"{n} {reason}" for reason, n in (result.corpus.get("skipped") or {}).items())
-    bad = result.corpus.get("bad_encoding") or 0
-    if skipped or bad:
-        extra = f" · {bad} files with invalid UTF-8 read with U+FFFD" if bad else ""
-        print(f"Skipped: {skipped or 'none'}{extra}")
-    for note in result.notes:
-        print(f"Note: {note}")
-    return 0
-
-
-def _why(result: AskResult) -> str:
-    unresolved = [r.id for r in result.requirements if r.status == "unresolved"]
-    if unresolved:
-        return "unresolved " + ", ".join(unresolved)
-    return result.stop_reason
+    question: str
+    started: float
+    meter: CostMeter
+    budget: Budget = field(default=None)  # type: ignore[assignment]
+    stages: list[dict] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)

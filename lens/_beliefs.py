@@ -22,9 +22,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from lens._config import OracleReliability
+from lens._config import LoopSettings, OracleReliability
 
-__all__ = ["Belief", "beta", "ELSEWHERE"]
+__all__ = ["Belief", "beta", "stopping_threshold", "ELSEWHERE"]
 
 ELSEWHERE = "<elsewhere>"
 
@@ -32,6 +32,13 @@ ELSEWHERE = "<elsewhere>"
 def beta(t: int, delta: float) -> float:
     """The stopping threshold's exploration rate: log((1 + log(1 + t)) / δ) after t observation rounds."""
     return math.log((1.0 + math.log(1.0 + max(t, 0))) / delta)
+
+
+def stopping_threshold(rounds: int, intent: str, loop: LoopSettings, scale: float = 1.0) -> float:
+    """β(t, δ)·γ(intent)·scale: the GLR every requirement must reach after ``rounds`` observation rounds for the
+    loop to stop certified (``scale`` < 1: the relaxed threshold of a self-correction). The one place the
+    threshold is computed."""
+    return beta(rounds, loop.delta) * loop.gamma.get(intent, 1.0) * scale
 
 
 @dataclass

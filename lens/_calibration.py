@@ -56,15 +56,12 @@ def _pool_view(articles_path: str):
 def calibrate(config, questions: list[dict], articles_path: str, *, candidates: int = 8, progress=None) -> dict:
     """Measure tpr/fpr of verified observations; returns the calibration record."""
     from lens._agent import Agent
-    from lens._budget import Budget
     from lens._cost import CostMeter
-    from lens._llm import LLMError, LLMFormatError
-    from lens._observation import ObservationReply, observation_messages, verify_reply
+    from lens._llm import LLMError
+    from lens._observation import observe
     from lens._prior import Prior
-    from lens._prompts import render
-    from lens._requirements import DecompositionReply, SubQuestionReply, from_reply, from_subquestions, heuristic_decomposition, prompt_for
+    from lens._requirements import decompose
     from lens._terms import content_terms, title_key
-    from lens._values import answer_type
     from lens._windows import windows_for
 
     view = _pool_view(articles_path)
@@ -72,40 +69,36 @@ def calibrate(config, questions: list[dict], articles_path: str, *, candidates: 
     agent = Agent(config)
     client = agent.client
     meter = CostMeter()
+
+    def call(messages, schema, max_tokens):
+        try:
+            return client.chat_json(messages, schema, max_tokens=max_tokens, meter=meter).parsed
+        except LLMError:
+            return None
+
     tp = fn = fp = tn = 0
     per_question = []
     t0 = time.monotonic()
     for qi, q in enumerate(questions):
         question = q["question"]
         gold = {title_key(t) for t, _ in q["supporting_facts"]}
-        template = prompt_for(question)
-        schema = DecompositionReply if template == "decomposition-comparison" else SubQuestionReply
-        try:
-            reply = client.chat_json(render(template, question=question), schema, max_tokens=320, meter=meter).parsed
-            dec = from_reply(question, reply) if isinstance(reply, DecompositionReply) else from_subquestions(question, reply)
-        except (LLMFormatError, LLMError):
-            dec = heuristic_decomposition(question)
+        dec = decompose(question, call)  # the agent's decomposition: same prompt, max_tokens and checks
         ready = [r for r in dec.requirements if not r.depends_on]
         cues = [c for r in ready for c in r.cues]
         ranked = prior.score(question, cues, limit=candidates)
         terms = list(dict.fromkeys(t for c in cues + [question] for t in content_terms(c)))
         wins = [w for c in ranked for w in windows_for(view.docs[c.index], c.index, terms, config.prior.window_sentences)[:1]]
-        facts = [(r.id, r.text) for r in ready]
-        kinds = {r.id: answer_type(r.text) for r in ready}
+        facts = [(r.id, r.resolved_text({})) for r in ready]
+        subjects = {r.id: subj for r in ready if (subj := r.subject({}))}  # as the loop checks them
         q_tp = q_fp = q_pos = q_neg = 0
         step = config.loop.windows_per_round
         for i in range(0, len(wins), step):
             batch = wins[i : i + step]
             docs = [view.docs[w.doc_index] for w in batch]
-            messages, labels = observation_messages(question, facts, batch, docs)
-            try:
-                obs_reply = client.chat_json(messages, ObservationReply, max_tokens=400, meter=meter).parsed
-            except (LLMFormatError, LLMError):
+            # the loop's observation: same prompt, max_tokens and verification
+            obs = observe(question, facts, batch, docs, call, subjects=subjects)
+            if obs is None:
                 continue  # an unusable reply is no observation, as in the loop
-            subjects = {r.id: r.entity for r in ready if r.entity}  # as the loop checks them
-            obs = verify_reply(
-                obs_reply, labels, {w.key: d for w, d in zip(batch, docs)}, {r.id for r in ready}, kinds, subjects
-            )
             positive = {f.window_key for f in obs.findings}
             for w in batch:
                 is_gold = title_key(view.docs[w.doc_index].title) in gold

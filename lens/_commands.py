@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 
 __all__ = ["ask", "llm_check", "corpus_stats", "calibrate"]
 
@@ -114,9 +115,54 @@ def corpus_stats(args: argparse.Namespace) -> int:
 
 
 def ask(args: argparse.Namespace) -> int:
-    from lens._agent import ask_command
+    from lens._agent import Agent, _inside
+    from lens._cli import config_from_args
+    from lens._errors import LensError
+    from lens._memory import MemoryStore
 
-    return ask_command(args)
+    cfg = config_from_args(args)
+    memory = None
+    if args.memory:
+        mem_dir = Path(args.memory)
+        if _inside(mem_dir, Path(args.path)):
+            raise LensError(f"--memory {mem_dir}: inside the document folder {args.path}; lens never writes there")
+        memory = MemoryStore(mem_dir, capacity=cfg.memory.capacity)
+    agent = Agent(cfg, memory=memory)
+    result = agent.ask(args.question, args.path)
+    if args.json:
+        sys.stdout.write(result.to_json(trace=not args.no_trace) + "\n")
+        return 0
+    flag = "  (best effort: " + _why(result) + ")" if result.best_effort else ""
+    print(f"Answer: {result.answer or '(no answer found)'}{flag}")
+    if result.evidence:
+        print("Evidence:")
+        for e in result.evidence:
+            snippet = e.text if len(e.text) <= 160 else e.text[:157] + "..."
+            reqs = ",".join(e.requirements) or "-"
+            print(f"  [{e.id}] {e.citation}  ({e.status}; {reqs})  {snippet}")
+    c = result.cost
+    failed = f"; {c['failed_calls']} failed requests, {c['retries']} retried" if c.get("failed_calls") else ""
+    print(
+        f"Cost: {c['oracle_calls']} oracle calls ({c['cache_hits']} cached, bound {c['max_oracle_calls']}{failed}), "
+        f"{c['tokens']:,} tokens ({c['prompt_tokens']:,} prompt + {c['completion_tokens']:,} completion), "
+        f"{c['seconds']:.1f} s, {c['rounds']} rounds · stop: {result.stop_reason} · model {result.model}"
+    )
+    skipped = ", ".join(f"{n} {reason}" for reason, n in (result.corpus.get("skipped") or {}).items())
+    bad = result.corpus.get("bad_encoding") or 0
+    if skipped or bad:
+        extra = f" · {bad} files with invalid UTF-8 read with U+FFFD" if bad else ""
+        print(f"Skipped: {skipped or 'none'}{extra}")
+    for note in result.notes:
+        print(f"Note: {note}")
+    return 0
+
+
+def _why(result) -> str:
+    unresolved = [r.id for r in result.requirements if r.status == "unresolved"]
+    if unresolved:
+        return "unresolved " + ", ".join(unresolved)
+    return result.stop_reason
+
 
 
 def calibrate(args: argparse.Namespace) -> int:

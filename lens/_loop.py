@@ -13,16 +13,15 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 from dataclasses import dataclass, field
 
-from lens._beliefs import ELSEWHERE, Belief, beta
+from lens._beliefs import ELSEWHERE, Belief, stopping_threshold
 from lens._budget import Budget
 from lens._config import LensConfig, OracleReliability
 from lens._corpus import Document
 from lens._cost import CostMeter
 from lens._llm import LLMClient, LLMDeadlineError, LLMError, LLMFormatError, LLMUnavailableError, refusal
-from lens._observation import Finding, ObservationReply, observation_messages, verify_reply
+from lens._observation import Finding, observe
 from lens._prior import CorpusView, Prior
 from lens._requirements import Decomposition, Requirement
 from lens._result import RoundTrace
@@ -74,7 +73,7 @@ class Loop:
         meter: CostMeter,
         reliability: OracleReliability,
     ):
-        self.s = state
+        self.state = state
         self.client = client
         self.config = config
         self.budget = budget
@@ -83,21 +82,18 @@ class Loop:
 
     # ------------------------------------------------------------------ prior → beliefs
     def _cues(self, req: Requirement) -> list[str]:
-        cues = req.all_cues(self.s.values)
-        if not req.waiting(self.s.values):
-            cues = cues + [re.sub(r"#R\d+", " ", req.resolved_text(self.s.values))]  # an unknown answer is no cue
-        return cues
+        return req.prior_cues(self.state.values)
 
     def seed(self) -> None:
         """Initial beliefs for every requirement from the prior (bridge facts start from the question)."""
-        for req in self.s.requirements:
-            self.s.prior_limit[req.id] = self.config.prior.candidates
+        for req in self.state.requirements:
+            self.state.prior_limit[req.id] = self.config.prior.candidates
             self.refresh(req, fresh=True)
 
     def refresh(self, req: Requirement, *, fresh: bool, limit: int | None = None) -> None:
         """Re-run the prior for ``req`` with its current cues; ``fresh`` re-initialises its belief (a bridge
         cue arrived), otherwise new windows are added to the existing belief (expansion)."""
-        s, cfg = self.s, self.config
+        s, cfg = self.state, self.config
         limit = limit or s.prior_limit.get(req.id, cfg.prior.candidates)
         s.prior_limit[req.id] = limit
         cues = self._cues(req)
@@ -122,20 +118,30 @@ class Loop:
             belief.add_candidates(weights)
 
     # ------------------------------------------------------------------ one round
+    def certified(self, scale: float = 1.0) -> set[str]:
+        """The requirements whose GLR reaches the stopping threshold after the rounds so far (× ``scale``: the
+        relaxed threshold of a self-correction)."""
+        s = self.state
+        threshold = stopping_threshold(len(s.trace), s.decomposition.intent, self.config.loop, scale)
+        return {r.id for r in s.requirements if s.beliefs[r.id].glr() >= threshold}
+
+    def _all_certify(self, threshold: float) -> bool:
+        return all(self.state.beliefs[r.id].glr() >= threshold for r in self.state.requirements)
+
     def _outstanding(self, threshold: float, focus: set[str] | None) -> list[Requirement]:
         out = []
-        for req in self.s.requirements:
-            if req.waiting(self.s.values):
+        for req in self.state.requirements:
+            if req.waiting(self.state.values):
                 continue
             if focus is not None and req.id not in focus:
                 continue
-            if self.s.beliefs[req.id].glr() >= threshold:
+            if self.state.beliefs[req.id].glr() >= threshold:
                 continue
             out.append(req)
         return out
 
     def _propose(self, outstanding: list[Requirement]) -> list[tuple[Window, float]]:
-        s, cfg = self.s, self.config
+        s, cfg = self.state, self.config
         scored = []
         for key, w in s.windows.items():
             gain = 0.0
@@ -168,21 +174,19 @@ class Loop:
         """No window left to observe: widen the candidate set of the outstanding requirements once more."""
         grew = False
         for req in outstanding:
-            before = len(self.s.windows)
-            limit = self.s.prior_limit.get(req.id, self.config.prior.candidates)
+            before = len(self.state.windows)
+            limit = self.state.prior_limit.get(req.id, self.config.prior.candidates)
             if limit >= 4 * self.config.prior.candidates:
                 continue
             self.refresh(req, fresh=False, limit=limit + self.config.prior.candidates)
-            grew = grew or len(self.s.windows) > before
+            grew = grew or len(self.state.windows) > before
         return grew
 
     def run(self, *, threshold_scale: float = 1.0, focus: set[str] | None = None) -> str:
         """Rounds until certified, out of candidates, or out of budget. Returns the stop reason."""
-        s, cfg = self.s, self.config
-        gamma = cfg.loop.gamma.get(s.decomposition.intent, 1.0)
+        s, cfg = self.state, self.config
         while True:
-            t = len(s.trace)
-            threshold = beta(t, cfg.loop.delta) * gamma * threshold_scale
+            threshold = stopping_threshold(len(s.trace), s.decomposition.intent, cfg.loop, threshold_scale)
             outstanding = self._outstanding(threshold, focus)
             if not outstanding and not any(r.waiting(s.values) for r in s.requirements):
                 return "certified"
@@ -200,61 +204,60 @@ class Loop:
                 return "candidates"
             if not self.budget.start_round():
                 return "budget:" + ",".join(self.budget.exhausted)
-            stop = self._round(outstanding, proposal, threshold_scale, gamma)
+            stop = self._round(outstanding, proposal, threshold_scale)
             if stop:
                 return stop
 
-    def _round(self, outstanding, proposal, threshold_scale, gamma) -> str | None:
-        s, cfg = self.s, self.config
+    def _round(self, outstanding, proposal, threshold_scale) -> str | None:
+        s, cfg = self.state, self.config
         windows = [w for w, _ in proposal]
         docs = [s.view.docs[w.doc_index] for w in windows]
         texts = {r.id: r.text for r in s.requirements}
         facts = [(r.id, r.resolved_text(s.values, texts)) for r in outstanding]
-        messages, labels = observation_messages(s.question, facts, windows, docs)
-        # a reply holds one short finding per fact plus a few names
-        max_tokens = 60 + 70 * len(facts)
-        est = sum(estimate_tokens(m["content"]) for m in messages) + max_tokens
         obs_record: dict = {"findings": [], "rejected": [], "mentions": []}
-        stop: str | None = None
-        reply = None
-        if self.client is None or not self.budget.can_call("round", est):
-            stop = "budget:" + ",".join(self.budget.exhausted or ["calls"])
-        else:
+        outcome: dict[str, str] = {}  # what the call ended in, when it gave no reply: "stop", "error"
+
+        def call(messages, schema, max_tokens):
+            est = sum(estimate_tokens(m["content"]) for m in messages) + max_tokens
+            if self.client is None or not self.budget.can_call("round", est):
+                outcome["stop"] = "budget:" + ",".join(self.budget.exhausted or ["calls"])
+                return None
             repair = self.budget.can_call("round", est, calls=2)
             before = self.meter.cost.oracle_calls
             try:
-                resp = self.client.chat_json(
-                    messages, ObservationReply, max_tokens=max_tokens, deadline=self.budget.deadline,
-                    meter=self.meter, repair=repair,
-                )
-                reply = resp.parsed
+                return self.client.chat_json(
+                    messages, schema, max_tokens=max_tokens, deadline=self.budget.deadline, meter=self.meter,
+                    repair=repair,
+                ).parsed
             except LLMDeadlineError:
-                obs_record["error"] = "time budget spent"
-                stop = "budget:time"
+                outcome.update(error="time budget spent", stop="budget:time")
             except LLMFormatError as exc:
-                obs_record["error"] = str(exc)
+                outcome["error"] = str(exc)
             except LLMUnavailableError:
                 raise
             except LLMError as exc:
                 refused = refusal(exc, self.meter, self.config.llm)
                 if refused is not None:
                     raise refused from None
-                obs_record["error"] = str(exc)
-                stop = "llm-error"
+                outcome.update(error=str(exc), stop="llm-error")
             finally:
                 self.budget.charge("round", self.meter.cost.oracle_calls - before)
+            return None
+
+        kinds = {r.id: answer_type(r.resolved_text(s.values)) for r in outstanding}
+        subjects = {r.id: subj for r in outstanding if (subj := self._subject(r))}
+        obs = observe(s.question, facts, windows, docs, call, kinds=kinds, subjects=subjects)
+        stop: str | None = outcome.get("stop")
+        if "error" in outcome:
+            obs_record["error"] = outcome["error"]
         for w in windows:
             s.admitted.add(w.doc_index)
-        if reply is None and stop is None:
+        if obs is None and stop is None:
             # an unusable reply is no observation; don't propose the same windows again for these facts
             for req in outstanding:
                 tag = f"{req.id}:{req.resolved_text(s.values)}"
                 s.observed.update((w.key, tag) for w in windows)
-        if reply is not None:
-            docs_by_key = {w.key: s.view.docs[w.doc_index] for w in windows}
-            kinds = {r.id: answer_type(r.resolved_text(s.values)) for r in outstanding}
-            subjects = {r.id: subj for r in outstanding if (subj := self._subject(r))}
-            obs = verify_reply(reply, labels, docs_by_key, {r.id for r in outstanding}, kinds, subjects)
+        if obs is not None:
             self._update(outstanding, windows, obs.findings)
             obs_record = {
                 "findings": [f.__dict__ | {"sentences": list(f.sentences)} for f in obs.findings],
@@ -263,9 +266,9 @@ class Loop:
             }
             self._bridge(obs.mentions)
         glrs = {r.id: round(s.beliefs[r.id].glr(), 3) for r in s.requirements}
-        threshold = beta(len(s.trace) + 1, cfg.loop.delta) * gamma * threshold_scale
+        threshold = stopping_threshold(len(s.trace) + 1, s.decomposition.intent, cfg.loop, threshold_scale)
         ready = [r for r in s.requirements if not r.waiting(s.values)]
-        if stop is None and ready and len(ready) == len(s.requirements) and min(glrs.values()) >= threshold:
+        if stop is None and len(ready) == len(s.requirements) and self._all_certify(threshold):
             stop = "certified"
         s.trace.append(
             RoundTrace(
@@ -285,7 +288,7 @@ class Loop:
 
     def _update(self, outstanding: list[Requirement], windows: list[Window], findings: list[Finding]) -> None:
         """One observation updates the belief of every outstanding requirement."""
-        s = self.s
+        s = self.state
         positive = {(f.requirement_id, f.window_key) for f in findings}
         for req in outstanding:
             tag = f"{req.id}:{req.resolved_text(s.values)}"
@@ -304,15 +307,12 @@ class Loop:
                     break
 
     def _subject(self, req: Requirement) -> str | None:
-        """What a requirement is about: its entity, or the known answer it depends on (a bridge)."""
-        if req.depends_on:
-            return self.s.values.get(req.depends_on) or None
-        return req.entity
+        return req.subject(self.state.values)
 
     def _quote_names(self, rid: str) -> list[str]:
         """Names in the verified quote of ``rid``'s favoured window that the question does not contain: the
         entity a bridge fact is about, when the oracle's own value was unusable."""
-        s = self.s
+        s = self.state
         fav = s.beliefs[rid].favoured()
         qwords = set(tokens(s.question))
         out = []
@@ -327,7 +327,7 @@ class Loop:
 
     def _bridge(self, mentions: list[str]) -> None:
         """Fill in bridge cues from newly known values (or mentions) and re-run the prior for those facts."""
-        s = self.s
+        s = self.state
         for req in s.requirements:
             if not req.depends_on:
                 continue
@@ -349,10 +349,10 @@ class Loop:
     def posterior_by_doc(self) -> dict[int, float]:
         """Σ_j P_j(document holds Z*_j): the expected number of requirements each document serves."""
         out: dict[int, float] = {}
-        for belief in self.s.beliefs.values():
+        for belief in self.state.beliefs.values():
             for key, p in belief.posterior().items():
                 if key == ELSEWHERE:
                     continue
-                idx = self.s.windows[key].doc_index
+                idx = self.state.windows[key].doc_index
                 out[idx] = out.get(idx, 0.0) + p
         return out

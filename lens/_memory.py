@@ -27,7 +27,9 @@ from typing import Callable, Iterable, Sequence
 from lens._errors import LensError
 from lens._terms import content_terms
 
-__all__ = ["MemoryEntry", "MemoryStore", "Eligibility", "all_past", "new_entry", "similarity", "MemoryLogError"]
+__all__ = [
+    "MemoryEntry", "MemoryStore", "Eligibility", "all_past", "new_entry", "similarity", "MemoryLogError", "memory_signal",
+]
 
 LOG_NAME = "memory.jsonl"
 
@@ -195,6 +197,21 @@ class MemoryStore:
                 scored.append((s, e.position, e))
         scored.sort(key=lambda x: (x[0], x[1]), reverse=True)
         return [(e, s) for s, _, e in scored[:cap]]
+
+
+def memory_signal(served: Iterable[tuple[int | None, bool, float]]) -> tuple[dict[int, float], int]:
+    """The prior's memory signal for one requirement from the entries its lookup served, each given as
+    (the index of its document in the folder now, or None if gone; whether the document's content is unchanged
+    since the entry was confirmed; the lookup similarity): ``{document index: max similarity}`` over the fresh
+    entries, and how many served entries were stale (ignored). The agent and the PIT audit both use it."""
+    signal: dict[int, float] = {}
+    stale = 0
+    for doc, fresh, sim in served:
+        if doc is None or doc < 0 or not fresh:
+            stale += 1
+            continue
+        signal[doc] = max(signal.get(doc, 0.0), float(sim))
+    return signal, stale
 
 
 def new_entry(

@@ -27,7 +27,10 @@ from lens._prompts import fence_passage, render
 from lens._values import fits_type
 from lens._windows import Window
 
-__all__ = ["Finding", "Observation", "ObservationReply", "observation_messages", "verify_reply", "normalise", "mentions"]
+__all__ = [
+    "Finding", "Observation", "ObservationReply", "observation_messages", "verify_reply", "normalise", "mentions",
+    "observe", "observation_tokens",
+]
 
 
 class _FindingReply(BaseModel):
@@ -265,3 +268,35 @@ def verify_reply(
         if nm and len(nm) > 2 and f" {nm} " in f" {all_text} ":
             obs.mentions.append(m.strip())
     return obs
+
+
+def observation_tokens(n_facts: int) -> int:
+    """The observation reply's max_tokens: one short finding per fact plus a few names."""
+    return 60 + 70 * n_facts
+
+
+def observe(
+    question: str,
+    facts: list[tuple[str, str]],
+    windows: list[Window],
+    docs: list[Document],
+    call: Any,
+    *,
+    kinds: dict[str, str] | None = None,
+    subjects: dict[str, str] | None = None,
+) -> Observation | None:
+    """One observation: the oracle reads ``windows`` for every outstanding fact (id, text) in one call made
+    through ``call(messages, ObservationReply, max_tokens)`` (None: no reply), and its claims are verified
+    against the text (quotes, values, answer types — ``kinds``, by default from each fact's wording —, the
+    fact's subject). The loop,
+    ``lens calibrate`` and the audit all observe through this function."""
+    from lens._values import answer_type
+
+    messages, labels = observation_messages(question, facts, windows, docs)
+    reply = call(messages, ObservationReply, observation_tokens(len(facts)))
+    if reply is None:
+        return None
+    if kinds is None:
+        kinds = {rid: answer_type(text) for rid, text in facts}
+    docs_by_key = {w.key: d for w, d in zip(windows, docs)}
+    return verify_reply(reply, labels, docs_by_key, {rid for rid, _ in facts}, kinds, subjects)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Callable, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -20,13 +20,15 @@ from lens._values import comparison_of
 
 __all__ = [
     "Intent", "INTENTS", "Requirement", "Decomposition", "DecompositionReply", "SubQuestionReply",
-    "from_reply", "from_subquestions", "heuristic_decomposition", "prompt_for", "question_intent",
+    "from_reply", "from_subquestions", "heuristic_decomposition", "decompose", "DECOMPOSITION_TOKENS", "JsonCall",
+    "prompt_for", "question_intent",
 ]
 
 Intent = Literal["lookup", "bridge", "comparison", "aggregation", "computation"]
 INTENTS: tuple[str, ...] = ("lookup", "bridge", "comparison", "aggregation", "computation")
 MAX_REQUIREMENTS = 4
 _REF = re.compile(r"#?R(\d+)\b|#(\d+)\b")
+_REF_TOKEN = re.compile(r"#R\d+")  # an unresolved reference left in a resolved text
 
 
 @dataclass
@@ -71,6 +73,20 @@ class Requirement:
         if self.depends_on and self.depends_on in values:
             out.append(values[self.depends_on])
         return list(dict.fromkeys(c for c in out if c and not c.startswith("#")))
+
+    def prior_cues(self, values: dict[str, str]) -> list[str]:
+        """The cues the prior ranks documents for this requirement with, given the values known so far: its
+        cues, plus its text once it is not waiting for a bridge value (an unknown ``#R`` answer is no cue)."""
+        cues = self.all_cues(values)
+        if not self.waiting(values):
+            cues = cues + [_REF_TOKEN.sub(" ", self.resolved_text(values))]
+        return cues
+
+    def subject(self, values: dict[str, str]) -> str | None:
+        """What the requirement is about: its entity, or the known answer it depends on (a bridge)."""
+        if self.depends_on:
+            return values.get(self.depends_on) or None
+        return self.entity
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -156,6 +172,30 @@ def question_intent(question: str) -> str | None:
 def prompt_for(question: str) -> str:
     """Which decomposition template fits the question's intent."""
     return "decomposition-comparison" if _question_intent(question) == "comparison" else "decomposition"
+
+
+DECOMPOSITION_TOKENS = 200  # the reply's max_tokens, for every caller (agent, calibration, audit)
+
+# How a caller makes one JSON call: (messages, reply schema, max_tokens) -> the parsed reply, or None when the
+# call could not be made or failed (the caller's budget and error policy live in this function).
+JsonCall = Callable[[list[dict[str, str]], type, int], Any]
+
+
+def decompose(question: str, call: JsonCall) -> Decomposition:
+    """The question's requirements: one decomposition call through ``call`` (its template follows the intent the
+    wording shows — comparisons split per entity, the rest into ordered sub-questions whose ``#k`` references
+    are bridge dependencies), checked against the question; a decomposition made in code if the call gives
+    nothing."""
+    from lens._prompts import render
+
+    template = prompt_for(question)
+    schema = DecompositionReply if template == "decomposition-comparison" else SubQuestionReply
+    reply = call(render(template, question=question.strip()), schema, DECOMPOSITION_TOKENS)
+    if reply is None:
+        return heuristic_decomposition(question)
+    if isinstance(reply, DecompositionReply):
+        return from_reply(question, reply)
+    return from_subquestions(question, reply)
 
 
 def _names_grounded(sub: str, question: str) -> bool:

@@ -16,7 +16,7 @@ PUBLIC = [
     "LLMUnavailableError", "LensConfig", "LensError", "MAX_REQUIREMENTS", "MemoryEntry", "MemoryStore", "Prior",
     "PriorScore", "Requirement", "RequirementStatus", "__version__", "add_config_args", "ask",
     "available_presets", "config_from_args", "content_terms", "fence_passage", "heuristic_decomposition",
-    "is_endpoint_failure", "load_config", "merge_overrides", "new_entry", "open_client", "render",
+    "is_endpoint_failure", "load_config", "memory_signal", "merge_overrides", "new_entry", "open_client", "render",
     "scan_corpus", "split_sentences",
 ]  # fmt: skip
 

@@ -85,10 +85,7 @@ def seed_cues(requirement: Mapping[str, Any]) -> list[str]:
 
     req = Requirement(str(requirement["id"]), str(requirement["text"]), list(requirement.get("cues") or []),
                       requirement.get("depends_on"), requirement.get("entity"))  # fmt: skip
-    cues = req.all_cues({})
-    if not req.waiting({}):
-        cues = cues + [req.resolved_text({})]
-    return cues
+    return req.prior_cues({})
 
 
 def merge_round_robin(lists: Sequence[Sequence[int]], depth: int) -> list[int]:
@@ -337,16 +334,13 @@ class AnchorMemory:
 def memory_signals(mem: AnchorMemory, doc: np.ndarray, fresh: np.ndarray) -> tuple[list[dict[int, float]], int]:
     """Per requirement, the prior's memory signal ``{document index: max similarity}`` over the *fresh* served
     entries (what ``Agent.ask`` builds), and how many served entries were stale (ignored, never served)."""
+    from lens import memory_signal
+
     signals, stale = [], 0
     for served in mem.served:
-        signal: dict[int, float] = {}
-        for e, s in served:
-            if not fresh[e]:
-                stale += 1  # the document is gone or its content changed since the entry was confirmed
-                continue
-            d = int(doc[e])
-            signal[d] = max(signal.get(d, 0.0), float(s))
+        signal, n_stale = memory_signal((int(doc[e]), bool(fresh[e]), s) for e, s in served)
         signals.append(signal)
+        stale += n_stale  # the document is gone or its content changed since the entry was confirmed
     return signals, stale
 
 
