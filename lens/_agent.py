@@ -143,6 +143,8 @@ class Agent:
         loop = Loop(state, client=client, config=cfg, budget=q.budget, meter=q.meter, reliability=cfg.reliability())
         stop = self._explore(loop)
         answer, stop, certified, covered, evidence, missing = self._answer(q, loop, stop)
+        if any(state.bridge_cues.values()):
+            q.stages.append({"stage": "bridge", "learned_cues": {k: v for k, v in state.bridge_cues.items() if v}})
         statuses = self._statuses(state, certified, covered, evidence)
         failed = q.meter.cost.endpoint_errors
         if failed:

@@ -53,6 +53,8 @@ class LoopState:
     memory_signal: dict[str, dict[int, float]] = field(default_factory=dict)
     prior_ranking: dict[str, list[int]] = field(default_factory=dict)  # requirement -> doc indices, prior order
     bridged: dict[str, str] = field(default_factory=dict)  # bridge requirement -> source value its prior used
+    # cues the loop learned for a bridge requirement (names in observations); the decomposition stays as decided
+    bridge_cues: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def requirements(self) -> list[Requirement]:
@@ -82,7 +84,7 @@ class Loop:
 
     # ------------------------------------------------------------------ prior → beliefs
     def _cues(self, req: Requirement) -> list[str]:
-        return req.prior_cues(self.state.values)
+        return req.prior_cues(self.state.values, self.state.bridge_cues.get(req.id, ()))
 
     def seed(self) -> None:
         """Initial beliefs for every requirement from the prior (bridge facts start from the question)."""
@@ -335,15 +337,15 @@ class Loop:
                 names = self._quote_names(req.depends_on)
                 if names:
                     s.values[req.depends_on] = names[0]
-                    req.bridge_cues.extend(n for n in names[1:3] if n not in req.bridge_cues)
+                    learned = s.bridge_cues.setdefault(req.id, [])
+                    learned.extend(n for n in names[1:3] if n not in learned)
             known = s.values.get(req.depends_on)
             if known and s.bridged.get(req.id) != known:
                 s.bridged[req.id] = known
                 self.refresh(req, fresh=True)
             elif not known and mentions:
-                new = [m for m in mentions if m not in req.bridge_cues]
-                if new:
-                    req.bridge_cues.extend(new)
+                learned = s.bridge_cues.setdefault(req.id, [])
+                learned.extend(m for m in mentions if m not in learned)
 
     # ------------------------------------------------------------------ summaries
     def posterior_by_doc(self) -> dict[int, float]:

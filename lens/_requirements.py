@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal
+from typing import Any, Callable, Literal, Sequence
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -40,7 +40,6 @@ class Requirement:
     cues: list[str] = field(default_factory=list)
     depends_on: str | None = None
     entity: str | None = None
-    bridge_cues: list[str] = field(default_factory=list)  # learned from observations
 
     def resolved_text(self, values: dict[str, str], texts: dict[str, str] | None = None) -> str:
         """The fact with ``#R<n>`` references replaced by the observed answers. A reference whose answer is still
@@ -68,16 +67,17 @@ class Requirement:
         """A bridge fact whose source answer is not known yet."""
         return bool(self.depends_on) and self.depends_on not in values
 
-    def all_cues(self, values: dict[str, str]) -> list[str]:
-        out = list(self.cues) + list(self.bridge_cues)
+    def all_cues(self, values: dict[str, str], learned: Sequence[str] = ()) -> list[str]:
+        """Its cues, the cues the loop ``learned`` for it (names from observations), and the bridge value."""
+        out = list(self.cues) + list(learned)
         if self.depends_on and self.depends_on in values:
             out.append(values[self.depends_on])
         return list(dict.fromkeys(c for c in out if c and not c.startswith("#")))
 
-    def prior_cues(self, values: dict[str, str]) -> list[str]:
+    def prior_cues(self, values: dict[str, str], learned: Sequence[str] = ()) -> list[str]:
         """The cues the prior ranks documents for this requirement with, given the values known so far: its
         cues, plus its text once it is not waiting for a bridge value (an unknown ``#R`` answer is no cue)."""
-        cues = self.all_cues(values)
+        cues = self.all_cues(values, learned)
         if not self.waiting(values):
             cues = cues + [_REF_TOKEN.sub(" ", self.resolved_text(values))]
         return cues
@@ -95,7 +95,6 @@ class Requirement:
             "cues": self.cues,
             "depends_on": self.depends_on,
             "entity": self.entity,
-            "bridge_cues": self.bridge_cues,
         }
 
 

@@ -122,6 +122,9 @@ def test_bridge_cue_is_learned_from_the_first_observation(run_agent, harbour):
     found_r1 = next(t.round for t in result.trace if any(f["requirement_id"] == "R1" for f in t.observation["findings"]))
     proposed_b = next(t.round for t in result.trace if any(p["path"] == "yards/osk-yard.txt" for p in t.proposal))
     assert proposed_b > found_r1
+    # the decomposition is reported as it was decided, before the loop learned anything
+    r2_decided = result.decomposition["requirements"][1]
+    assert r2_decided["depends_on"] == "R1" and set(r2_decided) == {"id", "text", "cues", "depends_on", "entity"}
 
 
 def test_comparison_needs_two_documents_and_is_computed_in_code(run_agent, lights):
