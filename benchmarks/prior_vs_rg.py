@@ -54,7 +54,8 @@ def rg_binary() -> str:
 def main() -> int:
     from lens._config import load_config
     from lens._corpus import scan_corpus
-    from lens._prior import CorpusView, Prior
+    from lens._prior import Prior
+    from lens._view import CorpusView
     from lens._terms import capitalised_spans, content_terms
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -35,7 +35,7 @@ _EXPORTS = {
     "Document": "lens._corpus",
     "CorpusScan": "lens._corpus",
     "split_sentences": "lens._corpus",
-    "CorpusView": "lens._prior",
+    "CorpusView": "lens._view",
     "Prior": "lens._prior",
     "PriorScore": "lens._prior",
     "content_terms": "lens._terms",

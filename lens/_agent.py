@@ -27,7 +27,8 @@ from lens._errors import LensError
 from lens._llm import LLMClient, LLMError, LLMUnavailableError, open_client, refusal
 from lens._loop import Loop, LoopState
 from lens._memory import Eligibility, MemoryStore, all_past, memory_signal, new_entry
-from lens._prior import CorpusView, Prior
+from lens._prior import Prior
+from lens._view import CorpusView
 from lens._requirements import Decomposition, decompose
 from lens._result import AskResult, Evidence, RequirementStatus
 from lens._synthesis import (

@@ -26,7 +26,7 @@ __all__ = ["calibrate", "calibrate_command"]
 def _pool_view(articles_path: str):
     """A CorpusView over the article pool, one document per article (title line, one sentence per line)."""
     from lens._corpus import CorpusScan, Document
-    from lens._prior import CorpusView
+    from lens._view import CorpusView
 
     docs = []
     with open(articles_path, encoding="utf-8") as fh:

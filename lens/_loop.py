@@ -22,7 +22,8 @@ from lens._corpus import Document
 from lens._cost import CostMeter
 from lens._llm import LLMClient, LLMDeadlineError, LLMError, LLMFormatError, LLMUnavailableError, refusal
 from lens._observation import Finding, observe
-from lens._prior import CorpusView, Prior
+from lens._prior import Prior
+from lens._view import CorpusView
 from lens._requirements import Decomposition, Requirement
 from lens._result import RoundTrace
 from lens._terms import capitalised_spans, content_terms, title_key, tokens

@@ -28,14 +28,13 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 
 from lens._config import PriorSettings
-from lens._corpus import CorpusScan, Document
+from lens._corpus import Document
+from lens._view import CorpusView
 from lens._terms import STOPWORDS, base_title, capitalised_spans, content_terms, title_key, tokens
 
-__all__ = ["CorpusView", "PriorScore", "Prior"]
+__all__ = ["PriorScore", "Prior"]
 
 K1, B = 0.9, 0.4
-_SUFFIXES = ("s", "es", "ed", "ing", "'s", "’s", "ly", "er", "ers")
-_MAX_NGRAM = 10
 
 
 @dataclass(frozen=True)
@@ -45,117 +44,6 @@ class PriorScore:
     index: int
     score: float
     signals: Mapping[str, float]
-
-
-class CorpusView:
-    """One scan of the folder, with the lookups the prior needs built once per query."""
-
-    def __init__(self, scan: CorpusScan):
-        self.scan = scan
-        self.docs: list[Document] = scan.documents
-        lowered = [d.lowered for d in self.docs]  # lowercased, accent-folded ("Gutiérrez" ~ "gutierrez")
-        self._big = "\x00".join(lowered)
-        starts = np.zeros(len(lowered) + 1, dtype=np.int64)
-        if lowered:
-            starts[1:] = np.cumsum([len(t) + 1 for t in lowered])
-        self._starts = starts
-        # document length in characters: BM25 only uses length relative to the average, so characters
-        # serve as well as words and cost no pass over the text
-        self.lengths = np.fromiter((len(t) for t in lowered), dtype=np.float64, count=len(lowered))
-        self.avg_len = float(self.lengths.mean()) if len(lowered) else 1.0
-        self._titles: dict[str, list[int]] | None = None
-        self._title_keys: list[str] | None = None
-
-    def __len__(self) -> int:
-        return len(self.docs)
-
-    # ---------------------------------------------------------------- titles
-    def _build_titles(self) -> None:
-        table: dict[str, list[int]] = {}
-        keys: list[str] = []
-        for i, d in enumerate(self.docs):
-            names = d.title_names
-            keys.append(names[0] if names else "")
-            for name in names:
-                table.setdefault(name, []).append(i)
-        self._titles, self._title_keys = table, keys
-
-    @property
-    def titles(self) -> dict[str, list[int]]:
-        """Title key (full title, title without disambiguation, file stem) -> document indices."""
-        if self._titles is None:
-            self._build_titles()
-        return self._titles  # type: ignore[return-value]
-
-    @property
-    def title_keys(self) -> list[str]:
-        if self._title_keys is None:
-            self._build_titles()
-        return self._title_keys  # type: ignore[return-value]
-
-    def titles_in(self, text: str) -> dict[int, int]:
-        """Documents whose title occurs as a *maximal* word n-gram of ``text``: index -> length in words.
-
-        A title match inside a longer title match ("Bass" inside "Electoral district of Bass") is dropped:
-        the longer name is what the text refers to.
-        """
-        words = tokens(text)
-        table = self.titles
-        spans: list[tuple[int, int, list[int]]] = []  # (start, end exclusive, docs)
-        for i in range(len(words)):
-            key = ""
-            best: tuple[int, int, list[int]] | None = None
-            for n in range(1, min(_MAX_NGRAM, len(words) - i) + 1):
-                key = words[i] if n == 1 else f"{key} {words[i + n - 1]}"
-                hits = table.get(key)
-                if hits:
-                    best = (i, i + n, hits)
-            if best:
-                spans.append(best)
-        found: dict[int, int] = {}
-        for a, b, hits in spans:
-            if any(a2 <= a and b <= b2 and (b2 - a2) > (b - a) for a2, b2, _ in spans):
-                continue
-            for h in hits:
-                found[h] = max(found.get(h, 0), b - a)
-        return found
-
-    # ---------------------------------------------------------------- term counts
-    def term_counts(self, terms: Sequence[str]) -> np.ndarray:
-        """Matrix [documents × terms] of word-start matches with simple suffix folding."""
-        counts = np.zeros((len(self.docs), len(terms)), dtype=np.float64)
-        if not terms or not self.docs:
-            return counts
-        import ahocorasick
-
-        auto = ahocorasick.Automaton()
-        for j, term in enumerate(terms):
-            auto.add_word(term, (j, len(term)))
-        auto.make_automaton()
-        big = self._big
-        n = len(big)
-        ends: list[int] = []
-        cols: list[int] = []
-        for end, (j, length) in auto.iter(big):
-            start = end - length + 1
-            if start > 0 and big[start - 1].isalnum():
-                continue
-            nxt = end + 1
-            if nxt < n and big[nxt].isalnum():
-                ok = False
-                for suf in _SUFFIXES:
-                    stop = nxt + len(suf)
-                    if big.startswith(suf, nxt) and (stop >= n or not big[stop].isalnum()):
-                        ok = True
-                        break
-                if not ok:
-                    continue
-            ends.append(end)
-            cols.append(j)
-        if ends:
-            rows = np.searchsorted(self._starts, np.asarray(ends), side="right") - 1
-            np.add.at(counts, (rows, np.asarray(cols)), 1.0)
-        return counts
 
 
 def _bm25(counts: np.ndarray, lengths: np.ndarray, avg_len: float, weights: np.ndarray) -> np.ndarray:

@@ -111,8 +111,8 @@ class LensCorpus:
     """The folder as the agent reads it (one scan), with the lookups the audit needs."""
 
     folder: Path
-    scan: Any  # lens._corpus.CorpusScan
-    view: Any  # lens._prior.CorpusView
+    scan: Any  # lens.CorpusScan
+    view: Any  # lens.CorpusView
     by_id: dict[str, int]
     corpus_hash: str
 

@@ -1,7 +1,7 @@
 """Replay throughput benchmark: rows/s and peak memory for the paper-sized designs.
 
-    python -m harness.audit.bench_replay --config audit-hotpotqa --seeds 5 --cache /tmp/lens-audit/cache
-    python -m harness.audit.bench_replay --config audit-hotpotqa --seeds 15 --cache /tmp/lens-audit/cache
+    python benchmarks/audit_replay.py --config audit-hotpotqa --seeds 5 --cache /tmp/lens-audit/cache
+    python benchmarks/audit_replay.py --config audit-hotpotqa --seeds 15 --cache /tmp/lens-audit/cache
 
 One memory (default ``trace``) over 2 streams × 2 retrievers × ``seeds`` × 400 anchors × 9 conditions gives the
 72,000-row design at 5 seeds and the 216,000-row design (the paper's size) at 15. Base lists and query vectors
@@ -31,7 +31,7 @@ def _rss_mib() -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m harness.audit.bench_replay", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python benchmarks/audit_replay.py", description=__doc__.split("\n\n")[0])
     ap.add_argument("--config", default="audit-hotpotqa", help="audit config file or preset (default audit-hotpotqa)")
     ap.add_argument("--seeds", type=int, default=5, help="seeds per stream kind (5: 72K rows, 15: 216K rows per memory)")
     ap.add_argument("--memories", default="trace", help="comma-separated memories to replay (trace, cache)")
