@@ -223,7 +223,7 @@ def available_presets() -> list[str]:
     return sorted(
         p.name[: -len(".toml")]
         for p in resources.files("lens.configs").iterdir()
-        if p.name.endswith(".toml") and not p.name.startswith(("bench", "audit"))
+        if p.name.endswith(".toml")
     )
 
 

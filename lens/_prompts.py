@@ -22,17 +22,18 @@ _SPLIT = "---- user ----"
 
 
 @lru_cache(maxsize=None)
-def _template(name: str) -> tuple[Template, Template]:
-    text = resources.files("lens.prompts").joinpath(f"{name}.md").read_text(encoding="utf-8")
+def _template(package: str, name: str) -> tuple[Template, Template]:
+    text = resources.files(package).joinpath(f"{name}.md").read_text(encoding="utf-8")
     if _SPLIT not in text:
-        raise ValueError(f"prompts/{name}.md: missing the '{_SPLIT}' separator line")
+        raise ValueError(f"{package}/{name}.md: missing the '{_SPLIT}' separator line")
     system, user = text.split(_SPLIT, 1)
     return Template(system.strip()), Template(user.strip())
 
 
-def render(name: str, **values: str) -> list[dict[str, str]]:
-    """Chat messages for template ``name`` with ``$placeholders`` filled (all must be given)."""
-    system, user = _template(name)
+def render(name: str, *, package: str = "lens.prompts", **values: str) -> list[dict[str, str]]:
+    """Chat messages for template ``name`` (``<package>/<name>.md``; another package may keep its own
+    templates in the same format) with ``$placeholders`` filled (all must be given)."""
+    system, user = _template(package, name)
     return [
         {"role": "system", "content": system.substitute(**values)},
         {"role": "user", "content": user.substitute(**values)},

@@ -14,10 +14,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.mark.timeout(300)
 def test_the_wheel_carries_prompts_configs_and_both_packages(tmp_path):
-    build = tmp_path / "build"  # keep the checkout clean: setuptools' build folder goes to tmp
+    # built from a copy: setuptools reuses a build/ folder in the tree, which would keep removed modules
+    src = _source_copy(tmp_path / "src")
     proc = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path),
-         str(ROOT)],
+         str(src)],
         capture_output=True, text=True, env={**__import__("os").environ, "PIP_NO_INPUT": "1"},
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -27,6 +28,11 @@ def test_the_wheel_carries_prompts_configs_and_both_packages(tmp_path):
         assert f"lens/prompts/{prompt.name}" in names
     for config in ROOT.joinpath("configs").glob("*.toml"):
         assert f"lens/configs/{config.name}" in names
+    # the harness's own prompts and configs are its package data, not the library's
+    for prompt in ROOT.joinpath("harness", "prompts").glob("*.md"):
+        assert f"harness/prompts/{prompt.name}" in names and f"lens/prompts/{prompt.name}" not in names
+    for config in ROOT.joinpath("harness", "configs").glob("*.toml"):
+        assert f"harness/configs/{config.name}" in names and f"lens/configs/{config.name}" not in names
     assert {"lens/_cli.py", "harness/runner.py", "harness/audit/cli.py", "harness/retrieval/bm25.py"} <= names
     entry = next(n for n in names if n.endswith("entry_points.txt"))
     entries = zipfile.ZipFile(wheel).read(entry).decode()

@@ -1,4 +1,4 @@
-"""Audit configuration: a typed TOML file (``configs/audit-*.toml``) and how its data paths resolve.
+"""Audit configuration: a typed TOML file (``harness/configs/audit-*.toml``) and how its data paths resolve.
 
 ``--config`` takes a file path, or the name of a packaged preset (``audit-small``, ``audit-tatqa``,
 ``audit-hotpotqa``; the ``.toml`` suffix is optional).
@@ -252,7 +252,7 @@ class LensAuditConfig(_Section):
 def _preset_path(name: str) -> Path | None:
     stem = name[:-5] if name.endswith(".toml") else name
     try:
-        res = resources.files("lens.configs").joinpath(f"{stem}.toml")
+        res = resources.files("harness.configs").joinpath(f"{stem}.toml")
     except (ModuleNotFoundError, FileNotFoundError):
         return None
     return Path(str(res)) if res.is_file() else None

@@ -14,6 +14,8 @@ from pydantic import BaseModel, field_validator
 from harness.systems.base import QuestionBudget
 from lens import LLMClient
 
+PROMPTS = "harness.prompts"  # the baselines' templates (package data of the harness)
+
 __all__ = ["AnswerReply", "ANSWER_TOKENS", "PLACEHOLDERS", "call_for_answer", "clean_answer"]
 
 ANSWER_TOKENS = 96  # an answer is a short span; JSON overhead included

@@ -1,4 +1,4 @@
-"""Closed-Book: the LLM alone, one call (prompt ``prompts/closed_book.md``). It reads no corpus, so it retrieves
+"""Closed-Book: the LLM alone, one call (prompt ``harness/prompts/closed_book.md``). It reads no corpus, so it retrieves
 nothing and cites nothing: its Ev.Rec is reported as "—" and it is never grounded (the paper's no-retrieval
 reference for how much of the score the model's parameters carry)."""
 
@@ -9,6 +9,7 @@ from harness.systems.base import QuestionBudget, RunLevelError, System, error_te
 from harness.systems.prediction import Prediction
 from lens import LLMClient, LLMError
 from lens import render
+from harness.systems.answer_call import PROMPTS
 
 __all__ = ["ClosedBookSystem"]
 
@@ -28,7 +29,7 @@ class ClosedBookSystem(System):
     def _answer(self, question: str, budget: QuestionBudget) -> Prediction:
         pred = Prediction(system=self.name, answer="")
         try:
-            pred.answer = call_for_answer(self.client, render("closed_book", question=question.strip()), budget)
+            pred.answer = call_for_answer(self.client, render("closed_book", package=PROMPTS, question=question.strip()), budget)
         except RunLevelError:
             raise
         except LLMError as exc:

@@ -34,22 +34,22 @@ def _py_files(package: str) -> list[tuple[str, bytes]]:
     return [(f"{package}/{p.name}", p.read_bytes()) for p in root.iterdir() if p.name.endswith(".py")]
 
 
-def _prompts(names: tuple[str, ...] | None) -> list[tuple[str, bytes]]:
-    root = resources.files("lens.prompts")
+def _prompts(package: str, names: tuple[str, ...] | None = None) -> list[tuple[str, bytes]]:
+    root = resources.files(package)
     files = [p for p in root.iterdir() if p.name.endswith(".md")]
     if names is not None:
         files = [p for p in files if p.name[:-3] in names]
-    return [(f"prompts/{p.name}", p.read_bytes()) for p in files]
+    return [(f"{package}/{p.name}", p.read_bytes()) for p in files]
 
 
 @functools.lru_cache(maxsize=None)
 def code_fingerprint(system: str) -> str:
     """sha256 over the (name, sha256) of the files arm ``system`` runs; 16 hex digits."""
     if system == "lens":
-        entries = _py_files("lens") + _prompts(None)
+        entries = _py_files("lens") + _prompts("lens.prompts")
     else:
         lens_root = Path(str(resources.files("lens")))
         entries = _py_files("harness.systems") + _py_files("harness.retrieval")
         entries += [(f"lens/{n}", (lens_root / n).read_bytes()) for n in ("_llm.py", "_prompts.py", "_cost.py")]
-        entries += _prompts(_BASELINE_PROMPTS[system])
+        entries += _prompts("harness.prompts", _BASELINE_PROMPTS[system])
     return _digest(entries)[:16]

@@ -8,7 +8,7 @@
   through ``harness.retrieval.reciprocal_rank_fusion``.
 
 Both read the retrieved files from the folder as it is at query time (an index built on D125 still points at
-files that exist in D250: growth is append-only) and put them, fenced as data, into ``prompts/rag.md``. The
+files that exist in D250: growth is append-only) and put them, fenced as data, into ``harness/prompts/rag.md``. The
 passages placed in the prompt are the evidence (for Ground) and their documents the retrieved set (for Ev.Rec).
 The index is what they know of the corpus: a document added after the build can never be retrieved — the
 stale-index arm measures exactly that.
@@ -30,6 +30,7 @@ from harness.systems.prediction import Passage, Prediction, RetrievedDoc
 from harness.snapshots import SENTENCE_LINE_OFFSET
 from lens import LLMClient, LLMError
 from lens import fence_passage, render
+from harness.systems.answer_call import PROMPTS
 
 __all__ = ["Retriever", "BM25Retriever", "HybridRetriever", "RAGSystem", "DEFAULT_K", "HYBRID_DEPTH"]
 
@@ -121,7 +122,7 @@ def _shown_sentences(sentences: tuple[str, ...], limit: int) -> list[tuple[int, 
 
 
 class RAGSystem(System):
-    """Retrieve ``k`` documents with ``retriever``, answer in one call from ``prompts/rag.md``."""
+    """Retrieve ``k`` documents with ``retriever``, answer in one call from ``harness/prompts/rag.md``."""
 
     index_free = False
 
@@ -186,7 +187,7 @@ class RAGSystem(System):
             pred.details["missing_files"] = missing
         passages = "\n\n".join(blocks) if blocks else "(no passages were retrieved)"
         try:
-            pred.answer = call_for_answer(self.client, render("rag", question=question.strip(), passages=passages), budget)
+            pred.answer = call_for_answer(self.client, render("rag", package=PROMPTS, question=question.strip(), passages=passages), budget)
         except RunLevelError:
             raise
         except LLMError as exc:

@@ -8,7 +8,7 @@
   matches on repeated lookups, as the original does).
 - ``finish[answer]`` — the answer; the episode ends.
 
-Each step is one chat call (``prompts/react.md``: instructions and one worked example with invented facts).
+Each step is one chat call (``harness/prompts/react.md``: instructions and one worked example with invented facts).
 The first ``Thought``/``Action`` pair of a reply is used; anything after it (a model inventing its own
 observation) is discarded. A reply without a usable action is a **bad-format step**: it is counted, costs its
 step, and the model is told the format again. After ``max_steps`` (7, the original's cap for HotpotQA) steps
@@ -41,6 +41,7 @@ from harness.systems.live_search import LiveSearch, SearchState
 from harness.systems.prediction import Passage, Prediction, RetrievedDoc
 from lens import LLMClient, LLMError
 from lens import fence_passage, render
+from harness.systems.answer_call import PROMPTS
 
 __all__ = ["ReActSystem", "parse_step", "Step", "MAX_STEPS"]
 
@@ -241,7 +242,7 @@ class ReActSystem(System):
     def _answer(self, question: str, budget: QuestionBudget) -> Prediction:
         state, warmup = self.search.current()
         ep = _Episode(state)
-        messages = render("react", question=question.strip(), max_steps=str(self.max_steps))
+        messages = render("react", package=PROMPTS, question=question.strip(), max_steps=str(self.max_steps))
         steps: list[dict[str, Any]] = []
         done: dict[tuple[str, str, str], int] = {}
         bad = 0

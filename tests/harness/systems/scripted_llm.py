@@ -20,7 +20,9 @@ from typing import Any, Callable
 
 import httpx
 
-PROMPTS = Path(__file__).resolve().parents[3] / "prompts"
+_ROOT = Path(__file__).resolve().parents[3]
+PROMPT_DIRS = (_ROOT / "prompts", _ROOT / "harness" / "prompts")  # the agent's, the baselines'
+
 _PASSAGE = re.compile(r'<passage id="([^"]+)" source="([^"]*)">\n(.*?)\n</passage>', re.DOTALL)
 _SENT = re.compile(r"^\[(\d+)\] (.*)$", re.MULTILINE)
 
@@ -28,7 +30,8 @@ Reply = str | Callable[[list[dict[str, str]]], str]
 
 
 def _opening(name: str) -> str:
-    text = (PROMPTS / f"{name}.md").read_text(encoding="utf-8")
+    path = next(d / f"{name}.md" for d in PROMPT_DIRS if (d / f"{name}.md").is_file())
+    text = path.read_text(encoding="utf-8")
     return text.split("---- user ----", 1)[0].strip()[:40]
 
 
