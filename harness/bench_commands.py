@@ -16,12 +16,12 @@ from pathlib import Path
 from harness.datasets import DataError, load_articles, load_predictions, load_questions
 from harness.metrics import score_official
 from harness.samples import FrozenSample, draw_samples, parse_sizes, write_samples
+from harness.files import sha256_file
 from harness.snapshots import (
     BuildResult,
     SnapshotSet,
     VerifyReport,
     build_snapshots,
-    file_sha256,
     path_sha256,
     plan_snapshots,
     verify_snapshots,
@@ -80,7 +80,7 @@ def sample(args: argparse.Namespace) -> int:
     questions = load_questions(args.questions)
     sizes = parse_sizes(args.sizes)
     fs = draw_samples(
-        questions, sizes, seed=args.seed, sf_cap=args.sf_cap, population_sha256=file_sha256(args.questions)
+        questions, sizes, seed=args.seed, sf_cap=args.sf_cap, population_sha256=sha256_file(args.questions)
     )
     written = write_samples(fs, args.out, source=args.questions)
     if args.json:
@@ -170,7 +170,7 @@ def snapshot(args: argparse.Namespace) -> int:
     questions = load_questions(args.questions)
     articles = load_articles(args.articles)
     inputs = {
-        "questions": {"path": str(args.questions), "sha256": file_sha256(args.questions)},
+        "questions": {"path": str(args.questions), "sha256": sha256_file(args.questions)},
         "articles": {"path": str(args.articles), "sha256": path_sha256(args.articles)},
     }
     t_load = time.perf_counter()
@@ -363,7 +363,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def lifecycle(args: argparse.Namespace) -> int:
-    from harness._atomic import write_json_atomic
+    from harness.files import write_json_atomic
     from harness.lifecycle import find_stages, lifecycle_table, measure_lifecycle
     from harness.systems.registry import parse_systems
 

@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterable
 
-from harness._atomic import write_json_atomic
+from harness.files import write_json_atomic
 from lens import LensError
 
 __all__ = [

@@ -68,7 +68,8 @@ from harness.run_store import (
     write_run_manifest,
 )
 from harness.samples import ids_sha256, read_samples
-from harness.snapshots import file_sha256, read_manifest
+from harness.files import sha256_file
+from harness.snapshots import read_manifest
 from harness.systems.corpus import SnapshotCorpus
 from harness.systems.prediction import Prediction
 from harness.systems.registry import ArmPlan, ArmSettings, index_free, prepare_indexes, reads_corpus
@@ -229,7 +230,7 @@ def plan_run(
         raise DataError(f"--limit {limit}: must be >= 1")
     chosen = planned[:limit] if limit else planned
     binding = {
-        "questions_file_sha256": file_sha256(questions_file),
+        "questions_file_sha256": sha256_file(questions_file),
         "stage": {k: stage_info[k] for k in ("name", "size", "sample_sha256", "order_sha256")},
         "question_set": question_set,
         "question_order_sha256": ids_sha256(planned),

@@ -32,7 +32,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from harness._atomic import write_json_atomic, write_text_atomic
+from harness.files import write_json_atomic, write_text_atomic
 from harness.datasets import DataError, Question
 
 __all__ = [

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Sequence
 from urllib.parse import quote, unquote
 
-from harness._atomic import write_json_atomic
+from harness.files import sha256_file, write_json_atomic
 from harness.datasets import Article, DataError, Question, title_key
 from harness.samples import (
     DEFAULT_SEED,
@@ -73,7 +73,7 @@ __all__ = [
     "assign_file_names",
     "title_from_file_name",
     "corpus_checksum",
-    "file_sha256",
+    "sha256_file",
     "path_sha256",
     "plan_snapshots",
     "build_snapshots",
@@ -258,21 +258,13 @@ def title_from_file_name(name: str) -> str:
 # --------------------------------------------------------------------------- hashing
 
 
-def file_sha256(path: str | os.PathLike[str]) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def path_sha256(path: str | os.PathLike[str]) -> str:
     """sha256 of a file, or of a folder as the sorted ``"<sha256>  <relative path>\\n"`` lines of its files."""
     p = Path(path)
     if not p.is_dir():
-        return file_sha256(p)
+        return sha256_file(p)
     rows = sorted(
-        (f.relative_to(p).as_posix(), file_sha256(f))
+        (f.relative_to(p).as_posix(), sha256_file(f))
         for f in p.rglob("*")
         if f.is_file() and not any(part.startswith(".") for part in f.relative_to(p).parts)
     )
@@ -702,7 +694,7 @@ def _folder_problems(folder: Path, expected: dict[str, str], label: str) -> list
         problems.append(f"{label}/{rel}: file in the manifest is missing (removed)")
     for rel in sorted(on_disk & set(expected)):
         try:
-            sha = file_sha256(folder / rel)
+            sha = sha256_file(folder / rel)
         except OSError as exc:
             problems.append(f"{label}/{rel}: unreadable: {exc.strerror or exc}")
             continue

@@ -21,14 +21,12 @@ traces and ablations can show where each candidate came from.
 from __future__ import annotations
 
 import math
-import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
 from lens._config import PriorSettings
-from lens._corpus import Document
 from lens._view import CorpusView
 from lens._terms import STOPWORDS, base_title, capitalised_spans, content_terms, title_key, tokens
 

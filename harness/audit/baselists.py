@@ -27,7 +27,8 @@ import numpy as np
 from harness.audit.config import RetrievalSpec
 from harness.audit.inputs import Asset, Request
 from harness.retrieval import BM25Index, BM25Params, DenseEncoder, DenseIndex, fuse_index_rankings
-from harness.retrieval.store import IndexFolderError, atomic_write, canonical_json, sha256_bytes
+from harness.files import atomic_write, canonical_json, sha256_bytes
+from harness.retrieval.store import IndexFolderError
 
 __all__ = ["BaseLists", "QueryVectors", "ArtifactCache", "compute_base_lists", "compute_query_vectors", "combined_index_hash"]
 

@@ -23,7 +23,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from harness.retrieval.store import canonical_json, sha256_bytes
+from harness.files import canonical_json, sha256_bytes
 from lens import LensError
 
 __all__ = [

@@ -16,7 +16,7 @@ from typing import Callable
 import numpy as np
 
 from harness.audit.streams import Stream
-from harness.retrieval.store import atomic_write, canonical_json, sha256_bytes
+from harness.files import atomic_write, canonical_json, sha256_bytes
 
 __all__ = ["Event", "EventLog", "FrozenLogError"]
 

@@ -30,7 +30,7 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
-from harness.retrieval.store import canonical_json, sha256_bytes, sha256_file
+from harness.files import canonical_json, sha256_bytes, sha256_file
 from lens import LensError
 
 __all__ = [

@@ -42,7 +42,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from harness.audit.streams import Stream
-from harness.retrieval.store import atomic_write, canonical_json, sha256_bytes, sha256_file
+from harness.files import atomic_write, canonical_json, sha256_bytes, sha256_file
 from lens import LensError
 from lens import MemoryEntry, new_entry
 

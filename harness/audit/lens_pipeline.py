@@ -37,7 +37,7 @@ from harness.audit.pipeline import RunResult, finish_run
 from harness.audit.replay import choose_anchors
 from harness.audit.streams import Stream, gold_overlap_stream, random_stream, semantic_stream
 from harness.audit.views import standard_views
-from harness.retrieval.store import atomic_write_json, canonical_json, sha256_bytes, sha256_file
+from harness.files import atomic_write_json, canonical_json, sha256_bytes, sha256_file
 from lens import LensError
 
 __all__ = ["agent_config", "run_lens_audit"]

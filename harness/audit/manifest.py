@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from harness.retrieval.store import atomic_write_json, sha256_file
+from harness.files import atomic_write_json, sha256_file
 from lens import LensError
 
 __all__ = ["MANIFEST_NAME", "file_record", "environment", "write_manifest", "load_manifest", "verify_outputs"]

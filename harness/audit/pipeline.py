@@ -32,7 +32,7 @@ from harness.audit.replay import Budgets, ReplayInputs, choose_anchors, replay_s
 from harness.audit.rows import read_rows, write_rows
 from harness.audit.streams import Stream, gold_overlap_stream, natural_stream, random_stream, semantic_stream
 from harness.audit.views import standard_views
-from harness.retrieval.store import atomic_write, atomic_write_json
+from harness.files import atomic_write, atomic_write_json
 from lens import LensError
 
 __all__ = ["RunResult", "run_audit", "load_workload", "build_streams"]

@@ -33,7 +33,7 @@ from harness.audit.contract import ContractFailed, check_run
 from harness.audit.manifest import file_record, load_manifest, write_manifest
 from harness.audit.metrics import Bootstrap, Estimate, contrast_set, verdict
 from harness.audit.rows import RowTable, read_rows
-from harness.retrieval.store import atomic_write, atomic_write_json
+from harness.files import atomic_write, atomic_write_json
 
 __all__ = ["build_report", "cell_contrasts"]
 

@@ -24,7 +24,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 import numpy as np
 
-from harness.retrieval.store import atomic_write
+from harness.files import atomic_write
 from lens import LensError
 
 __all__ = [

@@ -25,7 +25,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from harness.audit.inputs import GoldLabels, InputError, Request
-from harness.retrieval.store import atomic_write_json, canonical_json, sha256_bytes
+from harness.files import atomic_write_json, canonical_json, sha256_bytes
 
 __all__ = [
     "HEADLINE_KINDS",

@@ -20,14 +20,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from harness.retrieval.ranking import top_k
-from harness.retrieval.store import (
-    IndexFolderError,
-    canonical_json,
-    read_folder_record,
-    sha256_bytes,
-    sha256_file,
-    write_folder_record,
-)
+from harness.files import canonical_json, sha256_bytes, sha256_file
+from harness.retrieval.store import IndexFolderError, read_folder_record, write_folder_record
 from lens import LensError
 
 __all__ = ["DEFAULT_MODEL_PACKAGE", "DenseUnavailable", "DenseEncoder", "DenseIndex", "default_model_path"]

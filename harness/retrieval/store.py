@@ -1,97 +1,24 @@
-"""Persistence helpers shared by the retrieval indexes and the audit manifests.
-
-Two promises: a file is either fully written or not there at all (write to a temporary sibling, fsync,
-``os.replace``), and a saved folder carries a small JSON record with the sha256 of every file it holds, so a
-later load can tell a damaged or swapped folder from the one that was saved.
+"""Saved index folders: a folder carries a small JSON record with the sha256 of every file it holds, so a later
+load can tell a damaged or swapped folder from the one that was saved (files written by ``harness.files``).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
+from harness.files import atomic_write_json, sha256_file
 from lens import LensError
 
-__all__ = [
-    "IndexFolderError",
-    "atomic_write",
-    "atomic_write_json",
-    "canonical_json",
-    "sha256_bytes",
-    "sha256_file",
-    "write_folder_record",
-    "read_folder_record",
-]
+__all__ = ["IndexFolderError", "write_folder_record", "read_folder_record"]
 
 RECORD_NAME = "lens-index.json"
-_CHUNK = 1 << 20
 
 
 class IndexFolderError(LensError):
     """A saved index folder is missing, incomplete, or does not match its recorded hashes."""
-
-
-def sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def sha256_file(path: str | os.PathLike) -> str:
-    """Hex sha256 of a file's bytes (streamed; any size)."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(_CHUNK), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def canonical_json(obj: Any) -> bytes:
-    """The byte form hashed everywhere: sorted keys, no whitespace, UTF-8."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-
-
-def atomic_write(path: str | os.PathLike, write: Callable[[Any], None] | bytes, *, binary: bool = True) -> Path:
-    """Write ``path`` all-or-nothing.
-
-    ``write`` is either the bytes to write or a callable that receives the open temporary file. The file is
-    flushed and fsynced before it replaces ``path``; on any error the temporary file is removed and ``path`` is
-    left as it was.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as fh:
-            if callable(write):
-                write(fh)
-            else:
-                fh.write(write)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; give the file the usual permissions
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    return path
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def atomic_write_json(path: str | os.PathLike, obj: Any) -> Path:
-    """Pretty JSON (sorted keys), written atomically."""
-    text = json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-    return atomic_write(path, text.encode("utf-8"))
 
 
 def write_folder_record(folder: Path, record: Mapping[str, Any], files: list[str]) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.retrieval import BM25Index, BM25Params, DenseEncoder, DenseIndex, IndexFolderError
-from harness.retrieval.store import atomic_write_json
+from harness.files import atomic_write_json
 from harness.systems.corpus import SnapshotCorpus
 
 __all__ = ["IndexBuild", "IndexStore", "PeakRSS", "folder_bytes", "model_tag"]

@@ -4,7 +4,6 @@ a scripted LLM behind respx (the real ``openai`` client path), and configuration
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 import respx
