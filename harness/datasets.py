@@ -4,7 +4,7 @@ Every loader validates what it reads and raises one ``DataError`` naming the fil
 in the JSON array, or in the JSONL/shard file with its 1-based line) and the field that is wrong, e.g.
 ``questions.json: record 17: field "answer" missing``. Truncated JSON is reported at the record it cuts.
 
-Titles compare case-insensitively everywhere in the harness: compare ``title_key(a) == title_key(b)``.
+Titles compare case-insensitively everywhere in the harness: compare ``article_key(a) == article_key(b)``.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ __all__ = [
     "DataError",
     "Question",
     "Article",
-    "title_key",
+    "article_key",
     "load_questions",
     "load_articles",
     "iter_articles",
@@ -36,8 +36,11 @@ class DataError(LensError, ValueError):
     """A data file is missing, unreadable or malformed; the message names file, record and field."""
 
 
-def title_key(title: str) -> str:
-    """The key under which two titles are the same article: NFC, case-folded, whitespace collapsed."""
+def article_key(title: str) -> str:
+    """The key under which two titles are the same article: NFC, case-folded, whitespace collapsed. Scoring
+    (Ev.Rec, supporting facts) and snapshots compare articles by it; it is exact on purpose — "Ed Wood (film)"
+    and "Ed Wood" are two articles. (``lens``'s own title key is a looser name key for matching names in text:
+    accents folded, punctuation dropped.)"""
     return " ".join(unicodedata.normalize("NFC", title).casefold().split())
 
 
@@ -55,11 +58,11 @@ class Question:
 
     @property
     def gold_titles(self) -> tuple[str, ...]:
-        """Unique supporting-fact titles (compared by ``title_key``) in order of first appearance."""
+        """Unique supporting-fact titles (compared by ``article_key``) in order of first appearance."""
         seen: set[str] = set()
         out: list[str] = []
         for title, _ in self.supporting_facts:
-            key = title_key(title)
+            key = article_key(title)
             if key not in seen:
                 seen.add(key)
                 out.append(title)

@@ -12,7 +12,7 @@ Answer EM/F1, supporting-fact and joint metrics follow the official ``hotpot_eva
 - joint: precision = answer precision × sp precision, recall likewise, F1 from those; EM = EM × sp EM;
 - a question missing from the predictions scores 0 (it stays in the denominator) and is reported.
 
-Titles everywhere else (Ev.Rec, Ground, taxonomy) compare with ``title_key`` (case-insensitive).
+Titles everywhere else (Ev.Rec, Ground, taxonomy) compare with ``article_key`` (case-insensitive).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, NamedTuple, Sequence
 
-from harness.datasets import DataError, Question, title_key
+from harness.datasets import DataError, Question, article_key
 
 __all__ = [
     "FAILURE_CLASSES",
@@ -235,11 +235,11 @@ def score_official(gold: Sequence[Question], prediction: Mapping[str, Mapping]) 
 
 def evidence_recall(gold_titles: Iterable[str], retrieved_titles: Iterable[str]) -> float:
     """Ev.Rec of one question: the fraction of its distinct gold supporting titles that are among the
-    retrieved documents' titles, compared by ``title_key``. Raises ValueError when there are no gold titles."""
-    gold = {title_key(t) for t in gold_titles}
+    retrieved documents' titles, compared by ``article_key``. Raises ValueError when there are no gold titles."""
+    gold = {article_key(t) for t in gold_titles}
     if not gold:
         raise ValueError("evidence recall needs at least one gold title")
-    got = {title_key(t) for t in retrieved_titles}
+    got = {article_key(t) for t in retrieved_titles}
     return len(gold & got) / len(gold)
 
 
@@ -265,7 +265,7 @@ def is_grounded(
 
     - An unanswered prediction (``is_unanswered``) or one with no evidence is not grounded.
     - A yes/no answer (normalising to ``yes`` or ``no``) is grounded when the evidence covers *every*
-      requirement of the question: each gold supporting title (``title_key``) is the source of at least one
+      requirement of the question: each gold supporting title (``article_key``) is the source of at least one
       evidence passage. (A yes/no judgement compares or checks facts from every supporting article; a
       passage about only one side cannot support it.)
     - Any other answer is grounded when its normalised tokens (official normalisation) occur as a
@@ -280,8 +280,8 @@ def is_grounded(
         return False
     norm = normalize_answer(answer or "")
     if norm in ("yes", "no"):
-        need = {title_key(t) for t in gold_titles}
-        have = {title_key(t) for t, _ in passages}
+        need = {article_key(t) for t in gold_titles}
+        have = {article_key(t) for t, _ in passages}
         return bool(need) and need <= have
     tokens = norm.split()
     return any(_contains_tokens(normalize_answer(text).split(), tokens) for _, text in passages)
@@ -305,8 +305,8 @@ def failure_class(
     """
     if correct:
         return FAILURE_CLASSES[0]
-    gold = {title_key(t) for t in gold_titles}
-    got = {title_key(t) for t in retrieved_titles}
+    gold = {article_key(t) for t in gold_titles}
+    got = {article_key(t) for t in retrieved_titles}
     hit = gold & got
     if hit and is_unanswered(answer):
         return FAILURE_CLASSES[1]

@@ -9,7 +9,7 @@ What D_n holds
   question of the population file, so a later stage's evidence is never already present as background, and
   they are taken in the order of ``sha256(f"{seed}:{title}")``; D_n's background is a prefix of D_m's.
 
-Articles come from the article pool (matched by exact title, then by ``title_key``); a context paragraph
+Articles come from the article pool (matched by exact title, then by ``article_key``); a context paragraph
 whose article the pool lacks is written from the question's own context. Gold titles found in neither are
 reported as ``missing_gold``.
 
@@ -45,7 +45,7 @@ from typing import Callable, Iterable, Sequence
 from urllib.parse import quote, unquote
 
 from harness.files import sha256_file, write_json_atomic
-from harness.datasets import Article, DataError, Question, title_key
+from harness.datasets import Article, DataError, Question, article_key
 from harness.samples import (
     DEFAULT_SEED,
     DEFAULT_SF_CAP,
@@ -396,7 +396,7 @@ def plan_snapshots(
         raise DataError(f"background ratio must be a finite number >= 0, got {background_ratio}")
     sample = draw_samples(questions, sizes, seed=seed, sf_cap=sf_cap, population_sha256=population_sha256)
 
-    # the pool: first article per exact title; a second index by title_key for case/spacing variants
+    # the pool: first article per exact title; a second index by article_key for case/spacing variants
     pool: dict[str, Article] = {}
     by_key: dict[str, list[Article]] = {}
     duplicates = 0
@@ -405,7 +405,7 @@ def plan_snapshots(
             duplicates += 1
             continue
         pool[a.title] = a
-        by_key.setdefault(title_key(a.title), []).append(a)
+        by_key.setdefault(article_key(a.title), []).append(a)
     context_only: dict[str, Article] = {}
     ambiguous: set[str] = set()
 
@@ -413,18 +413,18 @@ def plan_snapshots(
         a = pool.get(title)
         if a is not None:
             return a
-        cands = by_key.get(title_key(title))
+        cands = by_key.get(article_key(title))
         if cands:
             if len(cands) > 1:
                 ambiguous.add(title)
             return cands[0]
-        a = context_only.get(title_key(title))
+        a = context_only.get(article_key(title))
         if a is not None:
             return a
         if sentences is None:
             return None
         a = _context_article(title, sentences)
-        context_only[title_key(title)] = a
+        context_only[article_key(title)] = a
         return a
 
     # resolve every population question once (in id order, so context-only texts do not depend on file order)
@@ -435,26 +435,26 @@ def plan_snapshots(
     mismatched: dict[str, set[str]] = {}
     for q in sorted(questions, key=lambda q: q.id):
         ctx_exact = {t: s for t, s in q.context}
-        ctx_key = {title_key(t): s for t, s in reversed(q.context)}
+        ctx_key = {article_key(t): s for t, s in reversed(q.context)}
         golds: list[Article] = []
         missing: list[str] = []
         for t in q.gold_titles:
-            linked_keys.add(title_key(t))
-            sents = ctx_exact.get(t, ctx_key.get(title_key(t)))
+            linked_keys.add(article_key(t))
+            sents = ctx_exact.get(t, ctx_key.get(article_key(t)))
             a = resolve(t, sents)
             if a is None:
                 missing.append(t)
             else:
                 golds.append(a)
-                linked_keys.add(title_key(a.title))
+                linked_keys.add(article_key(a.title))
         ctx: list[Article] = []
         bad: set[str] = set()
         for t, s in q.context:
-            linked_keys.add(title_key(t))
+            linked_keys.add(article_key(t))
             a = resolve(t, s)
             assert a is not None
             ctx.append(a)
-            linked_keys.add(title_key(a.title))
+            linked_keys.add(article_key(a.title))
             if a.sentences != s:
                 bad.add(a.title)
         gold_of[q.id], missing_of[q.id], context_of[q.id], mismatched[q.id] = golds, missing, ctx, bad
@@ -464,7 +464,7 @@ def plan_snapshots(
         universe.setdefault(a.title, a)
     names = assign_file_names(universe, max_bytes=max_name_bytes)
     candidates = sorted(
-        (a for a in pool.values() if title_key(a.title) not in linked_keys),
+        (a for a in pool.values() if article_key(a.title) not in linked_keys),
         key=lambda a: (_background_rank(seed, a.title), a.title),
     )
 

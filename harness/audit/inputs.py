@@ -12,7 +12,7 @@ Loaders:
   ``corpus-id``, ``score``; score > 0 is relevant).
 - :func:`load_hotpotqa` — assets are the articles of a ``wiki_articles.jsonl`` pool (id = title, type
   ``article``), queries are the questions of an official HotpotQA JSON file, gold = supporting-fact titles
-  (matched by :func:`harness.datasets.title_key`).
+  (matched by :func:`harness.datasets.article_key`).
 
 Every loader hashes the files it read (sha256) into ``Workload.sources``; errors name the file, the line or
 record, and the field.
@@ -364,7 +364,7 @@ def load_hotpotqa(
     article's sentences. A supporting title missing from the pool is an error (the gold product would be
     unreachable). Uses :mod:`harness.datasets` for validated parsing.
     """
-    from harness.datasets import DataError, load_articles, load_questions, title_key
+    from harness.datasets import DataError, load_articles, load_questions, article_key
 
     try:
         qs = load_questions(questions)
@@ -374,7 +374,7 @@ def load_hotpotqa(
     by_key: dict[str, str] = {}
     assets: list[Asset] = []
     for art in arts:
-        key = title_key(art.title)
+        key = article_key(art.title)
         if key in by_key:
             raise InputError(f"{articles}: title {art.title!r} appears twice (asset ids are titles)")
         by_key[key] = art.title
@@ -383,7 +383,7 @@ def load_hotpotqa(
     for q in qs:
         gold = []
         for title in q.gold_titles:
-            hit = by_key.get(title_key(title))
+            hit = by_key.get(article_key(title))
             if hit is None:
                 raise InputError(f"{questions}: question {q.id}: supporting title {title!r} is not in {articles}")
             gold.append(hit)

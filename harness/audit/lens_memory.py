@@ -146,18 +146,18 @@ class LensCorpus:
         return doc, fresh
 
     def gold_labels(self, gold_titles: Sequence[Sequence[str]]) -> tuple[GoldLabels, int]:
-        """Gold documents per query (titles matched by ``harness.datasets.title_key``). A gold title with no
+        """Gold documents per query (titles matched by ``harness.datasets.article_key``). A gold title with no
         document in the folder stays in the denominator as an unreachable asset. Returns (labels, missing)."""
-        from harness.datasets import title_key
+        from harness.datasets import article_key
 
         index: dict[str, int] = {}
         for i, d in enumerate(self.view.docs):
-            index.setdefault(title_key(d.title), i)
+            index.setdefault(article_key(d.title), i)
         n_docs = len(self.view.docs)
         indptr, indices, missing = [0], [], 0
         for titles in gold_titles:
             got: set[int] = set()
-            for t in dict.fromkeys(title_key(x) for x in titles):
+            for t in dict.fromkeys(article_key(x) for x in titles):
                 i = index.get(t)
                 if i is None:
                     i = n_docs + missing

@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.datasets import DataError, title_key
+from harness.datasets import DataError, article_key
 from harness.snapshots import SENTENCE_LINE_OFFSET, corpus_checksum
 
 __all__ = ["SnapshotDoc", "SnapshotCorpus", "read_snapshot_doc", "folder_signature"]
@@ -94,7 +94,7 @@ class SnapshotCorpus:
     def __post_init__(self) -> None:
         self._by_name = {d.name: i for i, d in enumerate(self.docs)}
         for i, d in enumerate(self.docs):
-            self._by_title.setdefault(title_key(d.title), i)
+            self._by_title.setdefault(article_key(d.title), i)
 
     @classmethod
     def load(cls, folder: str | os.PathLike[str]) -> "SnapshotCorpus":
@@ -131,6 +131,6 @@ class SnapshotCorpus:
         return None if i is None else self.docs[i]
 
     def by_title(self, title: str) -> SnapshotDoc | None:
-        """The document whose title line equals ``title`` (compared with ``title_key``)."""
-        i = self._by_title.get(title_key(title))
+        """The document whose title line equals ``title`` (compared with ``article_key``)."""
+        i = self._by_title.get(article_key(title))
         return None if i is None else self.docs[i]

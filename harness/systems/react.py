@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.datasets import title_key
+from harness.datasets import article_key
 from harness.snapshots import SENTENCE_LINE_OFFSET
 from harness.systems.answer_call import clean_answer
 from harness.systems.base import QuestionBudget, RunLevelError, System, error_text
@@ -169,7 +169,7 @@ class _Episode:
         hits = [(i, s) for i, s in enumerate(doc.sentences) if s and needle in s.casefold()]
         if not hits:
             return f"No sentence of {doc.title} contains [{keyword}]."
-        key = (doc.name, title_key(keyword))
+        key = (doc.name, article_key(keyword))
         if self.lookup_key == key:
             self.lookup_pos += 1
         else:

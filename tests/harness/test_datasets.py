@@ -13,7 +13,7 @@ from harness.datasets import (
     load_articles,
     load_predictions,
     load_questions,
-    title_key,
+    article_key,
 )
 
 
@@ -29,9 +29,9 @@ def test_loads_distractor_layout_with_tuples_and_gold_titles(tmp_path, make):
 
 
 def test_title_key_is_case_and_space_insensitive_and_unicode_normalised():
-    assert title_key("Ed  Wood ") == title_key("ed wood")
-    assert title_key("Café") == title_key("CAFE\u0301")
-    assert title_key("Ed Wood") != title_key("Ed Woods")
+    assert article_key("Ed  Wood ") == article_key("ed wood")
+    assert article_key("Café") == article_key("CAFE\u0301")
+    assert article_key("Ed Wood") != article_key("Ed Woods")
 
 
 def test_loads_the_shared_distractor_fullwiki_and_article_files(shared_dir):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.datasets import Article, DataError, Question, load_articles, load_questions, title_key
+from harness.datasets import Article, DataError, Question, load_articles, load_questions, article_key
 from harness.snapshots import (
     MAX_NAME_BYTES,
     assign_file_names,
@@ -55,10 +55,10 @@ def test_composition_counts_and_background_ratio(small_data):
 
 def test_background_never_holds_an_article_linked_to_any_population_question(small_data):
     questions, articles = _load(small_data)
-    linked = {title_key(t) for q in questions for t, _ in q.context}
+    linked = {article_key(t) for q in questions for t, _ in q.context}
     snap = plan_snapshots(questions, articles, (10,))
     background = [f.title for f in snap.plans[0].files if f.role == "background"]
-    assert background and not any(title_key(t) in linked for t in background)
+    assert background and not any(article_key(t) in linked for t in background)
 
 
 def test_a_stage_does_not_depend_on_which_other_sizes_are_built(small_data):

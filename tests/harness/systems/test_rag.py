@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from harness.datasets import title_key
+from harness.datasets import article_key
 from harness.metrics import evidence_recall
 from harness.retrieval import IndexFolderError
 from harness.systems import BM25Retriever, IndexStore, RAGSystem, SnapshotCorpus
@@ -107,7 +107,7 @@ def test_documents_that_match_no_query_term_are_not_ranked(bench_data, tmp_path)
     corpus = SnapshotCorpus.load(bench_data["D6"])
     index, build, _ = IndexStore(tmp_path / "idx").ensure_bm25(corpus)
     ranked = BM25Retriever(index, build).rank("Quarry03", 50)
-    assert [title_key(corpus.by_name(n).title) for n in ranked] == ["quarry03"]
+    assert [article_key(corpus.by_name(n).title) for n in ranked] == ["quarry03"]
 
 
 def test_k_must_be_positive(client, config, bench_data, tmp_path):
