@@ -28,7 +28,7 @@ VARIANTS = {
 
 
 def build_folder(questions: list, folder: Path) -> int:
-    from harness.snapshots import assign_file_names, render_article
+    from harness.bench.snapshots import assign_file_names, render_article
 
     articles: dict[str, tuple[str, ...]] = {}
     for q in questions:
@@ -57,9 +57,9 @@ def summarise(rows: list[dict]) -> None:
 
 
 def main() -> int:
-    from harness.datasets import load_questions
-    from harness.metrics import answer_f1, evidence_recall, exact_match
-    from harness.snapshots import title_from_file_name
+    from harness.bench.datasets import load_questions
+    from harness.bench.metrics import answer_f1, evidence_recall, exact_match
+    from harness.bench.snapshots import title_from_file_name
     from lens import Agent, load_config
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

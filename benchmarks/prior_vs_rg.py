@@ -27,7 +27,7 @@ from pathlib import Path
 
 
 def build(articles: str, folder: Path, files: int) -> int:
-    from harness.snapshots import assign_file_names, render_article
+    from harness.bench.snapshots import assign_file_names, render_article
 
     pool = [json.loads(line) for line in open(articles, encoding="utf-8") if line.strip()]
     names = assign_file_names(a["title"] for a in pool)

@@ -33,11 +33,11 @@ def test_the_wheel_carries_prompts_configs_and_both_packages(tmp_path):
         assert f"harness/prompts/{prompt.name}" in names and f"lens/prompts/{prompt.name}" not in names
     for config in ROOT.joinpath("harness", "configs").glob("*.toml"):
         assert f"harness/configs/{config.name}" in names and f"lens/configs/{config.name}" not in names
-    assert {"lens/_cli.py", "harness/runner.py", "harness/audit/cli.py", "harness/retrieval/bm25.py"} <= names
+    assert {"lens/_cli.py", "harness/bench/runner.py", "harness/audit/cli.py", "harness/retrieval/bm25.py"} <= names
     entry = next(n for n in names if n.endswith("entry_points.txt"))
     entries = zipfile.ZipFile(wheel).read(entry).decode()
     assert "lens = lens._cli:main" in entries
-    assert "[lens.commands]" in entries and "bench = harness.bench_cli:add_bench_parser" in entries
+    assert "[lens.commands]" in entries and "bench = harness.bench.cli:add_bench_parser" in entries
 
 
 HEAVY = ("scipy", "matplotlib", "sklearn", "bm25s", "Stemmer", "torch", "sentence_transformers", "tqdm")

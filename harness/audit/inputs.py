@@ -12,7 +12,7 @@ Loaders:
   ``corpus-id``, ``score``; score > 0 is relevant).
 - :func:`load_hotpotqa` — assets are the articles of a ``wiki_articles.jsonl`` pool (id = title, type
   ``article``), queries are the questions of an official HotpotQA JSON file, gold = supporting-fact titles
-  (matched by :func:`harness.datasets.article_key`).
+  (matched by :func:`harness.bench.datasets.article_key`).
 
 Every loader hashes the files it read (sha256) into ``Workload.sources``; errors name the file, the line or
 record, and the field.
@@ -362,9 +362,9 @@ def load_hotpotqa(
 
     Asset id is the article title (the pool has one article per title), text is the title line followed by the
     article's sentences. A supporting title missing from the pool is an error (the gold product would be
-    unreachable). Uses :mod:`harness.datasets` for validated parsing.
+    unreachable). Uses :mod:`harness.bench.datasets` for validated parsing.
     """
-    from harness.datasets import DataError, load_articles, load_questions, article_key
+    from harness.bench.datasets import DataError, load_articles, load_questions, article_key
 
     try:
         qs = load_questions(questions)

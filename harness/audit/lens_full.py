@@ -80,7 +80,7 @@ def replay_lens_full(
     say=lambda msg: None,
 ) -> list[RowBlock]:
     """Rows for every view (then Naive) at every anchor: the agent rerun with the memory each condition allows."""
-    from harness.metrics import answer_scores, evidence_recall
+    from harness.bench.metrics import answer_scores, evidence_recall
     from lens import Agent
     from lens import LensError
     from lens import LLMError

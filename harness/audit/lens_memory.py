@@ -118,7 +118,7 @@ class LensCorpus:
 
     @classmethod
     def read(cls, folder: str | Path, reader: Any = None) -> "LensCorpus":
-        from harness.snapshots import corpus_checksum
+        from harness.bench.snapshots import corpus_checksum
         from lens import scan_corpus
         from lens import CorpusView
 
@@ -146,9 +146,9 @@ class LensCorpus:
         return doc, fresh
 
     def gold_labels(self, gold_titles: Sequence[Sequence[str]]) -> tuple[GoldLabels, int]:
-        """Gold documents per query (titles matched by ``harness.datasets.article_key``). A gold title with no
+        """Gold documents per query (titles matched by ``harness.bench.datasets.article_key``). A gold title with no
         document in the folder stays in the denominator as an unreachable asset. Returns (labels, missing)."""
-        from harness.datasets import article_key
+        from harness.bench.datasets import article_key
 
         index: dict[str, int] = {}
         for i, d in enumerate(self.view.docs):

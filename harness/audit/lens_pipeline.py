@@ -139,7 +139,7 @@ def run_lens_audit(
     bound = run.binding.get("questions_file_sha256")
     if bound and bound != q_sha:
         raise LensError(f"{qfile}: sha256 {q_sha[:12]}… differs from the questions file the run was bound to ({bound[:12]}…)")
-    from harness.datasets import load_questions
+    from harness.bench.datasets import load_questions
 
     population = {q.id: q for q in load_questions(qfile)}
     for r in records:

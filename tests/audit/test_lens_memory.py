@@ -61,7 +61,7 @@ def requirement_text(g: int, k: int) -> str:
 
 def build_bench(root: Path, *, groups: int = 5, per_group: int = 6, layout: str = "evidence") -> tuple[Path, Path, Path]:
     """(run folder, snapshot folder, questions file) of a synthetic ``lens bench run``."""
-    from harness.snapshots import corpus_checksum
+    from harness.bench.snapshots import corpus_checksum
     from lens._config import load_config
 
     snap = root / "snapshots" / "D9"

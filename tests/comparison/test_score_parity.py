@@ -206,7 +206,7 @@ def test_lens_bench_score_matches_the_official_rules(tmp_path, capsys, seed):
 @settings(max_examples=300, deadline=None)
 @given(pred=st.text(max_size=30), gold=st.text(max_size=30))
 def test_answer_metrics_match_the_reference_on_arbitrary_text(pred, gold):
-    from harness.metrics import answer_f1, exact_match, normalize_answer
+    from harness.bench.metrics import answer_f1, exact_match, normalize_answer
 
     assert normalize_answer(pred) == ref_normalize(pred)
     assert exact_match(pred, gold) == (ref_normalize(pred) == ref_normalize(gold))

@@ -83,7 +83,7 @@ def shared_dir() -> Path:
 def real_questions():
     if not DISTRACTOR.is_file():
         pytest.skip(f"shared HotpotQA sample not found at {DISTRACTOR} (expected at ../shared/data/hotpotqa)")
-    from harness.datasets import load_questions
+    from harness.bench.datasets import load_questions
 
     return load_questions(DISTRACTOR)
 

@@ -19,10 +19,10 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
 
 def test_bench_registration_imports_nothing_heavy():
     code = (
-        "import sys, argparse, harness.bench_cli as b\n"
+        "import sys, argparse, harness.bench.cli as b\n"
         "p = argparse.ArgumentParser(); s = p.add_subparsers()\n"
         "b.add_bench_parser(s, lambda parser, target: parser.set_defaults(_handler=target))\n"
-        "heavy = [m for m in ('numpy', 'scipy', 'harness.bench_commands', 'harness.snapshots') if m in sys.modules]\n"
+        "heavy = [m for m in ('numpy', 'scipy', 'harness.bench.commands', 'harness.bench.snapshots') if m in sys.modules]\n"
         "print(heavy)"
     )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from harness.datasets import (
+from harness.bench.datasets import (
     Article,
     DataError,
     load_articles,

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from harness.datasets import Question
-from harness.metrics import (
+from harness.bench.datasets import Question
+from harness.bench.metrics import (
     FAILURE_CLASSES,
     AnswerScore,
     SupportScore,

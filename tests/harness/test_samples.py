@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.datasets import DataError, Question, load_questions
-from harness.samples import (
+from harness.bench.datasets import DataError, Question, load_questions
+from harness.bench.samples import (
     draw_samples,
     frozen_order,
     ids_sha256,

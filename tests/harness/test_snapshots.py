@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.datasets import Article, DataError, Question, load_articles, load_questions, article_key
-from harness.snapshots import (
+from harness.bench.datasets import Article, DataError, Question, load_articles, load_questions, article_key
+from harness.bench.snapshots import (
     MAX_NAME_BYTES,
     assign_file_names,
     build_snapshots,

@@ -1,4 +1,4 @@
-"""Fixtures for the benchmark-systems tests: tiny nested snapshots D6 ⊂ D12 built with ``harness.snapshots``,
+"""Fixtures for the benchmark-systems tests: tiny nested snapshots D6 ⊂ D12 built with ``harness.bench.snapshots``,
 a scripted LLM behind respx (the real ``openai`` client path), and configurations bound to it."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import json
 import pytest
 import respx
 
-from harness.datasets import load_articles, load_questions
-from harness.snapshots import build_snapshots, plan_snapshots
+from harness.bench.datasets import load_articles, load_questions
+from harness.bench.snapshots import build_snapshots, plan_snapshots
 from lens._config import load_config
 from lens._llm import LLMClient
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from harness.systems import ClosedBookSystem, RunLevelError
+from harness.bench.systems import ClosedBookSystem, RunLevelError
 
 from .scripted_llm import kind_of
 

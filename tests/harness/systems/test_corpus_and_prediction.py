@@ -6,10 +6,10 @@ import shutil
 
 import pytest
 
-from harness.datasets import DataError
-from harness.snapshots import read_manifest
-from harness.systems import Passage, Prediction, RetrievedDoc, SnapshotCorpus
-from harness.systems.corpus import folder_signature, read_snapshot_doc
+from harness.bench.datasets import DataError
+from harness.bench.snapshots import read_manifest
+from harness.bench.systems import Passage, Prediction, RetrievedDoc, SnapshotCorpus
+from harness.bench.systems.corpus import folder_signature, read_snapshot_doc
 
 
 def test_corpus_reads_title_lines_and_sentence_lines(bench_data):

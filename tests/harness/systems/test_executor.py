@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from harness.executor import LocalExecutor
+from harness.bench.executor import LocalExecutor
 
 
 class Probe:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from harness.retrieval import RRF_K, DenseEncoder, reciprocal_rank_fusion
-from harness.systems import HybridRetriever, IndexStore, RAGSystem, SnapshotCorpus
+from harness.bench.systems import HybridRetriever, IndexStore, RAGSystem, SnapshotCorpus
 
 from .scripted_llm import passages
 

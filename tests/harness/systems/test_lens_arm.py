@@ -7,8 +7,8 @@ from pathlib import Path
 
 from lens import AskResult, Evidence, RequirementStatus
 
-from harness.systems import LensSystem, prediction_from_result
-from harness.systems.corpus import read_snapshot_doc
+from harness.bench.systems import LensSystem, prediction_from_result
+from harness.bench.systems.corpus import read_snapshot_doc
 
 
 def evidence(path, title, first_line, last_line, text="t") -> Evidence:

@@ -8,8 +8,8 @@ import json
 import subprocess
 import sys
 
-from harness.lifecycle import find_stages, lifecycle_table, measure_lifecycle
-from harness.systems import SnapshotCorpus
+from harness.bench.lifecycle import find_stages, lifecycle_table, measure_lifecycle
+from harness.bench.systems import SnapshotCorpus
 
 
 def test_growth_leaves_index_arms_unready_and_index_free_arms_ready(bench_data, tmp_path):

@@ -9,11 +9,11 @@ import shutil
 
 import pytest
 
-from harness.datasets import article_key
-from harness.metrics import evidence_recall
+from harness.bench.datasets import article_key
+from harness.bench.metrics import evidence_recall
 from harness.retrieval import IndexFolderError
-from harness.systems import BM25Retriever, IndexStore, RAGSystem, SnapshotCorpus
-from harness.systems.indexes import folder_bytes
+from harness.bench.systems import BM25Retriever, IndexStore, RAGSystem, SnapshotCorpus
+from harness.bench.systems.indexes import folder_bytes
 
 from .scripted_llm import passages
 

@@ -7,8 +7,8 @@ import shutil
 
 import pytest
 
-from harness.systems import LiveSearch, ReActSystem, parse_step
-from harness.systems.react import FORCED_FINISH, MAX_STEPS
+from harness.bench.systems import LiveSearch, ReActSystem, parse_step
+from harness.bench.systems.react import FORCED_FINISH, MAX_STEPS
 
 from .scripted_llm import passages
 

@@ -9,11 +9,11 @@ import csv
 import pytest
 import respx
 
-from harness.executor import LocalExecutor
-from harness.report import ReportError, build_report
-from harness.datasets import load_questions
-from harness.runner import plan_run, run_benchmark
-from harness.samples import draw_samples, write_samples
+from harness.bench.executor import LocalExecutor
+from harness.bench.report import ReportError, build_report
+from harness.bench.datasets import load_questions
+from harness.bench.runner import plan_run, run_benchmark
+from harness.bench.samples import draw_samples, write_samples
 from lens._llm import LLMClient
 
 from .conftest import BASE_URL, make_config
@@ -77,7 +77,7 @@ def test_the_staleness_table_is_labelled_and_shows_the_stale_index_losing_new_ar
     result = build_report([runs["d6"], runs["stale"]], tmp_path / "rep", resamples=200)
 
     table = next(t for t in result.tables if t.name.startswith("table5_staleness"))
-    from harness.run_store import read_run_manifest
+    from harness.bench.run_store import read_run_manifest
 
     arm = read_run_manifest(runs["stale"])["binding"]["arm"]
     assert table.caption.startswith("STALE ARM.")
@@ -91,7 +91,7 @@ def test_the_staleness_table_is_labelled_and_shows_the_stale_index_losing_new_ar
 
 
 def test_the_stale_rows_say_they_are_stale_with_both_checksums(runs):
-    from harness.run_store import read_rows
+    from harness.bench.run_store import read_rows
 
     rows = read_rows(runs["stale"])
     bm = [r for r in rows if r["system"] == "bm25"]
@@ -151,7 +151,7 @@ def test_the_cli_exits_1_when_a_table_is_refused_and_0_otherwise(runs, tmp_path,
 def test_runs_made_by_different_code_never_share_a_staleness_table(runs, tmp_path):
     import shutil
 
-    from harness.run_store import read_run_manifest, write_run_manifest
+    from harness.bench.run_store import read_run_manifest, write_run_manifest
 
     stale = shutil.copytree(runs["stale"], tmp_path / "stale-new-code")
     m = read_run_manifest(stale)

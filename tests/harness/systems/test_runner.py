@@ -16,13 +16,13 @@ import time
 import httpx
 import pytest
 
-from harness.datasets import DataError, load_questions
-from harness.executor import LocalExecutor
-from harness.run_store import RunStoreError, read_rows, read_run_manifest
-from harness.runner import plan_run, run_benchmark
-from harness.samples import draw_samples, write_samples
-from harness.snapshots import read_manifest
-from harness.systems import ArmSettings
+from harness.bench.datasets import DataError, load_questions
+from harness.bench.executor import LocalExecutor
+from harness.bench.run_store import RunStoreError, read_rows, read_run_manifest
+from harness.bench.runner import plan_run, run_benchmark
+from harness.bench.samples import draw_samples, write_samples
+from harness.bench.snapshots import read_manifest
+from harness.bench.systems import ArmSettings
 
 from .conftest import make_config
 from .scripted_llm import Responder, StubServer
@@ -240,7 +240,7 @@ def test_a_killed_run_resumes_with_every_row_exactly_once(bench_data, tmp_path, 
 
 
 def test_each_arm_is_bound_to_a_fingerprint_of_the_code_and_prompts_it_runs(endpoint, client, config, bench_data, tmp_path):
-    from harness.systems.provenance import code_fingerprint
+    from harness.bench.systems.provenance import code_fingerprint
 
     out = tmp_path / "run"
     run(plan(bench_data, out, config, limit=1, systems=("lens", "react", "closed")), client)

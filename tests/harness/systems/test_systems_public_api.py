@@ -1,6 +1,6 @@
-"""harness.systems exports exactly its public names, each of them importable."""
+"""harness.bench.systems exports exactly its public names, each of them importable."""
 
-import harness.systems as systems
+import harness.bench.systems as systems
 
 PUBLIC = {
     "SYSTEM_NAMES", "ArmPlan", "ArmSettings", "BM25Retriever", "ClosedBookSystem", "HybridRetriever", "IndexBuild",

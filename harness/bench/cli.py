@@ -49,7 +49,7 @@ def _add_sample(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
     q.add_argument("--seed", type=int, default=42, help="sampling seed (default 42)")
     q.add_argument("--sf-cap", type=int, default=5, help="pool supporting-fact counts >= this (default 5)")
     q.add_argument("--json", action="store_true", help="print the sample summary as JSON")
-    handler(q, "harness.bench_commands:sample")
+    handler(q, "harness.bench.commands:sample")
 
 
 def _add_snapshot(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
@@ -71,7 +71,7 @@ def _add_snapshot(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
     q.add_argument("--shard-size", type=int, default=500, help="articles per .bz2 shard (default 500)")
     q.add_argument("--verify", action="store_true", help="re-hash every file against the manifests")
     q.add_argument("--json", action="store_true", help="print the summary as JSON")
-    handler(q, "harness.bench_commands:snapshot")
+    handler(q, "harness.bench.commands:snapshot")
 
 
 def _add_score(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
@@ -84,7 +84,7 @@ def _add_score(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
     q.add_argument("--gold", required=True, metavar="FILE", help="official HotpotQA JSON with answers")
     q.add_argument("--pred", required=True, metavar="FILE", help="prediction JSON (official layout)")
     q.add_argument("--json", action="store_true", help="print the scores as JSON (fractions in [0, 1])")
-    handler(q, "harness.bench_commands:score")
+    handler(q, "harness.bench.commands:score")
 
 
 def _add_run(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
@@ -116,7 +116,7 @@ def _add_run(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
     q.add_argument("--no-progress", action="store_true", help="no progress bar")
     q.add_argument("--json", action="store_true", help="print the summary as JSON")
     add_config_args(q)
-    handler(q, "harness.bench_commands:run")
+    handler(q, "harness.bench.commands:run")
 
 
 def _add_lifecycle(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
@@ -135,7 +135,7 @@ def _add_lifecycle(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
     q.add_argument("--in-process", action="store_true", help="build in this process (faster; memory less clean)")
     q.add_argument("--out", metavar="FILE", help="write the measurements as JSON (input of lens bench report --lifecycle)")
     q.add_argument("--json", action="store_true", help="print the measurements as JSON")
-    handler(q, "harness.bench_commands:lifecycle")
+    handler(q, "harness.bench.commands:lifecycle")
 
 
 def _add_report(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
@@ -152,4 +152,4 @@ def _add_report(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
     q.add_argument("--resamples", type=int, default=10000, help="bootstrap resamples (default 10000)")
     q.add_argument("--seed", type=int, default=42, help="bootstrap seed (default 42)")
     q.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
-    handler(q, "harness.bench_commands:report")
+    handler(q, "harness.bench.commands:report")

@@ -4,12 +4,12 @@ reference for how much of the score the model's parameters carry)."""
 
 from __future__ import annotations
 
-from harness.systems.answer_call import ANSWER_TOKENS, call_for_answer
-from harness.systems.base import QuestionBudget, RunLevelError, System, error_text
-from harness.systems.prediction import Prediction
+from harness.bench.systems.answer_call import ANSWER_TOKENS, call_for_answer
+from harness.bench.systems.base import QuestionBudget, RunLevelError, System, error_text
+from harness.bench.systems.prediction import Prediction
 from lens import LLMClient, LLMError
 from lens import render
-from harness.systems.answer_call import PROMPTS
+from harness.bench.systems.answer_call import PROMPTS
 
 __all__ = ["ClosedBookSystem"]
 

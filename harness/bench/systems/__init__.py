@@ -9,16 +9,16 @@
 All arms share one ``LensConfig`` and one ``LLMClient`` (model, per-call timeout, per-question cap).
 """
 
-from harness.systems.base import QuestionBudget, RunLevelError, System
-from harness.systems.closed_book import ClosedBookSystem
-from harness.systems.corpus import SnapshotCorpus, SnapshotDoc
-from harness.systems.indexes import IndexBuild, IndexStore
-from harness.systems.lens_arm import LensSystem, prediction_from_result
-from harness.systems.live_search import LiveSearch
-from harness.systems.prediction import Passage, Prediction, RetrievedDoc
-from harness.systems.rag import BM25Retriever, HybridRetriever, RAGSystem
-from harness.systems.react import ReActSystem, parse_step
-from harness.systems.registry import (
+from harness.bench.systems.base import QuestionBudget, RunLevelError, System
+from harness.bench.systems.closed_book import ClosedBookSystem
+from harness.bench.systems.corpus import SnapshotCorpus, SnapshotDoc
+from harness.bench.systems.indexes import IndexBuild, IndexStore
+from harness.bench.systems.lens_arm import LensSystem, prediction_from_result
+from harness.bench.systems.live_search import LiveSearch
+from harness.bench.systems.prediction import Passage, Prediction, RetrievedDoc
+from harness.bench.systems.rag import BM25Retriever, HybridRetriever, RAGSystem
+from harness.bench.systems.react import ReActSystem, parse_step
+from harness.bench.systems.registry import (
     SYSTEM_NAMES,
     ArmPlan,
     ArmSettings,

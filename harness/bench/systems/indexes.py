@@ -28,7 +28,7 @@ from typing import Any
 
 from harness.retrieval import BM25Index, BM25Params, DenseEncoder, DenseIndex, IndexFolderError
 from harness.files import atomic_write_json
-from harness.systems.corpus import SnapshotCorpus
+from harness.bench.systems.corpus import SnapshotCorpus
 
 __all__ = ["IndexBuild", "IndexStore", "PeakRSS", "folder_bytes", "model_tag"]
 

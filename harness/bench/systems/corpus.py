@@ -1,6 +1,6 @@
 """A snapshot folder read as documents: one extensionless file per article, title line, one sentence per line.
 
-The baselines read the snapshot layout of ``harness.snapshots`` directly: document id = file name, title = line 1
+The baselines read the snapshot layout of ``harness.bench.snapshots`` directly: document id = file name, title = line 1
 (authoritative; the name is only an encoding of it), sentence k = line k + 2 (HotpotQA's sent_id k). Reading also
 computes the folder's corpus checksum by the manifests' rule, so an index can say exactly which corpus it covers.
 
@@ -15,8 +15,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.datasets import DataError, article_key
-from harness.snapshots import SENTENCE_LINE_OFFSET, corpus_checksum
+from harness.bench.datasets import DataError, article_key
+from harness.bench.snapshots import SENTENCE_LINE_OFFSET, corpus_checksum
 
 __all__ = ["SnapshotDoc", "SnapshotCorpus", "read_snapshot_doc", "folder_signature"]
 

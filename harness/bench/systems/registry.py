@@ -13,10 +13,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.datasets import DataError
-from harness.systems.base import System
-from harness.systems.corpus import SnapshotCorpus
-from harness.systems.indexes import IndexBuild, IndexStore
+from harness.bench.datasets import DataError
+from harness.bench.systems.base import System
+from harness.bench.systems.corpus import SnapshotCorpus
+from harness.bench.systems.indexes import IndexBuild, IndexStore
 
 __all__ = [
     "SYSTEM_NAMES",
@@ -110,10 +110,10 @@ def prepare_indexes(
 def build_systems(plan: ArmPlan, config: Any, client: Any) -> dict[str, System]:
     """The named arms over ``plan.folder`` sharing ``config`` and ``client``; indexes must already exist."""
     from harness.retrieval import IndexFolderError
-    from harness.systems.closed_book import ClosedBookSystem
-    from harness.systems.lens_arm import LensSystem
-    from harness.systems.rag import BM25Retriever, HybridRetriever, RAGSystem
-    from harness.systems.react import ReActSystem
+    from harness.bench.systems.closed_book import ClosedBookSystem
+    from harness.bench.systems.lens_arm import LensSystem
+    from harness.bench.systems.rag import BM25Retriever, HybridRetriever, RAGSystem
+    from harness.bench.systems.react import ReActSystem
 
     caps = dict(question_timeout_s=config.budget.question_timeout_s, max_tokens=config.budget.max_tokens_per_query)
     store = IndexStore(plan.index_root)

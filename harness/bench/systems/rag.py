@@ -22,15 +22,15 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from harness.retrieval import BM25Index, DenseEncoder, DenseIndex, RRF_K, reciprocal_rank_fusion
-from harness.systems.answer_call import ANSWER_TOKENS, call_for_answer
-from harness.systems.base import QuestionBudget, RunLevelError, System, error_text
-from harness.systems.corpus import read_snapshot_doc
-from harness.systems.indexes import IndexBuild
-from harness.systems.prediction import Passage, Prediction, RetrievedDoc
-from harness.snapshots import SENTENCE_LINE_OFFSET
+from harness.bench.systems.answer_call import ANSWER_TOKENS, call_for_answer
+from harness.bench.systems.base import QuestionBudget, RunLevelError, System, error_text
+from harness.bench.systems.corpus import read_snapshot_doc
+from harness.bench.systems.indexes import IndexBuild
+from harness.bench.systems.prediction import Passage, Prediction, RetrievedDoc
+from harness.bench.snapshots import SENTENCE_LINE_OFFSET
 from lens import LLMClient, LLMError
 from lens import fence_passage, render
-from harness.systems.answer_call import PROMPTS
+from harness.bench.systems.answer_call import PROMPTS
 
 __all__ = ["Retriever", "BM25Retriever", "HybridRetriever", "RAGSystem", "DEFAULT_K", "HYBRID_DEPTH"]
 

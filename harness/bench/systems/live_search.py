@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.retrieval import BM25Index
-from harness.systems.corpus import SnapshotCorpus, folder_signature
+from harness.bench.systems.corpus import SnapshotCorpus, folder_signature
 
 __all__ = ["LiveSearch", "SearchState"]
 

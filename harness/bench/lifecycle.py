@@ -27,10 +27,10 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-from harness.datasets import DataError
-from harness.snapshots import read_manifest
-from harness.systems.corpus import SnapshotCorpus
-from harness.systems.indexes import IndexBuild, IndexStore, PeakRSS
+from harness.bench.datasets import DataError
+from harness.bench.snapshots import read_manifest
+from harness.bench.systems.corpus import SnapshotCorpus
+from harness.bench.systems.indexes import IndexBuild, IndexStore, PeakRSS
 
 __all__ = ["SystemLifecycle", "measure_lifecycle", "find_stages", "lifecycle_table", "LIFECYCLE_FORMAT"]
 
@@ -120,7 +120,7 @@ def measure_lifecycle(
     """Measure every system on every stage (smallest first) and check readiness after each growth step."""
     from lens import scan_corpus
 
-    from harness.systems.live_search import LiveSearch
+    from harness.bench.systems.live_search import LiveSearch
 
     index_root = Path(index_root)
     rows: list[SystemLifecycle] = []

@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from harness.metrics import FAILURE_CLASSES, bootstrap_ci, mcnemar_exact
-from harness.run_store import read_rows, read_run_manifest
+from harness.bench.metrics import FAILURE_CLASSES, bootstrap_ci, mcnemar_exact
+from harness.bench.run_store import read_rows, read_run_manifest
 from lens import LensError
 
 __all__ = ["ReportError", "Run", "Group", "load_run", "group_runs", "build_report", "ReportResult"]
@@ -297,7 +297,7 @@ def _composition_table(groups: Sequence[Group], lifecycle: Sequence[dict[str, An
 
 
 def _lifecycle_tables(groups: Sequence[Group], lifecycle: Sequence[dict[str, Any]]) -> list[Table]:
-    from harness.lifecycle import lifecycle_table
+    from harness.bench.lifecycle import lifecycle_table
 
     tables = []
     for k, data in enumerate(lifecycle):

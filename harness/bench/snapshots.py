@@ -45,8 +45,8 @@ from typing import Callable, Iterable, Sequence
 from urllib.parse import quote, unquote
 
 from harness.files import sha256_file, write_json_atomic
-from harness.datasets import Article, DataError, Question, article_key
-from harness.samples import (
+from harness.bench.datasets import Article, DataError, Question, article_key
+from harness.bench.samples import (
     DEFAULT_SEED,
     DEFAULT_SF_CAP,
     DEFAULT_SIZES,

@@ -49,7 +49,7 @@ def code_fingerprint(system: str) -> str:
         entries = _py_files("lens") + _prompts("lens.prompts")
     else:
         lens_root = Path(str(resources.files("lens")))
-        entries = _py_files("harness.systems") + _py_files("harness.retrieval")
+        entries = _py_files("harness.bench.systems") + _py_files("harness.retrieval")
         entries += [(f"lens/{n}", (lens_root / n).read_bytes()) for n in ("_llm.py", "_prompts.py", "_cost.py")]
         entries += _prompts("harness.prompts", _BASELINE_PROMPTS[system])
     return _digest(entries)[:16]

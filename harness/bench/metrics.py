@@ -24,7 +24,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, NamedTuple, Sequence
 
-from harness.datasets import DataError, Question, article_key
+from harness.bench.datasets import DataError, Question, article_key
 
 __all__ = [
     "FAILURE_CLASSES",

@@ -21,7 +21,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from harness.systems.prediction import Prediction
+from harness.bench.systems.prediction import Prediction
 from lens import CostMeter
 from lens import LLMUnavailableError, is_endpoint_failure
 

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from harness.files import write_json_atomic, write_text_atomic
-from harness.datasets import DataError, Question
+from harness.bench.datasets import DataError, Question
 
 __all__ = [
     "DEFAULT_SIZES",

@@ -1,5 +1,5 @@
 """Handlers of ``lens bench sample | snapshot | score | run | lifecycle | report`` (registered in
-``harness/bench_cli.py``).
+``harness/bench/cli.py``).
 
 Each takes the parsed namespace and returns an exit code; bad input raises ``DataError`` (a ``LensError``),
 which the CLI prints as one line with exit code 2. A failed ``--verify`` prints every problem and exits 1.
@@ -13,11 +13,11 @@ import sys
 import time
 from pathlib import Path
 
-from harness.datasets import DataError, load_articles, load_predictions, load_questions
-from harness.metrics import score_official
-from harness.samples import FrozenSample, draw_samples, parse_sizes, write_samples
+from harness.bench.datasets import DataError, load_articles, load_predictions, load_questions
+from harness.bench.metrics import score_official
+from harness.bench.samples import FrozenSample, draw_samples, parse_sizes, write_samples
 from harness.files import sha256_file
-from harness.snapshots import (
+from harness.bench.snapshots import (
     BuildResult,
     SnapshotSet,
     VerifyReport,
@@ -301,9 +301,9 @@ def score(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     from lens import config_from_args
 
-    from harness.executor import LocalExecutor
-    from harness.runner import plan_run, run_benchmark
-    from harness.systems.registry import ArmSettings, parse_systems
+    from harness.bench.executor import LocalExecutor
+    from harness.bench.runner import plan_run, run_benchmark
+    from harness.bench.systems.registry import ArmSettings, parse_systems
 
     systems = parse_systems(args.systems)
     if args.concurrency < 1:
@@ -364,8 +364,8 @@ def run(args: argparse.Namespace) -> int:
 
 def lifecycle(args: argparse.Namespace) -> int:
     from harness.files import write_json_atomic
-    from harness.lifecycle import find_stages, lifecycle_table, measure_lifecycle
-    from harness.systems.registry import parse_systems
+    from harness.bench.lifecycle import find_stages, lifecycle_table, measure_lifecycle
+    from harness.bench.systems.registry import parse_systems
 
     stages = find_stages(args.snapshots)
     data = measure_lifecycle(
@@ -388,7 +388,7 @@ def lifecycle(args: argparse.Namespace) -> int:
 
 
 def report(args: argparse.Namespace) -> int:
-    from harness.report import build_report
+    from harness.bench.report import build_report
 
     if args.out is None and len(args.run_dirs) > 1:
         raise DataError("--out is needed when reporting more than one run folder")

@@ -32,16 +32,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.datasets import article_key
-from harness.snapshots import SENTENCE_LINE_OFFSET
-from harness.systems.answer_call import clean_answer
-from harness.systems.base import QuestionBudget, RunLevelError, System, error_text
-from harness.systems.corpus import SnapshotDoc
-from harness.systems.live_search import LiveSearch, SearchState
-from harness.systems.prediction import Passage, Prediction, RetrievedDoc
+from harness.bench.datasets import article_key
+from harness.bench.snapshots import SENTENCE_LINE_OFFSET
+from harness.bench.systems.answer_call import clean_answer
+from harness.bench.systems.base import QuestionBudget, RunLevelError, System, error_text
+from harness.bench.systems.corpus import SnapshotDoc
+from harness.bench.systems.live_search import LiveSearch, SearchState
+from harness.bench.systems.prediction import Passage, Prediction, RetrievedDoc
 from lens import LLMClient, LLMError
 from lens import fence_passage, render
-from harness.systems.answer_call import PROMPTS
+from harness.bench.systems.answer_call import PROMPTS
 
 __all__ = ["ReActSystem", "parse_step", "Step", "MAX_STEPS"]
 

@@ -16,10 +16,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.snapshots import sentences_of_lines
-from harness.systems.base import QuestionBudget, RunLevelError, System, error_text
-from harness.systems.corpus import read_snapshot_doc
-from harness.systems.prediction import Passage, Prediction, RetrievedDoc
+from harness.bench.snapshots import sentences_of_lines
+from harness.bench.systems.base import QuestionBudget, RunLevelError, System, error_text
+from harness.bench.systems.corpus import read_snapshot_doc
+from harness.bench.systems.prediction import Passage, Prediction, RetrievedDoc
 from lens import LensError
 from lens import is_endpoint_failure
 

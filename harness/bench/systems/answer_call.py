@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, field_validator
 
-from harness.systems.base import QuestionBudget
+from harness.bench.systems.base import QuestionBudget
 from lens import LLMClient
 
 PROMPTS = "harness.prompts"  # the baselines' templates (package data of the harness)

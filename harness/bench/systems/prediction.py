@@ -2,11 +2,11 @@
 
 A prediction holds what the system *did* (answer, documents it retrieved, evidence passages it read, cost, error);
 it never sees the gold answer. Scores that need the gold (EM/F1, Ev.Rec, Ground, supporting facts, failure class)
-are computed by the runner from the prediction and the question (``harness.runner.score_prediction``);
-:meth:`Prediction.grounded` applies ``harness.metrics.is_grounded`` to the prediction's evidence.
+are computed by the runner from the prediction and the question (``harness.bench.runner.score_prediction``);
+:meth:`Prediction.grounded` applies ``harness.bench.metrics.is_grounded`` to the prediction's evidence.
 
 Paths are relative to the corpus folder the system read. Line numbers are 1-based file lines; sentence ids are
-HotpotQA sent_ids derived from lines through the snapshot layout (``harness.snapshots.sentences_of_lines``),
+HotpotQA sent_ids derived from lines through the snapshot layout (``harness.bench.snapshots.sentences_of_lines``),
 ``None`` where a passage is not a line range of a snapshot file.
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from harness.metrics import is_grounded
+from harness.bench.metrics import is_grounded
 
 __all__ = ["RetrievedDoc", "Passage", "Prediction"]
 
@@ -101,7 +101,7 @@ class Prediction:
         return [d.title for d in self.retrieved]
 
     def grounded(self, gold_titles: Iterable[str]) -> bool:
-        """Ground as ``harness.metrics.is_grounded`` defines it, over this prediction's evidence passages."""
+        """Ground as ``harness.bench.metrics.is_grounded`` defines it, over this prediction's evidence passages."""
         return is_grounded(self.answer, [(p.title, p.text) for p in self.evidence], gold_titles)
 
     def to_json(self) -> dict[str, Any]:

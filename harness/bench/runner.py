@@ -16,7 +16,7 @@ Resume
   twice, nothing finished is lost.
 - A run folder made under another binding or configuration is refused (the message names what differs); so is
   an arm whose parameters changed while it has rows — its parameters include a fingerprint of the code and
-  prompts it runs (``harness.systems.provenance``), so rows made before and after an edit of the agent are never
+  prompts it runs (``harness.bench.systems.provenance``), so rows made before and after an edit of the agent are never
   mixed either. ``--limit`` may change between sessions (it only selects a prefix of the bound question order)
   and arms may be added. Each session (start, end, git commit, rows written) is recorded in the manifest.
 - Each run uses its own LLM response cache (``RUN_DIR/llm-cache``) unless ``llm.cache_dir`` is set: a run
@@ -46,16 +46,16 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
-from harness.datasets import DataError, Question, load_questions
-from harness.executor import Executor, LocalExecutor
-from harness.metrics import (
+from harness.bench.datasets import DataError, Question, load_questions
+from harness.bench.executor import Executor, LocalExecutor
+from harness.bench.metrics import (
     answer_scores,
     evidence_recall,
     failure_class,
     joint_scores,
     support_scores,
 )
-from harness.run_store import (
+from harness.bench.run_store import (
     ATTEMPT_FORMAT,
     ATTEMPTS_NAME,
     ROW_FORMAT,
@@ -67,12 +67,12 @@ from harness.run_store import (
     row_key,
     write_run_manifest,
 )
-from harness.samples import ids_sha256, read_samples
+from harness.bench.samples import ids_sha256, read_samples
 from harness.files import sha256_file
-from harness.snapshots import read_manifest
-from harness.systems.corpus import SnapshotCorpus
-from harness.systems.prediction import Prediction
-from harness.systems.registry import ArmPlan, ArmSettings, index_free, prepare_indexes, reads_corpus
+from harness.bench.snapshots import read_manifest
+from harness.bench.systems.corpus import SnapshotCorpus
+from harness.bench.systems.prediction import Prediction
+from harness.bench.systems.registry import ArmPlan, ArmSettings, index_free, prepare_indexes, reads_corpus
 
 __all__ = [
     "Job",
@@ -280,7 +280,7 @@ class Worker:
     @property
     def systems(self) -> dict[str, Any]:
         if self._systems is None:
-            from harness.systems.registry import build_systems
+            from harness.bench.systems.registry import build_systems
             from lens import open_client
 
             if self._client is None:
@@ -369,7 +369,7 @@ def _diff(old: Any, new: Any, prefix: str = "") -> list[str]:
 
 
 def _system_entry(name: str, system: Any, plan: RunPlan, indexes: dict[str, tuple[Any, bool]]) -> dict[str, Any]:
-    from harness.systems.provenance import code_fingerprint
+    from harness.bench.systems.provenance import code_fingerprint
 
     params = {**system.params(), "code": code_fingerprint(name)}
     ident = {"system": name, "params": params, "config_hash": plan.config_hash, "binding_hash": plan.binding_hash}
@@ -414,7 +414,7 @@ def run_benchmark(
     on_row: Callable[[dict[str, Any]], None] | None = None,
 ) -> RunSummary:
     """Run every (system, question) of ``plan`` not yet in ``plan.out``; see the module docstring."""
-    from harness.systems.base import RunLevelError
+    from harness.bench.systems.base import RunLevelError
 
     log = log or sys.stderr
     executor = executor or LocalExecutor(5)
