@@ -33,7 +33,9 @@ def _rss_mib() -> float:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python benchmarks/audit_replay.py", description=__doc__.split("\n\n")[0])
     ap.add_argument("--config", default="audit-hotpotqa", help="audit config file or preset (default audit-hotpotqa)")
-    ap.add_argument("--seeds", type=int, default=5, help="seeds per stream kind (5: 72K rows, 15: 216K rows per memory)")
+    ap.add_argument(
+        "--seeds", type=int, default=5, help="seeds per stream kind (5: 72K rows, 15: 216K rows per memory)"
+    )
     ap.add_argument("--memories", default="trace", help="comma-separated memories to replay (trace, cache)")
     ap.add_argument("--cache", help="artifact cache folder (base lists, embeddings)")
     ap.add_argument("--data-root", help="where relative data paths start")
@@ -42,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
 
-    from harness.audit.baselists import ArtifactCache, compute_base_lists, compute_query_vectors, combined_index_hash
+    from harness.audit.baselists import ArtifactCache, combined_index_hash, compute_base_lists, compute_query_vectors
     from harness.audit.config import data_root, load_audit_config
     from harness.audit.contract import check_rows
     from harness.audit.events import EventLog
@@ -61,15 +63,34 @@ def main(argv: list[str] | None = None) -> int:
     cache = ArtifactCache(args.cache or Path(tempfile.gettempdir()) / "lens-audit-bench-cache")
     qv = compute_query_vectors(requests, cfg.replay.similarity, cfg.retrieval, cache, w.queries_hash)
     sim = qv.similarity()
-    base = {r: compute_base_lists(w.assets, requests, r, cfg.retrieval, cache, corpus_hash=w.corpus_hash,
-                                  queries_hash=w.queries_hash, tie_key=tie) for r in cfg.retrieval.retrievers}
+    base = {
+        r: compute_base_lists(
+            w.assets,
+            requests,
+            r,
+            cfg.retrieval,
+            cache,
+            corpus_hash=w.corpus_hash,
+            queries_hash=w.queries_hash,
+            tie_key=tie,
+        )
+        for r in cfg.retrieval.retrievers
+    }
     t_prep = time.perf_counter() - t0
 
     names = [m.strip() for m in args.memories.split(",") if m.strip()]
-    memories = [TraceMemory() if n == "trace" else PositiveFeedbackCache(gold, cfg.replay.cache_bonus_cap) for n in names]
+    memories = [
+        TraceMemory() if n == "trace" else PositiveFeedbackCache(gold, cfg.replay.cache_bonus_cap) for n in names
+    ]
     views = standard_views(cfg.replay.horizons)
-    budgets = Budgets(cfg.replay.capacity, cfg.replay.trace_depth, cfg.retrieval.depth, cfg.retrieval.depth,
-                      tuple(cfg.metrics.cutoffs), cfg.metrics.headline_k)
+    budgets = Budgets(
+        cfg.replay.capacity,
+        cfg.replay.trace_depth,
+        cfg.retrieval.depth,
+        cfg.retrieval.depth,
+        tuple(cfg.metrics.cutoffs),
+        cfg.metrics.headline_k,
+    )
     types = (w.asset_type_codes(), w.type_names())
 
     rss0 = _rss_mib()
@@ -88,9 +109,23 @@ def main(argv: list[str] | None = None) -> int:
             ev = EventLog.build(stream, lambda q, bl=bl: (bl.indices[q, :d], bl.scores[q, :d]), depth=d, version=r)
             t_events += time.perf_counter() - t1
             t1 = time.perf_counter()
-            ri = ReplayInputs(stream, ev, sim, bl.indices, gold, *types, tie, bindings={
-                "corpus_hash": w.corpus_hash, "queries_hash": w.queries_hash, "index_hash": combined_index_hash(bl, qv),
-                "stream_hash": stream.hash, "events_hash": ev.hash, "config_hash": cfg.hash})
+            ri = ReplayInputs(
+                stream,
+                ev,
+                sim,
+                bl.indices,
+                gold,
+                *types,
+                tie,
+                bindings={
+                    "corpus_hash": w.corpus_hash,
+                    "queries_hash": w.queries_hash,
+                    "index_hash": combined_index_hash(bl, qv),
+                    "stream_hash": stream.hash,
+                    "events_hash": ev.hash,
+                    "config_hash": cfg.hash,
+                },
+            )
             blocks.extend(replay_stream(ri, anchors, views, memories, budgets, {"workload": w.name, "retriever": r}))
             t_replay += time.perf_counter() - t1
     traced_peak = None
@@ -101,8 +136,8 @@ def main(argv: list[str] | None = None) -> int:
     result = {
         "workload": w.name,
         "design": f"{len(cfg.streams.kinds)} streams × {len(base)} retrievers × {args.seeds} seeds × "
-                  f"{int(choose_anchors(len(requests), cfg.replay.anchor_positions, cfg.replay.anchors_per_position).positions.size)} anchors × "
-                  f"{len(views) + 1} conditions × {len(memories)} memories",
+        f"{int(choose_anchors(len(requests), cfg.replay.anchor_positions, cfg.replay.anchors_per_position).positions.size)} anchors × "
+        f"{len(views) + 1} conditions × {len(memories)} memories",
         "rows": rows,
         "prepare_s (cached base lists + query vectors)": round(t_prep, 2),
         "streams_s": round(t_streams, 2),

@@ -103,7 +103,7 @@ def main() -> int:
     args = ap.parse_args()
 
     t0 = time.perf_counter()
-    info = build(args.articles, args.dir, args.limit)
+    build(args.articles, args.dir, args.limit)
     build_s = time.perf_counter() - t0
     total = sum(e.stat().st_size for e in os.scandir(args.dir) if e.is_file() and not e.name.startswith("."))
 
@@ -157,8 +157,9 @@ def main() -> int:
         print(json.dumps(record, indent=2))
         return 0
     print(f"folder   {args.dir}: {stats['files']:,} files, {mb:.2f} MB (built in {build_s:.1f} s)")
-    print(f"runs     {args.runs} each, interleaved, after one warm-up; {os.cpu_count()} CPUs; {rg_version}; "
-          f"load {load}")
+    print(
+        f"runs     {args.runs} each, interleaved, after one warm-up; {os.cpu_count()} CPUs; {rg_version}; load {load}"
+    )
     print(f"{'command':<44}{'median s':>10}{'min s':>9}{'MB/s':>9}")
     print(f"{'lens corpus stats --json DIR':<44}{med_lens:>10.3f}{min(lens_s):>9.3f}{mb / med_lens:>9.1f}")
     scan = statistics.median(lens_internal)

@@ -45,7 +45,9 @@ def summarise(rows: list[dict]) -> None:
     by_variant: dict[str, list[dict]] = {}
     for r in rows:
         by_variant.setdefault(r["variant"], []).append(r)
-    print(f"{'variant':16} {'n':>3} {'EM':>6} {'F1':>6} {'EvRec':>6} {'cited':>5} {'calls':>5} {'tokens':>7} {'sec':>6}")
+    print(
+        f"{'variant':16} {'n':>3} {'EM':>6} {'F1':>6} {'EvRec':>6} {'cited':>5} {'calls':>5} {'tokens':>7} {'sec':>6}"
+    )
     for name, rs in by_variant.items():
         n = len(rs)
         print(
@@ -100,21 +102,34 @@ def main() -> int:
             except Exception as exc:  # a failed question is a row, not a crash
                 answer, cited, cost, err = "", [], {"oracle_calls": 0, "tokens": 0}, f"{type(exc).__name__}: {exc}"
             row = {
-                "id": q.id, "variant": args.variant, "config_hash": key, "type": q.type,
-                "question": q.question, "gold": q.answer, "answer": answer,
-                "em": float(exact_match(answer, q.answer)), "f1": answer_f1(answer, q.answer)[0],
+                "id": q.id,
+                "variant": args.variant,
+                "config_hash": key,
+                "type": q.type,
+                "question": q.question,
+                "gold": q.answer,
+                "answer": answer,
+                "em": float(exact_match(answer, q.answer)),
+                "f1": answer_f1(answer, q.answer)[0],
                 "evidence_recall": evidence_recall(q.gold_titles, cited),
-                "gold_titles": list(q.gold_titles), "cited": cited,
-                "oracle_calls": cost.get("oracle_calls", 0), "tokens": cost.get("tokens", 0),
-                "seconds": round(time.monotonic() - t0, 2), "error": err,
+                "gold_titles": list(q.gold_titles),
+                "cited": cited,
+                "oracle_calls": cost.get("oracle_calls", 0),
+                "tokens": cost.get("tokens", 0),
+                "seconds": round(time.monotonic() - t0, 2),
+                "error": err,
                 "best_effort": getattr(res, "best_effort", None) if err is None else None,
                 "stop": getattr(res, "stop_reason", None) if err is None else None,
             }
             fh.write(json.dumps(row) + "\n")
             fh.flush()
             rows.append(row)
-            print(f"[{i + 1}/{len(questions)}] {args.variant} em={row['em']:.0f} rec={row['evidence_recall']:.2f} "
-                  f"{row['seconds']}s {answer!r} (gold {q.answer!r})", file=sys.stderr, flush=True)
+            print(
+                f"[{i + 1}/{len(questions)}] {args.variant} em={row['em']:.0f} rec={row['evidence_recall']:.2f} "
+                f"{row['seconds']}s {answer!r} (gold {q.answer!r})",
+                file=sys.stderr,
+                flush=True,
+            )
     summarise(rows)
     return 0
 

@@ -18,8 +18,8 @@ import time
 from lens._config import load_config
 from lens._corpus import scan_corpus
 from lens._prior import Prior
-from lens._view import CorpusView
 from lens._terms import title_key
+from lens._view import CorpusView
 
 
 def main() -> int:

@@ -55,8 +55,8 @@ def main() -> int:
     from lens._config import load_config
     from lens._corpus import scan_corpus
     from lens._prior import Prior
-    from lens._view import CorpusView
     from lens._terms import capitalised_spans, content_terms
+    from lens._view import CorpusView
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("folder")
@@ -99,7 +99,9 @@ def main() -> int:
         rg_t.append(time.perf_counter() - t3)
     med = statistics.median
     print(f"folder {folder}: {scan.files} files, {scan.bytes_read / 1e6:.1f} MB; {len(questions)} queries")
-    print(f"lens prior formation  median {med(lens_t):.3f} s  (scan {med(scan_t):.3f} s + view and scoring {med(score_t):.3f} s)")
+    print(
+        f"lens prior formation  median {med(lens_t):.3f} s  (scan {med(scan_t):.3f} s + view and scoring {med(score_t):.3f} s)"
+    )
     print(f"rg same cue literals  median {med(rg_t):.3f} s")
     print(f"ratio lens / rg       {med(lens_t) / med(rg_t):.2f}x")
     print(f"first query of a process (every file read, nothing remembered): {cold:.3f} s = {cold / med(rg_t):.2f}x rg")

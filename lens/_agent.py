@@ -28,7 +28,6 @@ from lens._llm import LLMClient, LLMError, LLMUnavailableError, open_client, ref
 from lens._loop import Loop, LoopState
 from lens._memory import Eligibility, MemoryStore, all_past, memory_signal, new_entry
 from lens._prior import Prior
-from lens._view import CorpusView
 from lens._requirements import Decomposition, decompose
 from lens._result import AskResult, Evidence, RequirementStatus
 from lens._synthesis import (
@@ -42,6 +41,7 @@ from lens._synthesis import (
     needs_calibration,
     synthesis_messages,
 )
+from lens._view import CorpusView
 from lens._windows import estimate_tokens
 
 __all__ = ["Agent", "ask"]
@@ -76,7 +76,18 @@ class Agent:
         return self._client
 
     # ------------------------------------------------------------------ one oracle call from the fixed pool
-    def _fixed_call(self, budget: Budget, meter: CostMeter, messages, schema, max_tokens: int, *, keep: int, stages: list, stage: str):
+    def _fixed_call(
+        self,
+        budget: Budget,
+        meter: CostMeter,
+        messages,
+        schema,
+        max_tokens: int,
+        *,
+        keep: int,
+        stages: list,
+        stage: str,
+    ):
         """A fixed-pool JSON call, leaving ``keep`` calls for later stages; None when it can't be made or fails."""
         est = sum(estimate_tokens(m["content"]) for m in messages) + max_tokens
         if not budget.can_call("fixed", est, calls=1 + keep):
@@ -89,7 +100,9 @@ class Agent:
             resp = self.client.chat_json(
                 messages, schema, max_tokens=max_tokens, deadline=budget.deadline, meter=meter, repair=repair
             )
-            stages.append({"stage": stage, "calls": meter.cost.oracle_calls - before, "seconds": round(time.monotonic() - t0, 3)})
+            stages.append(
+                {"stage": stage, "calls": meter.cost.oracle_calls - before, "seconds": round(time.monotonic() - t0, 3)}
+            )
             return resp.parsed
         except LLMUnavailableError:
             raise  # the endpoint is gone: nothing else this question does can work
@@ -271,7 +284,9 @@ class Agent:
         return answer, stop, certified, covered, evidence, missing
 
     def _consolidate(self, loop: Loop, certified: set[str]) -> list[Evidence]:
-        return consolidate(loop.state, loop.posterior_by_doc(), certified=certified, max_docs=self.config.loop.evidence_docs)
+        return consolidate(
+            loop.state, loop.posterior_by_doc(), certified=certified, max_docs=self.config.loop.evidence_docs
+        )
 
     @staticmethod
     def _statuses(state: LoopState, certified: set[str], covered: set[str], evidence: list[Evidence]):
@@ -280,8 +295,14 @@ class Agent:
             ev_ids = tuple(e.id for e in evidence if r.id in e.requirements)
             status = "certified" if r.id in certified else ("covered" if r.id in covered else "unresolved")
             out.append(
-                RequirementStatus(r.id, r.resolved_text(state.values), status, state.values.get(r.id) or None,
-                                  round(state.beliefs[r.id].glr(), 3), ev_ids)  # fmt: skip
+                RequirementStatus(
+                    r.id,
+                    r.resolved_text(state.values),
+                    status,
+                    state.values.get(r.id) or None,
+                    round(state.beliefs[r.id].glr(), 3),
+                    ev_ids,
+                )  # fmt: skip
             )
         return out
 
@@ -317,7 +338,9 @@ class Agent:
         return answer, missing
 
     @staticmethod
-    def _memory_entries(state: LoopState, decomposition: Decomposition, certified: set[str], question: str, pos: int) -> list:
+    def _memory_entries(
+        state: LoopState, decomposition: Decomposition, certified: set[str], question: str, pos: int
+    ) -> list:
         """The warm-reuse entries this question confirms: one per certified requirement (its favoured window
         narrowed to the verified span)."""
         entries = []
@@ -333,9 +356,17 @@ class Agent:
             first, last = (sents[0], sents[-1]) if sents else (w.first, w.last)
             entries.append(
                 new_entry(
-                    position=pos, question=question, requirement=r.resolved_text(state.values), path=doc.path,
-                    doc_id=doc.doc_id, first=first, last=last, line_start=doc.sentences[first].line_start,
-                    line_end=doc.sentences[last].line_end, value=state.values.get(r.id, ""), sha256=doc.sha256,
+                    position=pos,
+                    question=question,
+                    requirement=r.resolved_text(state.values),
+                    path=doc.path,
+                    doc_id=doc.doc_id,
+                    first=first,
+                    last=last,
+                    line_start=doc.sentences[first].line_start,
+                    line_end=doc.sentences[last].line_end,
+                    value=state.values.get(r.id, ""),
+                    sha256=doc.sha256,
                 )
             )
         return entries

@@ -46,7 +46,10 @@ def _pool_view(articles_path: str):
             text = title + "\n" + "\n".join(s.strip() for s in sents)
             docs.append(
                 Document(
-                    doc_id=title, path=title, title=title, text=text,
+                    doc_id=title,
+                    path=title,
+                    title=title,
+                    text=text,
                     sha256=hashlib.sha256(text.encode()).hexdigest(),
                 )
             )
@@ -87,7 +90,11 @@ def calibrate(config, questions: list[dict], articles_path: str, *, candidates: 
         cues = [c for r in ready for c in r.cues]
         ranked = prior.score(question, cues, limit=candidates)
         terms = list(dict.fromkeys(t for c in cues + [question] for t in content_terms(c)))
-        wins = [w for c in ranked for w in windows_for(view.docs[c.index], c.index, terms, config.prior.window_sentences)[:1]]
+        wins = [
+            w
+            for c in ranked
+            for w in windows_for(view.docs[c.index], c.index, terms, config.prior.window_sentences)[:1]
+        ]
         facts = [(r.id, r.resolved_text({})) for r in ready]
         subjects = {r.id: subj for r in ready if (subj := r.subject({}))}  # as the loop checks them
         q_tp = q_fp = q_pos = q_neg = 0
@@ -189,9 +196,11 @@ def calibrate_command(args: argparse.Namespace) -> int:
         print()
     else:
         c = record["counts"]
-        print(f"model {record['model']}: tpr {record['tpr']}  fpr {record['fpr']}  "
-              f"(tp {c['tp']} fn {c['fn']} fp {c['fp']} tn {c['tn']}; precision {record['precision']}, "
-              f"recall {record['recall']}; {record['questions']} questions, {record['seconds']} s)")
+        print(
+            f"model {record['model']}: tpr {record['tpr']}  fpr {record['fpr']}  "
+            f"(tp {c['tp']} fn {c['fn']} fp {c['fp']} tn {c['tn']}; precision {record['precision']}, "
+            f"recall {record['recall']}; {record['questions']} questions, {record['seconds']} s)"
+        )
         print("add to the preset:")
         print(f'[loop.reliability."{record["model"]}"]')
         print(f"tpr = {record['tpr']}\nfpr = {record['fpr']}\nn = {record['n']}")

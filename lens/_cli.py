@@ -108,10 +108,17 @@ def build_parser(*, groups: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--articles", required=True, metavar="FILE", help="Wikipedia abstracts JSONL")
     p.add_argument("--limit", type=int, default=25, help="questions to use (default 25)")
     p.add_argument("--offset", type=int, default=0, help="skip this many questions first")
-    p.add_argument("--exclude", action="append", metavar="FILE",
-                   help="skip questions whose ids appear in this JSON file (e.g. the evaluation set); repeatable")
-    p.add_argument("--require-gold-in-pool", action="store_true",
-                   help="use only questions whose supporting articles are all in --articles")
+    p.add_argument(
+        "--exclude",
+        action="append",
+        metavar="FILE",
+        help="skip questions whose ids appear in this JSON file (e.g. the evaluation set); repeatable",
+    )
+    p.add_argument(
+        "--require-gold-in-pool",
+        action="store_true",
+        help="use only questions whose supporting articles are all in --articles",
+    )
     p.add_argument("--candidates", type=int, default=8, help="windows observed per question (prior's top N)")
     p.add_argument("--out", metavar="FILE", help="write the calibration record (JSON) here")
     p.add_argument("--json", action="store_true")

@@ -18,12 +18,8 @@ def _print_json(obj: object) -> None:
 
 # --------------------------------------------------------------------------- llm check
 
-_PROMPT_PROBE = (
-    "Read the following notes and reply with the single word OK.\n\n"
-    + " ".join(
-        f"Note {i}: the archive in room {i} holds {i * 3} boxes of letters sorted by year and sender."
-        for i in range(1, 25)
-    )
+_PROMPT_PROBE = "Read the following notes and reply with the single word OK.\n\n" + " ".join(
+    f"Note {i}: the archive in room {i} holds {i * 3} boxes of letters sorted by year and sender." for i in range(1, 25)
 )
 
 
@@ -103,7 +99,9 @@ def corpus_stats(args: argparse.Namespace) -> int:
     skipped = stats["skipped"]
     print("skipped     " + (", ".join(f"{k} {v}" for k, v in skipped.items()) if skipped else "none"))
     if stats["bad_encoding"]:
-        print(f"encoding    {stats['bad_encoding']:,} files with invalid UTF-8 (read with U+FFFD in place of bad bytes)")
+        print(
+            f"encoding    {stats['bad_encoding']:,} files with invalid UTF-8 (read with U+FFFD in place of bad bytes)"
+        )
     for line in stats["problems"][:10]:
         print(f"  {line}")
     if len(scan.problems) > 10:
@@ -162,7 +160,6 @@ def _why(result) -> str:
     if unresolved:
         return "unresolved " + ", ".join(unresolved)
     return result.stop_reason
-
 
 
 def calibrate(args: argparse.Namespace) -> int:

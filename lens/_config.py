@@ -13,11 +13,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tomllib
 from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable, Literal, Mapping
 
+import tomllib
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from lens._errors import LensError
@@ -51,13 +51,9 @@ class _Section(BaseModel):
 
 
 class LLMSettings(_Section):
-    base_url: str | None = Field(
-        None, description="OpenAI-compatible endpoint; None starts the embedded local model."
-    )
+    base_url: str | None = Field(None, description="OpenAI-compatible endpoint; None starts the embedded local model.")
     model: str | None = Field(None, description="Model name at the endpoint; defaults to local_model.")
-    local_model: Literal["qwen2.5-coder-1.5b-instruct", "qwen2.5-coder-0.5b-instruct"] = (
-        "qwen2.5-coder-1.5b-instruct"
-    )
+    local_model: Literal["qwen2.5-coder-1.5b-instruct", "qwen2.5-coder-0.5b-instruct"] = "qwen2.5-coder-1.5b-instruct"
     api_key_env: str = Field("LENS_API_KEY", description="Name of the environment variable holding the key.")
     temperature: float = 0.0
     seed: int = 0
@@ -155,14 +151,16 @@ class MemorySettings(_Section):
 class ReaderSettings(_Section):
     max_file_bytes: int = Field(20_000_000, ge=1)
     max_container_bytes: int = Field(
-        400_000_000, ge=1,
+        400_000_000,
+        ge=1,
         description="A .jsonl/.bz2 container is read line by line up to this many (decompressed) bytes; "
         "its records stay in memory as one copy of their text.",
     )
     follow_symlinks: bool = False
     workers: int = Field(1, ge=1, json_schema_extra=_NOT_HASHED)  # threads lose to serial reads under the GIL
     reuse_unchanged: bool = Field(
-        True, json_schema_extra=_NOT_HASHED,
+        True,
+        json_schema_extra=_NOT_HASHED,
         description="Within one process, don't re-read files whose stat signature is unchanged.",
     )
 
@@ -221,9 +219,7 @@ def _plain(value: Any) -> Any:
 def available_presets() -> list[str]:
     """Names of the presets shipped in ``configs/`` (package ``lens.configs``)."""
     return sorted(
-        p.name[: -len(".toml")]
-        for p in resources.files("lens.configs").iterdir()
-        if p.name.endswith(".toml")
+        p.name[: -len(".toml")] for p in resources.files("lens.configs").iterdir() if p.name.endswith(".toml")
     )
 
 
@@ -341,6 +337,7 @@ def load_config(
         return LensConfig.model_validate(merged)
     except ValidationError as exc:
         problems = "; ".join(
-            f"{'.'.join(str(x) for x in err['loc'])}: {err['msg'].removeprefix('Value error, ')}" for err in exc.errors()
+            f"{'.'.join(str(x) for x in err['loc'])}: {err['msg'].removeprefix('Value error, ')}"
+            for err in exc.errors()
         )
         raise ConfigError(f"invalid configuration from {' + '.join(sources)}: {problems}") from None

@@ -19,6 +19,7 @@ from __future__ import annotations
 import atexit
 import hashlib
 import importlib.util
+import json
 import logging
 import os
 import queue
@@ -29,7 +30,6 @@ import sys
 import tempfile
 import threading
 import time
-import json
 import urllib.error
 import urllib.request
 from concurrent.futures import Future

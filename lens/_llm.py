@@ -336,8 +336,7 @@ class LLMClient:
             if exc.status_code >= 500:
                 raise _Transient("server", exc) from None
             raise LLMRequestError(
-                f"{self.base_url} rejected the request for model {self.model!r}: HTTP {exc.status_code} "
-                f"{_short(exc)}",
+                f"{self.base_url} rejected the request for model {self.model!r}: HTTP {exc.status_code} {_short(exc)}",
                 status=exc.status_code,
             ) from None
 
@@ -424,7 +423,7 @@ def refusal(exc: BaseException, meter: CostMeter, settings: LLMSettings) -> Endp
     words = _status_words(status)
     if status in (401, 403):
         key = settings.api_key_env
-        hint = f"check {key}" + ("" if os.environ.get(key) else f" (it is not set)")
+        hint = f"check {key}" + ("" if os.environ.get(key) else " (it is not set)")
         return EndpointRefusedError(f"the endpoint refused every call: {words} — {hint}")
     if status == 404:
         return EndpointRefusedError(
@@ -455,9 +454,7 @@ def open_client(config: LensConfig) -> LLMClient:
         )
     from lens._embedded import embedded_server
 
-    server = embedded_server(
-        s.local_model, n_ctx=s.n_ctx, n_threads=s.n_threads, startup_timeout_s=s.startup_timeout_s
-    )
+    server = embedded_server(s.local_model, n_ctx=s.n_ctx, n_threads=s.n_threads, startup_timeout_s=s.startup_timeout_s)
     return LLMClient(
         base_url=server.base_url,
         model=s.local_model,

@@ -23,11 +23,11 @@ from lens._cost import CostMeter
 from lens._llm import LLMClient, LLMDeadlineError, LLMError, LLMFormatError, LLMUnavailableError, refusal
 from lens._observation import Finding, observe
 from lens._prior import Prior
-from lens._view import CorpusView
 from lens._requirements import Decomposition, Requirement
 from lens._result import RoundTrace
 from lens._terms import capitalised_spans, content_terms, title_key, tokens
 from lens._values import answer_type
+from lens._view import CorpusView
 from lens._windows import Window, estimate_tokens, windows_for
 
 __all__ = ["LoopState", "Loop"]
@@ -229,7 +229,11 @@ class Loop:
             before = self.meter.cost.oracle_calls
             try:
                 return self.client.chat_json(
-                    messages, schema, max_tokens=max_tokens, deadline=self.budget.deadline, meter=self.meter,
+                    messages,
+                    schema,
+                    max_tokens=max_tokens,
+                    deadline=self.budget.deadline,
+                    meter=self.meter,
                     repair=repair,
                 ).parsed
             except LLMDeadlineError:
@@ -277,7 +281,13 @@ class Loop:
             RoundTrace(
                 round=len(s.trace) + 1,
                 proposal=[
-                    {"window": w.key, "path": w.path, "sentences": [w.first, w.last], "tokens": w.tokens, "value": round(g, 4)}
+                    {
+                        "window": w.key,
+                        "path": w.path,
+                        "sentences": [w.first, w.last],
+                        "tokens": w.tokens,
+                        "value": round(g, 4),
+                    }
                     for w, g in proposal
                 ],
                 observation=obs_record,

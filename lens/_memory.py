@@ -28,7 +28,14 @@ from lens._errors import LensError
 from lens._terms import content_terms
 
 __all__ = [
-    "MemoryEntry", "MemoryStore", "Eligibility", "all_past", "new_entry", "similarity", "MemoryLogError", "memory_signal",
+    "MemoryEntry",
+    "MemoryStore",
+    "Eligibility",
+    "all_past",
+    "new_entry",
+    "similarity",
+    "MemoryLogError",
+    "memory_signal",
 ]
 
 LOG_NAME = "memory.jsonl"

@@ -28,8 +28,15 @@ from lens._values import fits_type
 from lens._windows import Window
 
 __all__ = [
-    "Finding", "Observation", "ObservationReply", "observation_messages", "verify_reply", "normalise", "mentions",
-    "observe", "observation_tokens",
+    "Finding",
+    "Observation",
+    "ObservationReply",
+    "observation_messages",
+    "verify_reply",
+    "normalise",
+    "mentions",
+    "observe",
+    "observation_tokens",
 ]
 
 
@@ -261,7 +268,9 @@ def verify_reply(
         if value and not fits_type(f.value, kinds.get(rid, "any")):  # type: ignore[arg-type]
             value = ""  # "Which shipyard...?" answered with a year
         seen.add((rid, win.key))
-        obs.findings.append(Finding(rid, win.key, tuple(sorted(set(where))), f.quote.strip(), f.value.strip() if value else ""))
+        obs.findings.append(
+            Finding(rid, win.key, tuple(sorted(set(where))), f.quote.strip(), f.value.strip() if value else "")
+        )
     all_text = " ".join(normalise(w.text(docs_by_key[w.key])) for w in labels.values())
     for m in reply.mentions:
         nm = normalise(m)

@@ -27,8 +27,8 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 
 from lens._config import PriorSettings
-from lens._view import CorpusView
 from lens._terms import STOPWORDS, base_title, capitalised_spans, content_terms, title_key, tokens
+from lens._view import CorpusView
 
 __all__ = ["PriorScore", "Prior"]
 

@@ -16,7 +16,12 @@ from string import Template
 __all__ = ["render", "fence_passage", "PROMPT_NAMES"]
 
 PROMPT_NAMES = (
-    "decomposition", "decomposition-comparison", "observation", "coverage", "synthesis", "calibration",
+    "decomposition",
+    "decomposition-comparison",
+    "observation",
+    "coverage",
+    "synthesis",
+    "calibration",
 )
 _SPLIT = "---- user ----"
 

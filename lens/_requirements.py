@@ -19,9 +19,20 @@ from lens._terms import capitalised_spans, content_terms, title_key, tokens
 from lens._values import comparison_of
 
 __all__ = [
-    "Intent", "INTENTS", "Requirement", "Decomposition", "DecompositionReply", "SubQuestionReply",
-    "from_reply", "from_subquestions", "heuristic_decomposition", "decompose", "DECOMPOSITION_TOKENS", "JsonCall",
-    "prompt_for", "question_intent",
+    "Intent",
+    "INTENTS",
+    "Requirement",
+    "Decomposition",
+    "DecompositionReply",
+    "SubQuestionReply",
+    "from_reply",
+    "from_subquestions",
+    "heuristic_decomposition",
+    "decompose",
+    "DECOMPOSITION_TOKENS",
+    "JsonCall",
+    "prompt_for",
+    "question_intent",
 ]
 
 Intent = Literal["lookup", "bridge", "comparison", "aggregation", "computation"]
@@ -272,7 +283,9 @@ def from_reply(question: str, reply: DecompositionReply) -> Decomposition:
         dep = ids.get(dep, dep if re.fullmatch(r"R\d+", dep) else "")
         r.depends_on = dep if dep and dep < r.id and any(x.id == dep for x in reqs) else None
         # renumbered references in the text ("#R1") follow the new ids
-        r.text = _REF.sub(lambda m: f"#{ids.get('R' + (m.group(1) or m.group(2)), 'R' + (m.group(1) or m.group(2)))}", r.text)
+        r.text = _REF.sub(
+            lambda m: f"#{ids.get('R' + (m.group(1) or m.group(2)), 'R' + (m.group(1) or m.group(2)))}", r.text
+        )
         if r.entity and r.entity.startswith("#"):
             r.entity = None
         if r.entity and not _grounded_cues([r.entity], question):

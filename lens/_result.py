@@ -28,7 +28,11 @@ class Evidence:
 
     @property
     def citation(self) -> str:
-        return f"{self.path}:{self.line_start}" if self.line_start == self.line_end else f"{self.path}:{self.line_start}-{self.line_end}"
+        return (
+            f"{self.path}:{self.line_start}"
+            if self.line_start == self.line_end
+            else f"{self.path}:{self.line_start}-{self.line_end}"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -89,7 +89,9 @@ class CalibrationReply(BaseModel):
 
 
 def is_yes_no_question(question: str) -> bool:
-    return re.match(r"^\s*(is|are|was|were|do|does|did|has|have|had|can|could|will|would)\b", question, re.I) is not None
+    return (
+        re.match(r"^\s*(is|are|was|were|do|does|did|has|have|had|can|could|will|would)\b", question, re.I) is not None
+    )
 
 
 def clean_answer(answer: str, question: str) -> str:

@@ -92,7 +92,10 @@ def comparison_of(question: str) -> Comparison | None:
     yes_no = re.match(r"^\s*(is|are|was|were|do|does|did|has|have|had|can|could)\b", q) is not None
     if yes_no and re.search(_SAME, q):
         return Comparison("same", "equal")
-    if re.search(r"\b(born|founded|established|formed|released|published|opened|built|created|started|began|died|launched|came out|premiered|introduced)\b", q) or re.search(r"\b(older|younger|earlier|later|first)\b", q):
+    if re.search(
+        r"\b(born|founded|established|formed|released|published|opened|built|created|started|began|died|launched|came out|premiered|introduced)\b",
+        q,
+    ) or re.search(r"\b(older|younger|earlier|later|first)\b", q):
         if re.search(_DATE_MIN, q):
             return Comparison("date", "min")
         if re.search(_DATE_MAX, q):
@@ -152,7 +155,10 @@ def answer_type(question: str) -> AnswerType:
         return "date"
     if re.search(r"\bhow (many|much|long|tall|high|old|far|big|large|deep|wide)\b", q):
         return "number"
-    if re.match(r"^(who|whom|whose)\b", q) or re.search(r"\b(which|what) (\w+ ){0,2}(person|company|band|team|city|town|country|state|island|shipyard|film|album|song|group|school|university|club|station|river|place|man|woman|actor|actress|singer|writer|author|director|composer|architect|engineer|player)\b", q):
+    if re.match(r"^(who|whom|whose)\b", q) or re.search(
+        r"\b(which|what) (\w+ ){0,2}(person|company|band|team|city|town|country|state|island|shipyard|film|album|song|group|school|university|club|station|river|place|man|woman|actor|actress|singer|writer|author|director|composer|architect|engineer|player)\b",
+        q,
+    ):
         return "name"
     return "any"
 

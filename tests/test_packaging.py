@@ -17,9 +17,21 @@ def test_the_wheel_carries_prompts_configs_and_both_packages(tmp_path):
     # built from a copy: setuptools reuses a build/ folder in the tree, which would keep removed modules
     src = _source_copy(tmp_path / "src")
     proc = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path),
-         str(src)],
-        capture_output=True, text=True, env={**__import__("os").environ, "PIP_NO_INPUT": "1"},
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path),
+            str(src),
+        ],
+        capture_output=True,
+        text=True,
+        env={**__import__("os").environ, "PIP_NO_INPUT": "1"},
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     (wheel,) = tmp_path.glob("lens_search-*.whl")

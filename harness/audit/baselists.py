@@ -26,11 +26,18 @@ import numpy as np
 
 from harness.audit.config import RetrievalSpec
 from harness.audit.inputs import Asset, Request
-from harness.retrieval import BM25Index, BM25Params, DenseEncoder, DenseIndex, fuse_index_rankings
 from harness.files import atomic_write, canonical_json, sha256_bytes
+from harness.retrieval import BM25Index, BM25Params, DenseEncoder, DenseIndex, fuse_index_rankings
 from harness.retrieval.store import IndexFolderError
 
-__all__ = ["BaseLists", "QueryVectors", "ArtifactCache", "compute_base_lists", "compute_query_vectors", "combined_index_hash"]
+__all__ = [
+    "BaseLists",
+    "QueryVectors",
+    "ArtifactCache",
+    "compute_base_lists",
+    "compute_query_vectors",
+    "combined_index_hash",
+]
 
 log = logging.getLogger(__name__)
 
@@ -47,12 +54,20 @@ class BaseLists:
     @property
     def hash(self) -> str:
         head = canonical_json({"retriever": self.retriever, "params": dict(self.params)})
-        return sha256_bytes(head + np.ascontiguousarray(self.indices, dtype=np.int64).tobytes() + np.ascontiguousarray(self.scores, dtype=np.float64).tobytes())
+        return sha256_bytes(
+            head
+            + np.ascontiguousarray(self.indices, dtype=np.int64).tobytes()
+            + np.ascontiguousarray(self.scores, dtype=np.float64).tobytes()
+        )
 
     def save(self, path: Path) -> Path:
         buf = io.BytesIO()
-        np.savez(buf, indices=self.indices.astype(np.int64), scores=self.scores.astype(np.float64),
-                 meta=np.asarray(json.dumps({"retriever": self.retriever, "params": dict(self.params), "hash": self.hash})))
+        np.savez(
+            buf,
+            indices=self.indices.astype(np.int64),
+            scores=self.scores.astype(np.float64),
+            meta=np.asarray(json.dumps({"retriever": self.retriever, "params": dict(self.params), "hash": self.hash})),
+        )
         return atomic_write(path, buf.getvalue())
 
     @classmethod
@@ -110,7 +125,9 @@ def _encoder(spec: RetrievalSpec) -> DenseEncoder:
     return _encoder_for(spec.dense_model, spec.batch_size)
 
 
-def _dense_vectors(texts: Sequence[str], ids: Sequence[str], what: str, content_hash: str, encoder: DenseEncoder, cache: ArtifactCache) -> DenseIndex:
+def _dense_vectors(
+    texts: Sequence[str], ids: Sequence[str], what: str, content_hash: str, encoder: DenseEncoder, cache: ArtifactCache
+) -> DenseIndex:
     folder = cache.path(f"dense-{what}", {"content": content_hash, "model": encoder.model_id})
     if folder is not None and folder.exists():
         try:
@@ -126,7 +143,9 @@ def _dense_vectors(texts: Sequence[str], ids: Sequence[str], what: str, content_
     return idx
 
 
-def compute_query_vectors(requests: Sequence[Request], method: str, spec: RetrievalSpec, cache: ArtifactCache, queries_hash: str) -> QueryVectors:
+def compute_query_vectors(
+    requests: Sequence[Request], method: str, spec: RetrievalSpec, cache: ArtifactCache, queries_hash: str
+) -> QueryVectors:
     """Query vectors from label-free requests: ``dense`` (the retrieval encoder) or query-local ``tfidf``."""
     texts = [r.text for r in requests]
     if method == "dense":

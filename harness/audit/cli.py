@@ -35,9 +35,15 @@ def add_audit_parser(sub: argparse._SubParsersAction, handler: Callable[[argpars
     q.add_argument("--out", required=True, metavar="RUN_DIR", help="new folder for the run (never overwritten)")
     q.add_argument("--data-root", metavar="DIR", help="where relative data paths in the config start")
     q.add_argument("--cache", metavar="DIR", help="reusable cache of base lists and embeddings (default RUN_DIR/cache)")
-    q.add_argument("--lens-run", metavar="RUN_DIR", help="lens-memory configs: the `lens bench run` folder (its lens rows)")
-    q.add_argument("--snapshot", metavar="DIR", help="lens-memory configs: the folder the prior reads (the run's snapshot)")
-    q.add_argument("--questions", metavar="FILE", help="lens-memory configs: the HotpotQA questions file the run was bound to")
+    q.add_argument(
+        "--lens-run", metavar="RUN_DIR", help="lens-memory configs: the `lens bench run` folder (its lens rows)"
+    )
+    q.add_argument(
+        "--snapshot", metavar="DIR", help="lens-memory configs: the folder the prior reads (the run's snapshot)"
+    )
+    q.add_argument(
+        "--questions", metavar="FILE", help="lens-memory configs: the HotpotQA questions file the run was bound to"
+    )
     q.add_argument("--json", action="store_true", help="print a JSON summary")
     q.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     handler(q, "harness.audit.commands:run")

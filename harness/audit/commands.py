@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
 
         given = [f"--{'lens-run' if k == 'run' else k}" for k, v in paths.items() if v]
         if given:
-            _err(f"lens audit: {', '.join(given)} only apply to a lens-memory config (kind = \"lens-memory\")")
+            _err(f'lens audit: {", ".join(given)} only apply to a lens-memory config (kind = "lens-memory")')
             return 2
     out = Path(args.out)
     before = set(os.listdir(out)) if out.is_dir() else None  # what was there already is never touched
@@ -60,8 +60,17 @@ def run(args: argparse.Namespace) -> int:
         _err(f"lens audit: {exc}")
         return 1
     if args.json:
-        print(json.dumps({"run_dir": str(result.run_dir), "rows": result.rows, "report": str(result.report_dir),
-                          "timings": result.timings}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "run_dir": str(result.run_dir),
+                    "rows": result.rows,
+                    "report": str(result.report_dir),
+                    "timings": result.timings,
+                },
+                indent=2,
+            )
+        )
     else:
         print(f"{result.rows} rows, contract pass; report: {result.report_dir / 'report.md'}")
     return 0

@@ -16,11 +16,11 @@ cache folder): the data themselves are bound by their sha256 in the run manifest
 from __future__ import annotations
 
 import os
-import tomllib
 from importlib import resources
 from pathlib import Path
 from typing import Literal
 
+import tomllib
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from harness.files import canonical_json, sha256_bytes
@@ -183,7 +183,9 @@ class LensSourceSpec(_Section):
     system: str = "lens"
     system_hash: str | None = Field(None, description="pick one arm when the run holds several for `system`")
     preset: str | None = Field(None, description="LENS preset for the agent (default: the run's own configuration)")
-    overrides: list[str] = Field(default_factory=list, description='"section.key=value" on top of the run\'s configuration')
+    overrides: list[str] = Field(
+        default_factory=list, description='"section.key=value" on top of the run\'s configuration'
+    )
 
 
 class LensReplaySpec(_Section):
@@ -243,7 +245,9 @@ class LensAuditConfig(_Section):
     def hash(self) -> str:
         return sha256_bytes(canonical_json(self.hashed_view()))
 
-    def with_paths(self, *, run: str | None = None, snapshot: str | None = None, questions: str | None = None) -> "LensAuditConfig":
+    def with_paths(
+        self, *, run: str | None = None, snapshot: str | None = None, questions: str | None = None
+    ) -> "LensAuditConfig":
         """A copy with the given data paths replaced (paths are not hashed)."""
         upd = {k: v for k, v in (("run", run), ("snapshot", snapshot), ("questions", questions)) if v is not None}
         return self.model_copy(update={"lens": self.lens.model_copy(update=upd)}) if upd else self
@@ -301,9 +305,13 @@ def resolve_data_path(value: str, key: str, root: Path, *, config: str | None = 
     ok = resolved.is_dir() if folder else resolved.is_file()
     if not ok:
         what = "folder" if folder else "file"
-        rule = "" if p.is_absolute() else (
-            f" (relative paths resolve against the data root {root}: --data-root, else ${DATA_ROOT_ENV}, "
-            "else the current directory)"
+        rule = (
+            ""
+            if p.is_absolute()
+            else (
+                f" (relative paths resolve against the data root {root}: --data-root, else ${DATA_ROOT_ENV}, "
+                "else the current directory)"
+            )
         )
         raise AuditConfigError(f"{config or 'config'}: {key} = {value!r} → {resolved}: no such {what}{rule}")
     return resolved

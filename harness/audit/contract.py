@@ -37,9 +37,20 @@ from lens import LensError
 __all__ = ["CODES", "Violation", "ContractFailed", "check_rows", "check_run", "violations_json"]
 
 CODES = (
-    "pit-future-entry", "own-event", "ineligible-entry", "tvr-mismatch", "over-capacity", "capacity-mismatch",
-    "budget-mismatch", "corpus-hash-mismatch", "index-hash-mismatch", "binding-mismatch",
-    "naive-future-mismatch", "missing-condition", "duplicate-row", "output-hash-mismatch",
+    "pit-future-entry",
+    "own-event",
+    "ineligible-entry",
+    "tvr-mismatch",
+    "over-capacity",
+    "capacity-mismatch",
+    "budget-mismatch",
+    "corpus-hash-mismatch",
+    "index-hash-mismatch",
+    "binding-mismatch",
+    "naive-future-mismatch",
+    "missing-condition",
+    "duplicate-row",
+    "output-hash-mismatch",
 )
 _SHOW = 8
 
@@ -63,7 +74,9 @@ class ContractFailed(LensError):
     def __init__(self, run_dir: Path | str, violations: list[Violation]) -> None:
         self.violations = violations
         codes = sorted({v.code for v in violations})
-        super().__init__(f"{run_dir}: run fails the replay contract ({len(violations)} violations: {', '.join(codes)}); no report published")
+        super().__init__(
+            f"{run_dir}: run fails the replay contract ({len(violations)} violations: {', '.join(codes)}); no report published"
+        )
 
 
 def _rows_text(ids: np.ndarray) -> str:
@@ -108,8 +121,6 @@ def check_rows(t: RowTable, bindings: Mapping[str, Any] | None = None) -> list[V
     ids = t["row_id"] if "row_id" in t else np.arange(t.n)
     anchor = t["anchor"].astype(np.int64)
     cond = t["condition"].astype(str)
-    sel = t.selected
-    valid = sel >= 0
     lists = t.selected_lists
 
     # Selected entries recomputed from positions (never trusting recorded TVR).
@@ -126,15 +137,29 @@ def check_rows(t: RowTable, bindings: Mapping[str, Any] | None = None) -> list[V
     bad = (cond == "stateless") & (n_sel > 0)
     horizon = t["horizon"].astype(np.float64) if "horizon" in t else np.full(t.n, np.nan)
     fh = cond == "future-h"
-    beyond = np.asarray([bool(f) and any(p > a + h for p in s) for s, a, h, f in zip(lists, anchor, horizon, fh)], dtype=bool)
+    beyond = np.asarray(
+        [bool(f) and any(p > a + h for p in s) for s, a, h, f in zip(lists, anchor, horizon, fh)], dtype=bool
+    )
     bad |= beyond | (fh & np.isnan(horizon))
     if bad.any():
-        out.append(_violation("ineligible-entry", "rows select entries their view does not allow (Stateless or beyond a Future-h horizon)", ids[bad]))
+        out.append(
+            _violation(
+                "ineligible-entry",
+                "rows select entries their view does not allow (Stateless or beyond a Future-h horizon)",
+                ids[bad],
+            )
+        )
     tvr = np.divide(n_fut, n_sel, out=np.zeros(t.n), where=n_sel > 0)
     rec_tvr = t["tvr"].astype(np.float64)
-    m = ~np.isclose(rec_tvr, tvr, rtol=0, atol=1e-12) | (t["n_selected"].astype(np.int64) != n_sel) | (t["n_future"].astype(np.int64) != n_fut)
+    m = (
+        ~np.isclose(rec_tvr, tvr, rtol=0, atol=1e-12)
+        | (t["n_selected"].astype(np.int64) != n_sel)
+        | (t["n_future"].astype(np.int64) != n_fut)
+    )
     if m.any():
-        out.append(_violation("tvr-mismatch", "rows record TVR or counts that differ from their selected positions", ids[m]))
+        out.append(
+            _violation("tvr-mismatch", "rows record TVR or counts that differ from their selected positions", ids[m])
+        )
     cap = t["capacity"].astype(np.int64)
     m = n_sel > cap
     if m.any():
@@ -158,7 +183,11 @@ def check_rows(t: RowTable, bindings: Mapping[str, Any] | None = None) -> list[V
         if f in t:
             m |= _group_disagrees(t[f].astype(str), groups, n_groups)
     if m.any():
-        out.append(_violation("binding-mismatch", "rows differ in queries/stream/events/config hash from their paired rows", ids[m]))
+        out.append(
+            _violation(
+                "binding-mismatch", "rows differ in queries/stream/events/config hash from their paired rows", ids[m]
+            )
+        )
 
     if bindings:
         wl = t["workload"].astype(str)
@@ -167,7 +196,10 @@ def check_rows(t: RowTable, bindings: Mapping[str, Any] | None = None) -> list[V
         m = exp_c != t["corpus_hash"].astype(object)
         if m.any():
             out.append(_violation("corpus-hash-mismatch", "rows carry a corpus hash other than the manifest's", ids[m]))
-        exp_i = np.asarray([bindings.get(w, {}).get("retrievers", {}).get(r, {}).get("index_hash") for w, r in zip(wl, ret)], dtype=object)
+        exp_i = np.asarray(
+            [bindings.get(w, {}).get("retrievers", {}).get(r, {}).get("index_hash") for w, r in zip(wl, ret)],
+            dtype=object,
+        )
         m = exp_i != t["index_hash"].astype(object)
         if m.any():
             out.append(_violation("index-hash-mismatch", "rows carry an index hash other than the manifest's", ids[m]))
@@ -191,7 +223,13 @@ def check_rows(t: RowTable, bindings: Mapping[str, Any] | None = None) -> list[V
         first_row.setdefault(int(g), r)
     missing = [first_row[g] for g, vs in have.items() if vs != views_by_memory[mem[first_row[g]]]]
     if missing:
-        out.append(_violation("missing-condition", "paired anchors lack a condition replayed elsewhere (first row of each shown)", ids[np.asarray(sorted(missing))]))
+        out.append(
+            _violation(
+                "missing-condition",
+                "paired anchors lack a condition replayed elsewhere (first row of each shown)",
+                ids[np.asarray(sorted(missing))],
+            )
+        )
 
     # Naive leak control: identical to Future on every row (entries and every metric).
     fut = {int(g): r for r, (g, c) in enumerate(zip(groups, cond)) if c == "future"}

@@ -116,7 +116,14 @@ class EventLog:
         self._require_frozen()
         a = self.assets[j]
         keep = a >= 0
-        return Event(j, int(self.query_index[j]), self.query_ids[j], tuple(int(x) for x in a[keep]), tuple(float(x) for x in self.scores[j][keep]), self.version)
+        return Event(
+            j,
+            int(self.query_index[j]),
+            self.query_ids[j],
+            tuple(int(x) for x in a[keep]),
+            tuple(float(x) for x in self.scores[j][keep]),
+            self.version,
+        )
 
     @property
     def hash(self) -> str:

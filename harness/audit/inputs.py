@@ -355,16 +355,14 @@ def load_beir(folder: str | os.PathLike, *, split: str | None = None, name: str 
 # ------------------------------------------------------------------------------------------ HotpotQA
 
 
-def load_hotpotqa(
-    questions: str | os.PathLike, articles: str | os.PathLike, *, name: str | None = None
-) -> Workload:
+def load_hotpotqa(questions: str | os.PathLike, articles: str | os.PathLike, *, name: str | None = None) -> Workload:
     """A workload from HotpotQA: assets = the article pool, queries = the questions, gold = supporting titles.
 
     Asset id is the article title (the pool has one article per title), text is the title line followed by the
     article's sentences. A supporting title missing from the pool is an error (the gold product would be
     unreachable). Uses :mod:`harness.bench.datasets` for validated parsing.
     """
-    from harness.bench.datasets import DataError, load_articles, load_questions, article_key
+    from harness.bench.datasets import DataError, article_key, load_articles, load_questions
 
     try:
         qs = load_questions(questions)

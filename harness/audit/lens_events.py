@@ -43,8 +43,7 @@ import numpy as np
 
 from harness.audit.streams import Stream
 from harness.files import atomic_write, canonical_json, sha256_bytes, sha256_file
-from lens import LensError
-from lens import MemoryEntry, new_entry
+from lens import LensError, MemoryEntry, new_entry
 
 __all__ = [
     "LABEL_FIELDS",
@@ -139,7 +138,18 @@ def _from_evidence(reqs: Any, evidence: Any, where: str) -> tuple[ConfirmedEntry
         w = f"{where}: details.evidence[{k}]"
         if not isinstance(e, dict):
             raise LensRunError(f"{w}: not an object")
-        for f in ("id", "path", "doc_id", "first_sentence", "last_sentence", "line_start", "line_end", "sha256", "requirements", "status"):
+        for f in (
+            "id",
+            "path",
+            "doc_id",
+            "first_sentence",
+            "last_sentence",
+            "line_start",
+            "line_end",
+            "sha256",
+            "requirements",
+            "status",
+        ):
             if f not in e:
                 raise LensRunError(f"{w}: field {f!r} missing (needed: {NEEDED})")
         by_id[_str(e["id"], w)] = e
@@ -216,12 +226,16 @@ def record_from_row(row: Mapping[str, Any], where: str = "row") -> LensRecord:
     requirements, dsource = _decomposition(details, question, where)
     if "memory_entries" in details:
         confirmed, source = _from_memory_entries(details["memory_entries"], where), "memory_entries"
-    elif isinstance(details.get("evidence"), list) and all(isinstance(r, dict) and "text" in r for r in details.get("requirements") or []):
+    elif isinstance(details.get("evidence"), list) and all(
+        isinstance(r, dict) and "text" in r for r in details.get("requirements") or []
+    ):
         confirmed, source = _from_evidence(details.get("requirements") or [], details["evidence"], where), "evidence"
     elif error:
         confirmed, source = (), "error"
     else:
-        raise LensRunError(f"{where}: the lens row does not record what the agent confirmed; the LENS arm must add {NEEDED}")
+        raise LensRunError(
+            f"{where}: the lens row does not record what the agent confirmed; the LENS arm must add {NEEDED}"
+        )
     return LensRecord(qid, question, _int(row["position"], where), confirmed, requirements, dsource, source, error)
 
 
@@ -288,9 +302,13 @@ def load_lens_run(run_dir: str | Path, system: str = "lens", system_hash: str | 
     if system_hash is not None:
         rows = [(n, r) for n, r in rows if r.get("system_hash") == system_hash]
         if not rows:
-            raise LensRunError(f"{rpath}: no {system!r} rows with system_hash {system_hash} (found: {', '.join(hashes)})")
+            raise LensRunError(
+                f"{rpath}: no {system!r} rows with system_hash {system_hash} (found: {', '.join(hashes)})"
+            )
     elif len(hashes) > 1:
-        raise LensRunError(f"{rpath}: {system!r} rows of {len(hashes)} system hashes ({', '.join(h[:12] for h in hashes)}); pick one")
+        raise LensRunError(
+            f"{rpath}: {system!r} rows of {len(hashes)} system hashes ({', '.join(h[:12] for h in hashes)}); pick one"
+        )
     records: dict[str, LensRecord] = {}
     for n, row in rows:
         rec = record_from_row(row, f"{rpath}:{n}")
@@ -385,7 +403,9 @@ class LensEventLog:
         path = Path(path)
         atomic_write(path, self.lines())
         side = path.with_name(path.stem + ".positions.json")
-        atomic_write(side, canonical_json({"version": self.version, "query_ids": list(self.query_ids), "hash": self.hash}))
+        atomic_write(
+            side, canonical_json({"version": self.version, "query_ids": list(self.query_ids), "hash": self.hash})
+        )
         return path
 
     def _require_frozen(self) -> None:

@@ -81,9 +81,7 @@ def replay_lens_full(
 ) -> list[RowBlock]:
     """Rows for every view (then Naive) at every anchor: the agent rerun with the memory each condition allows."""
     from harness.bench.metrics import answer_scores, evidence_recall
-    from lens import Agent
-    from lens import LensError
-    from lens import LLMError
+    from lens import Agent, LensError, LLMError
 
     if not log.frozen:
         raise ValueError("replay needs a frozen event log")
@@ -121,9 +119,13 @@ def replay_lens_full(
             out["lookups"] = len(store.served)
             out["stale"] = sum(1 for e, _ in served if e.doc_id not in by_doc or by_doc[e.doc_id].sha256 != e.sha256)
             if res is None:
-                out.update(em=math.nan, f1=math.nan, ev_rec=math.nan, answer="", calls=0, tokens=0, seconds=0.0, cited=[])
+                out.update(
+                    em=math.nan, f1=math.nan, ev_rec=math.nan, answer="", calls=0, tokens=0, seconds=0.0, cited=[]
+                )
             else:
-                cited = list(dict.fromkeys(by_doc[e.doc_id].title if e.doc_id in by_doc else e.title for e in res.evidence))
+                cited = list(
+                    dict.fromkeys(by_doc[e.doc_id].title if e.doc_id in by_doc else e.title for e in res.evidence)
+                )
                 a = answer_scores(res.answer or "", labels.answers[qid])
                 gold_t = labels.titles[qid]
                 out.update(
@@ -132,8 +134,10 @@ def replay_lens_full(
                     seconds=float(res.cost.get("seconds", 0.0)), cited=cited,
                 )  # fmt: skip
             results[c].append(out)
-            say(f"full mode {stream.name}: anchor {int(i)} {NAIVE if view is None else view.label}: "
-                f"{len(out['positions'])} entries, EM {out['em']:.0f}, Ev.Rec {out['ev_rec']:.2f}")
+            say(
+                f"full mode {stream.name}: anchor {int(i)} {NAIVE if view is None else view.label}: "
+                f"{len(out['positions'])} entries, EM {out['em']:.0f}, Ev.Rec {out['ev_rec']:.2f}"
+            )
     common = {
         "stream": stream.name, "stream_kind": stream.kind, "seed": stream.seed, "uses_gold": stream.uses_gold,
         "memory": "lens-full", "label_based": False, "retriever": "lens-agent", "mode": "full",

@@ -45,8 +45,7 @@ from harness.audit.replay import Anchors
 from harness.audit.rows import RowBlock
 from harness.audit.streams import Stream
 from harness.audit.views import MemoryView
-from lens import MemoryEntry, MemoryStore
-from lens import content_terms
+from lens import MemoryEntry, MemoryStore, content_terms
 
 __all__ = [
     "agent_min_similarity",
@@ -119,8 +118,7 @@ class LensCorpus:
     @classmethod
     def read(cls, folder: str | Path, reader: Any = None) -> "LensCorpus":
         from harness.bench.snapshots import corpus_checksum
-        from lens import scan_corpus
-        from lens import CorpusView
+        from lens import CorpusView, scan_corpus
 
         scan = scan_corpus(folder, reader)
         if not scan.documents:
@@ -165,7 +163,9 @@ class LensCorpus:
                 got.add(i)
             indices.extend(sorted(got))
             indptr.append(len(indices))
-        return GoldLabels(np.asarray(indptr, dtype=np.int64), np.asarray(indices, dtype=np.int64), n_docs + missing), missing
+        return GoldLabels(
+            np.asarray(indptr, dtype=np.int64), np.asarray(indices, dtype=np.int64), n_docs + missing
+        ), missing
 
 
 class PriorRanker:
@@ -344,7 +344,9 @@ def memory_signals(mem: AnchorMemory, doc: np.ndarray, fresh: np.ndarray) -> tup
     return signals, stale
 
 
-def _lookups(ctx: LensContext, stream: Stream, log: LensEventLog, a_pos: np.ndarray) -> tuple[np.ndarray, np.ndarray, LookupTable]:
+def _lookups(
+    ctx: LensContext, stream: Stream, log: LensEventLog, a_pos: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, LookupTable]:
     a_q = np.asarray([ctx.index[stream.query_ids[p]] for p in a_pos], dtype=np.int64)
     owner, req, texts = [], [], []
     for r, q in enumerate(a_q):
@@ -372,7 +374,9 @@ def served_by_views(
     return out
 
 
-def served_by_naive(ctx: LensContext, stream: Stream, log: LensEventLog, anchor_positions: np.ndarray, folder: str | Path) -> list[AnchorMemory]:
+def served_by_naive(
+    ctx: LensContext, stream: Stream, log: LensEventLog, anchor_positions: np.ndarray, folder: str | Path
+) -> list[AnchorMemory]:
     """What the pre-materialised full-stream memory serves each anchor (its own separate code path)."""
     naive = NaiveLensMemory.materialise(
         log, {r.question_id: [rq["text"] for rq in r.requirements] for r in ctx.records if r.question_id in log.position_of},
@@ -401,7 +405,9 @@ def replay_lens_stream(
     a_q = np.asarray([ctx.index[stream.query_ids[p]] for p in a_pos], dtype=np.int64)
     n_req = np.asarray([len(ctx.records[q].requirements) for q in a_q], dtype=np.int64)
     doc, fresh = ctx.corpus.freshness(log.entries)
-    conditions: list[tuple[MemoryView | None, list[AnchorMemory]]] = list(zip(views, served_by_views(ctx, stream, log, a_pos, views)))
+    conditions: list[tuple[MemoryView | None, list[AnchorMemory]]] = list(
+        zip(views, served_by_views(ctx, stream, log, a_pos, views))
+    )
     conditions.append((None, served_by_naive(ctx, stream, log, a_pos, naive_folder)))
 
     common = {

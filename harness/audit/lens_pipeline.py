@@ -46,7 +46,9 @@ log = logging.getLogger(__name__)
 Progress = Callable[[str], None]
 
 
-def agent_config(run: LensRun, config: LensAuditConfig, *, cache_dir: str | Path | None = None) -> tuple[Any, dict[str, Any]]:
+def agent_config(
+    run: LensRun, config: LensAuditConfig, *, cache_dir: str | Path | None = None
+) -> tuple[Any, dict[str, Any]]:
     """The LENS configuration the audit runs the prior (and, in full mode, the agent) with, and a note on how it
     relates to the run's: ``{"reproduces_run_config": bool, ...}``."""
     from lens import ConfigError, load_config, merge_overrides
@@ -61,7 +63,10 @@ def agent_config(run: LensRun, config: LensAuditConfig, *, cache_dir: str | Path
         merged: dict[str, Any] = merge_overrides(can, spec.overrides)
     except ConfigError as exc:
         raise AuditConfigError(f"lens.overrides: {exc}") from None
-    forced: dict[str, Any] = {"memory": {"enabled": True, "capacity": config.replay.capacity}, "ablation": {"no_memory": False}}
+    forced: dict[str, Any] = {
+        "memory": {"enabled": True, "capacity": config.replay.capacity},
+        "ablation": {"no_memory": False},
+    }
     if config.replay.mode == "full":
         forced["llm"] = {"cache": True}
         if cache_dir is not None:
@@ -82,7 +87,11 @@ def _streams(config: LensAuditConfig, requests: tuple[Request, ...], vectors: np
             if kind == "random":
                 out.append(random_stream(requests, seed))
             elif kind == "semantic":
-                out.append(semantic_stream(requests, vectors, seed, min_run=sc.min_run, max_run=sc.max_run, n_clusters=sc.clusters))
+                out.append(
+                    semantic_stream(
+                        requests, vectors, seed, min_run=sc.min_run, max_run=sc.max_run, n_clusters=sc.clusters
+                    )
+                )
             else:  # gold-overlap: the one stream that reads labels, tagged uses_gold=True
                 out.append(gold_overlap_stream(requests, gold, seed))
     return out
@@ -119,8 +128,10 @@ def run_lens_audit(
     spec = config.lens
     unset = [k for k in ("run", "questions") if not getattr(spec, k)]
     if unset:
-        raise AuditConfigError(f"{config.source or 'config'}: lens.{unset[0]} is not set (set it in the config, or pass "
-                               "--lens-run / --questions to lens audit run)")
+        raise AuditConfigError(
+            f"{config.source or 'config'}: lens.{unset[0]} is not set (set it in the config, or pass "
+            "--lens-run / --questions to lens audit run)"
+        )
     droot = data_root(root)
     run_dir = resolve_data_path(spec.run, "lens.run", droot, config=config.source, folder=True)
     qfile = resolve_data_path(spec.questions, "lens.questions", droot, config=config.source)
@@ -130,7 +141,9 @@ def run_lens_audit(
     run = load_lens_run(run_dir, spec.system, spec.system_hash)
     snap_ref = spec.snapshot or run.snapshot_path
     if not snap_ref:
-        raise AuditConfigError(f"{config.source or 'config'}: lens.snapshot is not set and {run_dir}/manifest.json names no snapshot (pass --snapshot)")
+        raise AuditConfigError(
+            f"{config.source or 'config'}: lens.snapshot is not set and {run_dir}/manifest.json names no snapshot (pass --snapshot)"
+        )
     snap = resolve_data_path(snap_ref, "lens.snapshot", droot, config=config.source, folder=True)
     timings: dict[str, float] = {}
     outputs: list[Path] = []
@@ -138,7 +151,9 @@ def run_lens_audit(
     q_sha = sha256_file(qfile)
     bound = run.binding.get("questions_file_sha256")
     if bound and bound != q_sha:
-        raise LensError(f"{qfile}: sha256 {q_sha[:12]}… differs from the questions file the run was bound to ({bound[:12]}…)")
+        raise LensError(
+            f"{qfile}: sha256 {q_sha[:12]}… differs from the questions file the run was bound to ({bound[:12]}…)"
+        )
     from harness.bench.datasets import load_questions
 
     population = {q.id: q for q in load_questions(qfile)}
@@ -148,7 +163,9 @@ def run_lens_audit(
             raise LensError(f"{qfile}: question {r.question_id} of the run is not in it")
         if q.question != r.question:
             raise LensError(f"{qfile}: question {r.question_id} reads differently from the run's row")
-    lens_cfg, cfg_note = agent_config(run, config, cache_dir=(config.full.llm_cache or out / "llm-cache") if config.replay.mode == "full" else None)
+    lens_cfg, cfg_note = agent_config(
+        run, config, cache_dir=(config.full.llm_cache or out / "llm-cache") if config.replay.mode == "full" else None
+    )
     corpus = LensCorpus.read(snap, lens_cfg.reader)
     gold, gold_missing = corpus.gold_labels([population[r.question_id].gold_titles for r in records])
     requests = tuple(Request(r.question_id, r.question) for r in records)
@@ -156,8 +173,10 @@ def run_lens_audit(
     labels_hash = sha256_bytes(canonical_json([[r.question_id, list(population[r.question_id].gold_titles),
                                                 population[r.question_id].answer] for r in records]))  # fmt: skip
     workload = spec.name or snap.name
-    say(f"{workload}: {len(records)} questions from {run_dir} ({run.event_sources}), {len(corpus)} documents in {snap}"
-        + (f"; {gold_missing} gold titles not in the folder" if gold_missing else ""))
+    say(
+        f"{workload}: {len(records)} questions from {run_dir} ({run.event_sources}), {len(corpus)} documents in {snap}"
+        + (f"; {gold_missing} gold titles not in the folder" if gold_missing else "")
+    )
     if not cfg_note["reproduces_run_config"]:
         say(f"note: the agent configuration does not reproduce the run's config hash {run.config_hash[:12]}")
     timings["inputs"] = time.perf_counter() - t0
@@ -180,7 +199,9 @@ def run_lens_audit(
         "min_similarity": ctx.min_similarity,
         "agent_config_hash": lens_cfg.canonical_hash() if full else None,
     }
-    index_hash = sha256_bytes(canonical_json({"params": index_params, "corpus": corpus.corpus_hash, "records": rows_digest(records)}))
+    index_hash = sha256_bytes(
+        canonical_json({"params": index_params, "corpus": corpus.corpus_hash, "records": rows_digest(records)})
+    )
     wb: dict[str, Any] = {
         "corpus_hash": corpus.corpus_hash,
         "queries_hash": queries_hash,
@@ -208,7 +229,9 @@ def run_lens_audit(
     if snap_manifest.is_file():
         inputs.append({**file_record(snap_manifest), "workload": workload, "role": "snapshot manifest"})
     out.mkdir(parents=True, exist_ok=True)  # only once every input has been read and checked
-    atomic_write_json(out / "config.json", {"config": config.model_dump(), "config_hash": config.hash, "headline": config.headline})
+    atomic_write_json(
+        out / "config.json", {"config": config.model_dump(), "config_hash": config.hash, "headline": config.headline}
+    )
     outputs.append(out / "config.json")
 
     # 3. streams (labels only for the tagged stress stream)
@@ -245,7 +268,9 @@ def run_lens_audit(
             per = config.full.anchors_per_position if full else config.replay.anchors_per_position
             anchors = choose_anchors(len(stream), config.replay.anchor_positions, per)
             t1 = time.perf_counter()
-            events = LensEventLog.build(stream, by_id, version=f"lens-bench:{run.rows_sha256[:16]}:{run.system_hash[:16]}")
+            events = LensEventLog.build(
+                stream, by_id, version=f"lens-bench:{run.rows_sha256[:16]}:{run.system_hash[:16]}"
+            )
             ep = events.save(out / "events" / workload / f"{stream.name}.jsonl")
             outputs.extend([ep, ep.with_name(ep.stem + ".positions.json")])
             t_events += time.perf_counter() - t1
@@ -263,13 +288,23 @@ def run_lens_audit(
                 new = replay_lens_full(ctx, stream, events, anchors, views, agent_config=lens_cfg, client=client, labels=labels,
                                        work_folder=out / "full" / workload / stream.name, scalars=scalars, say=say)  # fmt: skip
             else:
-                new = replay_lens_stream(ctx, stream, events, anchors, views, naive_folder=out / "naive" / workload / stream.name, scalars=scalars)
+                new = replay_lens_stream(
+                    ctx,
+                    stream,
+                    events,
+                    anchors,
+                    views,
+                    naive_folder=out / "naive" / workload / stream.name,
+                    scalars=scalars,
+                )
                 naive_log = out / "naive" / workload / stream.name / "memory.jsonl"
                 outputs.append(naive_log)
             blocks.extend(new)
             t_replay += time.perf_counter() - t1
-            say(f"{workload}: replayed {stream.name} ({int(anchors.positions.size)} anchors × {len(views) + 1} conditions, "
-                f"{len(events.entries)} memory entries; {ranker.calls} prior calls so far)")
+            say(
+                f"{workload}: replayed {stream.name} ({int(anchors.positions.size)} anchors × {len(views) + 1} conditions, "
+                f"{len(events.entries)} memory entries; {ranker.calls} prior calls so far)"
+            )
     finally:
         if client_opened is not None:
             client_opened.close()

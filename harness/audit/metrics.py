@@ -147,7 +147,11 @@ class Bootstrap:
         self.resamples = int(resamples)
         self.alpha = float(alpha)
         g = self.labels.size
-        self._draws = np.random.default_rng(seed).integers(0, g, size=(self.resamples, g)) if g else np.zeros((self.resamples, 0), dtype=np.int64)
+        self._draws = (
+            np.random.default_rng(seed).integers(0, g, size=(self.resamples, g))
+            if g
+            else np.zeros((self.resamples, 0), dtype=np.int64)
+        )
 
     def _cluster_means(self, values: np.ndarray) -> np.ndarray:
         v = np.asarray(values, dtype=np.float64)
@@ -224,5 +228,5 @@ def contrast_set(
     }
     for label, vals in by_condition.items():
         if label.startswith("future-h"):
-            out[f"HG_h{label[len('future-h'):]}"] = bs.estimate(vals - P)
+            out[f"HG_h{label[len('future-h') :]}"] = bs.estimate(vals - P)
     return out

@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from harness.audit.baselists import ArtifactCache, compute_base_lists, compute_query_vectors, combined_index_hash
+from harness.audit.baselists import ArtifactCache, combined_index_hash, compute_base_lists, compute_query_vectors
 from harness.audit.config import AuditConfig, WorkloadSpec, data_root, resolve_data_path
 from harness.audit.contract import ContractFailed, check_rows, violations_json
 from harness.audit.events import EventLog
@@ -53,7 +53,9 @@ class RunResult:
 def load_workload(spec: WorkloadSpec, root: Path, config_name: str | None = None) -> Workload:
     """Resolve the spec's data paths against ``root`` and load the workload."""
     if spec.format == "beir":
-        folder = resolve_data_path(spec.path or "", f"workloads[{spec.name}].path", root, config=config_name, folder=True)
+        folder = resolve_data_path(
+            spec.path or "", f"workloads[{spec.name}].path", root, config=config_name, folder=True
+        )
         return load_beir(folder, split=spec.split, name=spec.name)
     q = resolve_data_path(spec.questions or "", f"workloads[{spec.name}].questions", root, config=config_name)
     a = resolve_data_path(spec.articles or "", f"workloads[{spec.name}].articles", root, config=config_name)
@@ -73,7 +75,11 @@ def build_streams(config: AuditConfig, workload: Workload, query_vectors: np.nda
             if kind == "random":
                 out.append(random_stream(requests, seed))
             elif kind == "semantic":
-                out.append(semantic_stream(requests, query_vectors, seed, min_run=sc.min_run, max_run=sc.max_run, n_clusters=sc.clusters))
+                out.append(
+                    semantic_stream(
+                        requests, query_vectors, seed, min_run=sc.min_run, max_run=sc.max_run, n_clusters=sc.clusters
+                    )
+                )
             else:  # gold-overlap: the one stream that reads labels, tagged uses_gold=True
                 out.append(gold_overlap_stream(requests, workload.gold(), seed))
     return out
@@ -129,8 +135,10 @@ def run_audit(
                 raise LensError(f"{path}: changed while the audit was reading it")
             inputs.append({**rec, "workload": workload.name})
         summary = workload_summary(workload)
-        say(f"{workload.name}: {summary['assets']} assets, {summary['queries']} queries "
-            f"({summary['queries_sharing_a_gold_asset']} share a gold asset)")
+        say(
+            f"{workload.name}: {summary['assets']} assets, {summary['queries']} queries "
+            f"({summary['queries_sharing_a_gold_asset']} share a gold asset)"
+        )
         tie = workload.id_order()
         wb: dict[str, Any] = {
             "corpus_hash": workload.corpus_hash,
@@ -151,14 +159,24 @@ def run_audit(
         for r in config.retrieval.retrievers:
             say(f"{workload.name}: base lists ({r}, top {config.retrieval.depth})")
             bl = compute_base_lists(
-                workload.assets, requests, r, config.retrieval, cache,
-                corpus_hash=workload.corpus_hash, queries_hash=workload.queries_hash, tie_key=tie,
+                workload.assets,
+                requests,
+                r,
+                config.retrieval,
+                cache,
+                corpus_hash=workload.corpus_hash,
+                queries_hash=workload.queries_hash,
+                tie_key=tie,
             )
             base[r] = bl
             p = out / "base" / workload.name / f"{r}.npz"
             bl.save(p)
             outputs.append(p)
-            wb["retrievers"][r] = {"base_hash": bl.hash, "index_hash": combined_index_hash(bl, qv), "params": dict(bl.params)}
+            wb["retrievers"][r] = {
+                "base_hash": bl.hash,
+                "index_hash": combined_index_hash(bl, qv),
+                "params": dict(bl.params),
+            }
         timings[f"{workload.name}:base"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
@@ -166,7 +184,9 @@ def run_audit(
         gold = workload.gold()  # metrics and the label-based cache only
         memories = []
         for name in config.replay.memories:
-            memories.append(TraceMemory() if name == "trace" else PositiveFeedbackCache(gold, config.replay.cache_bonus_cap))
+            memories.append(
+                TraceMemory() if name == "trace" else PositiveFeedbackCache(gold, config.replay.cache_bonus_cap)
+            )
         type_codes, type_names = workload.asset_type_codes(), workload.type_names()
         timings[f"{workload.name}:streams"] = time.perf_counter() - t0
         t_replay = 0.0
@@ -176,13 +196,22 @@ def run_audit(
             stream.save(sp)
             outputs.append(sp)
             anchors = choose_anchors(len(stream), config.replay.anchor_positions, config.replay.anchors_per_position)
-            sb = {"hash": stream.hash, "kind": stream.kind, "seed": stream.seed, "uses_gold": stream.uses_gold,
-                  "anchors": int(anchors.positions.size), "events": {}}
+            sb = {
+                "hash": stream.hash,
+                "kind": stream.kind,
+                "seed": stream.seed,
+                "uses_gold": stream.uses_gold,
+                "anchors": int(anchors.positions.size),
+                "events": {},
+            }
             for r, bl in base.items():
                 t1 = time.perf_counter()
                 d = config.replay.trace_depth
                 events = EventLog.build(
-                    stream, lambda q, bl=bl: (bl.indices[q, :d], bl.scores[q, :d]), depth=d, version=f"{r}:{bl.hash[:16]}:d{d}"
+                    stream,
+                    lambda q, bl=bl: (bl.indices[q, :d], bl.scores[q, :d]),
+                    depth=d,
+                    version=f"{r}:{bl.hash[:16]}:d{d}",
                 )
                 ep = out / "events" / workload.name / r / f"{stream.name}.npz"
                 events.save(ep)
@@ -191,7 +220,14 @@ def run_audit(
                 t_events += time.perf_counter() - t1
                 t1 = time.perf_counter()
                 ri = ReplayInputs(
-                    stream, events, query_sim, bl.indices, gold, type_codes, type_names, tie,
+                    stream,
+                    events,
+                    query_sim,
+                    bl.indices,
+                    gold,
+                    type_codes,
+                    type_names,
+                    tie,
                     bindings={
                         "corpus_hash": workload.corpus_hash,
                         "queries_hash": workload.queries_hash,
@@ -205,14 +241,24 @@ def run_audit(
                 blocks.extend(new)
                 t_replay += time.perf_counter() - t1
             wb["streams"][stream.name] = sb
-            say(f"{workload.name}: replayed {stream.name} ({int(anchors.positions.size)} anchors × "
-                f"{len(views) + 1} conditions × {len(memories)} memories × {len(base)} retrievers)")
+            say(
+                f"{workload.name}: replayed {stream.name} ({int(anchors.positions.size)} anchors × "
+                f"{len(views) + 1} conditions × {len(memories)} memories × {len(base)} retrievers)"
+            )
         timings[f"{workload.name}:events"] = t_events
         timings[f"{workload.name}:replay"] = t_replay
         bindings[workload.name] = wb
 
     return finish_run(
-        out, blocks, bindings, outputs, timings, t_all, config, publish, say,
+        out,
+        blocks,
+        bindings,
+        outputs,
+        timings,
+        t_all,
+        config,
+        publish,
+        say,
         {"config_source": config.source, "data_root": str(droot), "inputs": inputs},
     )
 

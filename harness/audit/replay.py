@@ -92,7 +92,9 @@ class ReplayInputs:
     bindings: Mapping[str, Any] = field(default_factory=dict)
 
 
-def _selections(views: Sequence[MemoryView], inputs: ReplayInputs, anchors: Anchors, capacity: int) -> list[tuple[MemoryView | None, Selection]]:
+def _selections(
+    views: Sequence[MemoryView], inputs: ReplayInputs, anchors: Anchors, capacity: int
+) -> list[tuple[MemoryView | None, Selection]]:
     stream = inputs.stream
     a_pos = anchors.positions
     a_q = stream.order[a_pos]
@@ -146,13 +148,20 @@ def replay_stream(
             bonus = memory.bonus(sel, events, n_assets, inputs.tie_key)
             final = rerank(base, bonus, n_assets, inputs.tie_key, budgets.list_depth)
             metrics = row_metrics(
-                final, a_q, inputs.gold, inputs.type_codes, inputs.type_names,
-                cutoffs=budgets.cutoffs, headline_k=budgets.headline_k,
+                final,
+                a_q,
+                inputs.gold,
+                inputs.type_codes,
+                inputs.type_names,
+                cutoffs=budgets.cutoffs,
+                headline_k=budgets.headline_k,
             )
             tvr, n_sel, n_fut = temporal_violation(sel.positions, a_pos)
             filled = sel.positions >= 0
             with np.errstate(invalid="ignore"):
-                top_sim = np.where(filled[:, 0], sel.sims[:, 0], np.nan) if sel.capacity else np.full(len(a_pos), np.nan)
+                top_sim = (
+                    np.where(filled[:, 0], sel.sims[:, 0], np.nan) if sel.capacity else np.full(len(a_pos), np.nan)
+                )
                 mean_sim = np.where(n_sel > 0, (sel.sims * filled).sum(axis=1) / np.maximum(n_sel, 1), np.nan)
             cond = "naive" if view is None else view.condition
             label = "naive" if view is None else view.label

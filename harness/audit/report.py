@@ -45,7 +45,12 @@ def _csv_bytes(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> bytes:
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(header)
     for r in rows:
-        w.writerow(["" if (isinstance(x, float) and math.isnan(x)) else (round(x, 6) if isinstance(x, float) else x) for x in r])
+        w.writerow(
+            [
+                "" if (isinstance(x, float) and math.isnan(x)) else (round(x, 6) if isinstance(x, float) else x)
+                for x in r
+            ]
+        )
     return buf.getvalue().encode("utf-8")
 
 
@@ -81,7 +86,9 @@ class _Cell:
         return {v: self.values(field, v, scale)[sel] for v in self.views if v != "naive"}
 
 
-def cell_contrasts(t: RowTable, *, field: str, resamples: int, seed: int, uses_gold: bool = False) -> list[dict[str, Any]]:
+def cell_contrasts(
+    t: RowTable, *, field: str, resamples: int, seed: int, uses_gold: bool = False
+) -> list[dict[str, Any]]:
     """Contrasts (HG, ΔPIT, MHF, HG_h) of ``field`` for every (workload, memory, retriever, stream kind)."""
     out = []
     for key, idx in _cells(t, uses_gold):
@@ -98,7 +105,9 @@ def _cells(t: RowTable, uses_gold: bool) -> list[tuple[tuple[str, str, str, str]
     ug = t["uses_gold"].astype(bool)
     groups: dict[tuple[str, str, str, str], list[int]] = defaultdict(list)
     for r in np.flatnonzero(ug == uses_gold):
-        groups[(str(t["workload"][r]), str(t["memory"][r]), str(t["stream_kind"][r]), str(t["retriever"][r]))].append(int(r))
+        groups[(str(t["workload"][r]), str(t["memory"][r]), str(t["stream_kind"][r]), str(t["retriever"][r]))].append(
+            int(r)
+        )
     return [(k, np.asarray(v, dtype=np.int64)) for k, v in sorted(groups.items())]
 
 
@@ -153,26 +162,137 @@ def build_report(run_dir: str | Path, *, resamples: int | None = None, seed: int
         spf_sig = spf and e["dPIT"].lo > 0 and e["HG"].lo > 0
         v = verdict(e["dPIT"], contract_ok=True)
         nd, kept = _hg_without_near_duplicates(c["cell"], headline, resamples, seed)
-        hg_rows.append([wl, mem, sk, ret, e["HG"].mean, e["HG"].lo, e["HG"].hi, e["HG"].n_clusters, e["HG"].n_pairs,
-                        nd.mean, nd.lo, nd.hi, kept])
-        util_rows.append([wl, mem, sk, ret, m["stateless"], m["pit"], m["future"], e["dPIT"].mean, e["dPIT"].lo, e["dPIT"].hi,
-                          e["HG"].mean, e["HG"].lo, e["HG"].hi, e["MHF"].mean, e["MHF"].lo, e["MHF"].hi, spf, spf_sig, v])
-        md_hg.append([wl, mem, sk.capitalize(), ret.upper() if ret == "bm25" else ret.capitalize(), _fmt(e["HG"]),
-                      f"{_fmt(nd)} ({kept:.1%} kept)"])
-        md_util.append([wl, mem, sk, ret, f"{m['stateless']:.2f}", f"{m['pit']:.2f}", f"{m['future']:.2f}", _fmt(e["dPIT"]), _fmt(e["HG"]),
-                        _pct(e["MHF"]),
-                        "yes" if spf else "no"])
+        hg_rows.append(
+            [
+                wl,
+                mem,
+                sk,
+                ret,
+                e["HG"].mean,
+                e["HG"].lo,
+                e["HG"].hi,
+                e["HG"].n_clusters,
+                e["HG"].n_pairs,
+                nd.mean,
+                nd.lo,
+                nd.hi,
+                kept,
+            ]
+        )
+        util_rows.append(
+            [
+                wl,
+                mem,
+                sk,
+                ret,
+                m["stateless"],
+                m["pit"],
+                m["future"],
+                e["dPIT"].mean,
+                e["dPIT"].lo,
+                e["dPIT"].hi,
+                e["HG"].mean,
+                e["HG"].lo,
+                e["HG"].hi,
+                e["MHF"].mean,
+                e["MHF"].lo,
+                e["MHF"].hi,
+                spf,
+                spf_sig,
+                v,
+            ]
+        )
+        md_hg.append(
+            [
+                wl,
+                mem,
+                sk.capitalize(),
+                ret.upper() if ret == "bm25" else ret.capitalize(),
+                _fmt(e["HG"]),
+                f"{_fmt(nd)} ({kept:.1%} kept)",
+            ]
+        )
+        md_util.append(
+            [
+                wl,
+                mem,
+                sk,
+                ret,
+                f"{m['stateless']:.2f}",
+                f"{m['pit']:.2f}",
+                f"{m['future']:.2f}",
+                _fmt(e["dPIT"]),
+                _fmt(e["HG"]),
+                _pct(e["MHF"]),
+                "yes" if spf else "no",
+            ]
+        )
         md_verdict.append([wl, mem, sk, ret, "pass", _fmt(e["dPIT"]), v])
-        summary["cells"].append({
-            "workload": wl, "memory": mem, "stream": sk, "retriever": ret, "S": m["stateless"], "P": m["pit"], "F": m["future"],
-            **{name: {"mean": est.mean, "lo": est.lo, "hi": est.hi} for name, est in e.items()},
-            "S<P<F": spf, "S<P<F_intervals": spf_sig, "verdict": v, "pairs": e["HG"].n_pairs, "clusters": e["HG"].n_clusters,
-        })
-    put("tables/hg.csv", _csv_bytes(["workload", "memory", "stream", "retriever", "hg", "lo", "hi", "query_clusters", "pairs",
-                                     "hg_no_near_dup", "lo_no_near_dup", "hi_no_near_dup", "kept_share_no_near_dup"], hg_rows))
-    put("tables/utility.csv", _csv_bytes(
-        ["workload", "memory", "stream", "retriever", "S", "P", "F", "dpit", "dpit_lo", "dpit_hi", "hg", "hg_lo", "hg_hi",
-         "mhf", "mhf_lo", "mhf_hi", "S<P<F", "S<P<F_intervals_exclude_0", "verdict"], util_rows))
+        summary["cells"].append(
+            {
+                "workload": wl,
+                "memory": mem,
+                "stream": sk,
+                "retriever": ret,
+                "S": m["stateless"],
+                "P": m["pit"],
+                "F": m["future"],
+                **{name: {"mean": est.mean, "lo": est.lo, "hi": est.hi} for name, est in e.items()},
+                "S<P<F": spf,
+                "S<P<F_intervals": spf_sig,
+                "verdict": v,
+                "pairs": e["HG"].n_pairs,
+                "clusters": e["HG"].n_clusters,
+            }
+        )
+    put(
+        "tables/hg.csv",
+        _csv_bytes(
+            [
+                "workload",
+                "memory",
+                "stream",
+                "retriever",
+                "hg",
+                "lo",
+                "hi",
+                "query_clusters",
+                "pairs",
+                "hg_no_near_dup",
+                "lo_no_near_dup",
+                "hi_no_near_dup",
+                "kept_share_no_near_dup",
+            ],
+            hg_rows,
+        ),
+    )
+    put(
+        "tables/utility.csv",
+        _csv_bytes(
+            [
+                "workload",
+                "memory",
+                "stream",
+                "retriever",
+                "S",
+                "P",
+                "F",
+                "dpit",
+                "dpit_lo",
+                "dpit_hi",
+                "hg",
+                "hg_lo",
+                "hg_hi",
+                "mhf",
+                "mhf_lo",
+                "mhf_hi",
+                "S<P<F",
+                "S<P<F_intervals_exclude_0",
+                "verdict",
+            ],
+            util_rows,
+        ),
+    )
 
     # --- Table 6 shape for the cache ---------------------------------------------------------------------
     cache_rows = []
@@ -185,7 +305,10 @@ def build_report(run_dir: str | Path, *, resamples: int | None = None, seed: int
         hg = [c["est"]["HG"].mean for c in cs]
         excl = all(c["est"]["dPIT"].excludes_zero() and c["est"]["HG"].excludes_zero() for c in cs)
         cache_rows.append([wl, _range(dp), _range(hg), "yes" if excl else "no", len(cs)])
-    put("tables/cache_ranges.csv", _csv_bytes(["workload", "pit_utility_P-S", "hg_F-P", "all_intervals_exclude_0", "cells"], cache_rows))
+    put(
+        "tables/cache_ranges.csv",
+        _csv_bytes(["workload", "pit_utility_P-S", "hg_F-P", "all_intervals_exclude_0", "cells"], cache_rows),
+    )
 
     # --- Audit: TVR, future-slot share, fill, Naive = Future ---------------------------------------------
     audit_rows = []
@@ -201,14 +324,46 @@ def build_report(run_dir: str | Path, *, resamples: int | None = None, seed: int
             if d.size:
                 diff = max(diff, math.inf if np.isnan(d).any() else float(d.max()))
         same_sel = bool((t.selected[cell._row["future"]] == t.selected[cell._row["naive"]]).all())
-        audit_rows.append([wl, mem, sk, ret, float(pit_tvr.max()), float(fut_tvr.mean() * _PCT),
-                           float(cell.values("n_selected", "pit").mean()), float(cell.values("n_selected", "future").mean()),
-                           diff, same_sel, int(cell.pairs.size)])
-    put("tables/audit.csv", _csv_bytes(["workload", "memory", "stream", "retriever", "max_pit_tvr", "future_slot_share_pct",
-                                        "pit_fill", "future_fill", "naive_future_max_abs_diff", "naive_future_same_entries", "pairs"], audit_rows))
+        audit_rows.append(
+            [
+                wl,
+                mem,
+                sk,
+                ret,
+                float(pit_tvr.max()),
+                float(fut_tvr.mean() * _PCT),
+                float(cell.values("n_selected", "pit").mean()),
+                float(cell.values("n_selected", "future").mean()),
+                diff,
+                same_sel,
+                int(cell.pairs.size),
+            ]
+        )
+    put(
+        "tables/audit.csv",
+        _csv_bytes(
+            [
+                "workload",
+                "memory",
+                "stream",
+                "retriever",
+                "max_pit_tvr",
+                "future_slot_share_pct",
+                "pit_fill",
+                "future_fill",
+                "naive_future_max_abs_diff",
+                "naive_future_same_entries",
+                "pairs",
+            ],
+            audit_rows,
+        ),
+    )
     summary["audit"] = {
         "max_pit_tvr": max((r[4] for r in audit_rows), default=0.0),
-        "future_slot_share_pct": [min((r[5] for r in audit_rows), default=math.nan), max((r[5] for r in audit_rows), default=math.nan)],
+        "future_slot_share_pct": [
+            min((r[5] for r in audit_rows), default=math.nan),
+            max((r[5] for r in audit_rows), default=math.nan),
+        ],
         "naive_future_max_abs_diff": max((r[8] for r in audit_rows), default=0.0),
         "naive_future_same_entries": all(r[9] for r in audit_rows),
         "rows": int(t.n),
@@ -221,22 +376,59 @@ def build_report(run_dir: str | Path, *, resamples: int | None = None, seed: int
         for c in cell_contrasts(t, field=f, resamples=resamples, seed=seed):
             wl, mem, sk, ret = c["key"]
             e = c["est"]
-            cut_rows.append([wl, mem, sk, ret, f, e["HG"].mean, e["HG"].lo, e["HG"].hi, e["dPIT"].mean, e["dPIT"].lo, e["dPIT"].hi])
-    put("tables/cutoffs.csv", _csv_bytes(["workload", "memory", "stream", "retriever", "metric", "hg", "hg_lo", "hg_hi", "dpit", "dpit_lo", "dpit_hi"], cut_rows))
+            cut_rows.append(
+                [wl, mem, sk, ret, f, e["HG"].mean, e["HG"].lo, e["HG"].hi, e["dPIT"].mean, e["dPIT"].lo, e["dPIT"].hi]
+            )
+    put(
+        "tables/cutoffs.csv",
+        _csv_bytes(
+            [
+                "workload",
+                "memory",
+                "stream",
+                "retriever",
+                "metric",
+                "hg",
+                "hg_lo",
+                "hg_hi",
+                "dpit",
+                "dpit_lo",
+                "dpit_hi",
+            ],
+            cut_rows,
+        ),
+    )
 
     # --- Future-h dose curve ------------------------------------------------------------------------------
     dose_rows = []
     for c in main:
         wl, mem, sk, ret = c["key"]
         e = c["est"]
-        hs = sorted(int(k[len("HG_h"):]) for k in e if k.startswith("HG_h"))
+        hs = sorted(int(k[len("HG_h") :]) for k in e if k.startswith("HG_h"))
         for h in hs:
             x = e[f"HG_h{h}"]
             # The share of the full HG is only meaningful when the full HG is distinguishable from zero.
             share = x.mean / e["HG"].mean if e["HG"].excludes_zero() else math.nan
             dose_rows.append([wl, mem, sk, ret, str(h), x.mean, x.lo, x.hi, share])
-        dose_rows.append([wl, mem, sk, ret, "future", e["HG"].mean, e["HG"].lo, e["HG"].hi, 1.0 if e["HG"].excludes_zero() else math.nan])
-    put("tables/dose.csv", _csv_bytes(["workload", "memory", "stream", "retriever", "horizon", "hg", "lo", "hi", "share_of_full_hg"], dose_rows))
+        dose_rows.append(
+            [
+                wl,
+                mem,
+                sk,
+                ret,
+                "future",
+                e["HG"].mean,
+                e["HG"].lo,
+                e["HG"].hi,
+                1.0 if e["HG"].excludes_zero() else math.nan,
+            ]
+        )
+    put(
+        "tables/dose.csv",
+        _csv_bytes(
+            ["workload", "memory", "stream", "retriever", "horizon", "hg", "lo", "hi", "share_of_full_hg"], dose_rows
+        ),
+    )
 
     # --- HG by anchor position ----------------------------------------------------------------------------
     pos_rows = []
@@ -248,60 +440,271 @@ def build_report(run_dir: str | Path, *, resamples: int | None = None, seed: int
             bs = Bootstrap(cell.query[mask], resamples=resamples, seed=seed)
             P, F = cell.values(headline, "pit", _PCT)[mask], cell.values(headline, "future", _PCT)[mask]
             e = bs.estimate(F - P)
-            pos_rows.append([wl, mem, sk, ret, g, e.mean, e.lo, e.hi, float(cell.values("tvr", "future")[mask].mean() * _PCT),
-                             float(cell.values("n_selected", "pit")[mask].mean()), float(cell.values("n_selected", "future")[mask].mean()),
-                             _top_sim(t, cell, "pit", mask), _top_sim(t, cell, "future", mask), int(mask.sum())])
-    put("tables/anchor_position.csv", _csv_bytes(["workload", "memory", "stream", "retriever", "anchor_group", "hg", "lo", "hi",
-                                                  "future_slot_share_pct", "pit_fill", "future_fill", "pit_top_sim", "future_top_sim", "pairs"], pos_rows))
+            pos_rows.append(
+                [
+                    wl,
+                    mem,
+                    sk,
+                    ret,
+                    g,
+                    e.mean,
+                    e.lo,
+                    e.hi,
+                    float(cell.values("tvr", "future")[mask].mean() * _PCT),
+                    float(cell.values("n_selected", "pit")[mask].mean()),
+                    float(cell.values("n_selected", "future")[mask].mean()),
+                    _top_sim(t, cell, "pit", mask),
+                    _top_sim(t, cell, "future", mask),
+                    int(mask.sum()),
+                ]
+            )
+    put(
+        "tables/anchor_position.csv",
+        _csv_bytes(
+            [
+                "workload",
+                "memory",
+                "stream",
+                "retriever",
+                "anchor_group",
+                "hg",
+                "lo",
+                "hi",
+                "future_slot_share_pct",
+                "pit_fill",
+                "future_fill",
+                "pit_top_sim",
+                "future_top_sim",
+                "pairs",
+            ],
+            pos_rows,
+        ),
+    )
 
     # --- stress streams (uses_gold = true), excluded from everything above -------------------------------
     stress = cell_contrasts(t, field=headline, resamples=resamples, seed=seed, uses_gold=True)
-    stress_rows = [[*c["key"], c["est"]["HG"].mean, c["est"]["HG"].lo, c["est"]["HG"].hi, c["est"]["dPIT"].mean, c["est"]["dPIT"].lo, c["est"]["dPIT"].hi] for c in stress]
-    put("tables/stress.csv", _csv_bytes(["workload", "memory", "stream", "retriever", "hg", "hg_lo", "hg_hi", "dpit", "dpit_lo", "dpit_hi"], stress_rows))
+    stress_rows = [
+        [
+            *c["key"],
+            c["est"]["HG"].mean,
+            c["est"]["HG"].lo,
+            c["est"]["HG"].hi,
+            c["est"]["dPIT"].mean,
+            c["est"]["dPIT"].lo,
+            c["est"]["dPIT"].hi,
+        ]
+        for c in stress
+    ]
+    put(
+        "tables/stress.csv",
+        _csv_bytes(
+            ["workload", "memory", "stream", "retriever", "hg", "hg_lo", "hg_hi", "dpit", "dpit_lo", "dpit_hi"],
+            stress_rows,
+        ),
+    )
 
     # --- plots --------------------------------------------------------------------------------------------
     written.extend(_plots(rep / "plots", dose_rows, pos_rows))
 
     # --- markdown -----------------------------------------------------------------------------------------
     md = [f"# PIT audit report — {cfg.get('name', 'audit')}", ""]
-    md.append(f"Run `{run_dir}`; config hash `{manifest['config_hash'][:16]}`; {t.n} rows; contract **pass** "
-              f"(max PIT TVR {summary['audit']['max_pit_tvr']:.3f}; Naive = Future max |Δ| {summary['audit']['naive_future_max_abs_diff']:g}). "
-              f"Headline metric {headline} (points); paired within anchor, query-cluster bootstrap with {resamples} resamples "
-              f"(95 % percentile intervals). Streams with `uses_gold=true` are excluded from every table but the stress table.")
+    md.append(
+        f"Run `{run_dir}`; config hash `{manifest['config_hash'][:16]}`; {t.n} rows; contract **pass** "
+        f"(max PIT TVR {summary['audit']['max_pit_tvr']:.3f}; Naive = Future max |Δ| {summary['audit']['naive_future_max_abs_diff']:g}). "
+        f"Headline metric {headline} (points); paired within anchor, query-cluster bootstrap with {resamples} resamples "
+        f"(95 % percentile intervals). Streams with `uses_gold=true` are excluded from every table but the stress table."
+    )
     md.append("")
     for wl, b in manifest["bindings"].items():
         s = b["summary"]
-        md.append(f"- **{wl}**: corpus `{b['corpus_hash'][:16]}`, queries `{b['queries_hash'][:16]}`, {s['assets']} assets, {s['queries']} queries, "
-                  f"{s['gold_per_query_mean']:.1f} gold per query, {s['queries_sharing_a_gold_asset']} share a gold asset; "
-                  + ", ".join(f"{r} index `{v['index_hash'][:16]}`" for r, v in b["retrievers"].items()))
-    md += ["", "## Hindsight Gain (paper Table 5 shape)", "", _md_table(["Domain", "Memory", "Stream", "Retriever", "HG [95% CI]", f"HG without near-duplicate neighbours (sim ≥ {NEAR_DUP})"], md_hg)]
-    md += ["", "## Utility: S, P, F, ΔPIT = P − S, HG = F − P, MHF = HG / |ΔPIT|", "",
-           _md_table(["Domain", "Memory", "Stream", "Retriever", "S", "P", "F", "ΔPIT [CI]", "HG [CI]", "MHF [CI] (%)", "S<P<F"], md_util)]
-    md += ["", "## Verdict (gated by the contract; paper Table 7)", "", _md_table(["Domain", "Memory", "Stream", "Retriever", "Contract", "ΔPIT [CI]", "Verdict"], md_verdict)]
+        md.append(
+            f"- **{wl}**: corpus `{b['corpus_hash'][:16]}`, queries `{b['queries_hash'][:16]}`, {s['assets']} assets, {s['queries']} queries, "
+            f"{s['gold_per_query_mean']:.1f} gold per query, {s['queries_sharing_a_gold_asset']} share a gold asset; "
+            + ", ".join(f"{r} index `{v['index_hash'][:16]}`" for r, v in b["retrievers"].items())
+        )
+    md += [
+        "",
+        "## Hindsight Gain (paper Table 5 shape)",
+        "",
+        _md_table(
+            [
+                "Domain",
+                "Memory",
+                "Stream",
+                "Retriever",
+                "HG [95% CI]",
+                f"HG without near-duplicate neighbours (sim ≥ {NEAR_DUP})",
+            ],
+            md_hg,
+        ),
+    ]
+    md += [
+        "",
+        "## Utility: S, P, F, ΔPIT = P − S, HG = F − P, MHF = HG / |ΔPIT|",
+        "",
+        _md_table(
+            ["Domain", "Memory", "Stream", "Retriever", "S", "P", "F", "ΔPIT [CI]", "HG [CI]", "MHF [CI] (%)", "S<P<F"],
+            md_util,
+        ),
+    ]
+    md += [
+        "",
+        "## Verdict (gated by the contract; paper Table 7)",
+        "",
+        _md_table(["Domain", "Memory", "Stream", "Retriever", "Contract", "ΔPIT [CI]", "Verdict"], md_verdict),
+    ]
     if cache_rows:
-        md += ["", "## Positive-feedback cache (label-based stress test; paper Table 6 shape)", "",
-               _md_table(["Domain", "PIT utility P − S", "HG F − P", "all intervals exclude 0", "cells"], cache_rows)]
-    md += ["", "## Audit", "", _md_table(["Domain", "Memory", "Stream", "Retriever", "max PIT TVR", "Future future-slot share %", "PIT fill", "Future fill", "Naive=Future max |Δ|", "same entries", "pairs"],
-                                         [[r[0], r[1], r[2], r[3], f"{r[4]:.3f}", f"{r[5]:.1f}", f"{r[6]:.1f}", f"{r[7]:.1f}", f"{r[8]:g}", r[9], r[10]] for r in audit_rows])]
-    md += ["", "## Future-h dose curve (HG_h = F_h − P, points)", "", _md_table(["Domain", "Memory", "Stream", "Retriever", "h", "HG_h [CI]", "share of full HG (when F − P excludes 0)"],
-                                                                             [[r[0], r[1], r[2], r[3], r[4], f"{r[5]:+.2f} [{r[6]:.2f}, {r[7]:.2f}]", f"{r[8]:.2f}" if math.isfinite(r[8]) else "n/a"] for r in dose_rows])]
-    md += ["", "## HG by anchor position", "", _md_table(["Domain", "Memory", "Stream", "Retriever", "anchor", "HG [CI]", "future-slot %", "PIT fill", "Future fill", "PIT top sim", "Future top sim"],
-                                                          [[r[0], r[1], r[2], r[3], f"{r[4]:.0%}", f"{r[5]:+.2f} [{r[6]:.2f}, {r[7]:.2f}]", f"{r[8]:.1f}", f"{r[9]:.1f}", f"{r[10]:.1f}", f"{r[11]:.3f}", f"{r[12]:.3f}"] for r in pos_rows])]
-    md += ["", "## Other cutoffs and product metrics (HG; rank80 in ranks, lower is better)", "",
-           _md_table(["Domain", "Memory", "Stream", "Retriever", "metric", "HG [CI]", "ΔPIT [CI]"],
-                     [[r[0], r[1], r[2], r[3], r[4], f"{r[5]:+.2f} [{r[6]:.2f}, {r[7]:.2f}]", f"{r[8]:+.2f} [{r[9]:.2f}, {r[10]:.2f}]"] for r in cut_rows])]
+        md += [
+            "",
+            "## Positive-feedback cache (label-based stress test; paper Table 6 shape)",
+            "",
+            _md_table(["Domain", "PIT utility P − S", "HG F − P", "all intervals exclude 0", "cells"], cache_rows),
+        ]
+    md += [
+        "",
+        "## Audit",
+        "",
+        _md_table(
+            [
+                "Domain",
+                "Memory",
+                "Stream",
+                "Retriever",
+                "max PIT TVR",
+                "Future future-slot share %",
+                "PIT fill",
+                "Future fill",
+                "Naive=Future max |Δ|",
+                "same entries",
+                "pairs",
+            ],
+            [
+                [
+                    r[0],
+                    r[1],
+                    r[2],
+                    r[3],
+                    f"{r[4]:.3f}",
+                    f"{r[5]:.1f}",
+                    f"{r[6]:.1f}",
+                    f"{r[7]:.1f}",
+                    f"{r[8]:g}",
+                    r[9],
+                    r[10],
+                ]
+                for r in audit_rows
+            ],
+        ),
+    ]
+    md += [
+        "",
+        "## Future-h dose curve (HG_h = F_h − P, points)",
+        "",
+        _md_table(
+            ["Domain", "Memory", "Stream", "Retriever", "h", "HG_h [CI]", "share of full HG (when F − P excludes 0)"],
+            [
+                [
+                    r[0],
+                    r[1],
+                    r[2],
+                    r[3],
+                    r[4],
+                    f"{r[5]:+.2f} [{r[6]:.2f}, {r[7]:.2f}]",
+                    f"{r[8]:.2f}" if math.isfinite(r[8]) else "n/a",
+                ]
+                for r in dose_rows
+            ],
+        ),
+    ]
+    md += [
+        "",
+        "## HG by anchor position",
+        "",
+        _md_table(
+            [
+                "Domain",
+                "Memory",
+                "Stream",
+                "Retriever",
+                "anchor",
+                "HG [CI]",
+                "future-slot %",
+                "PIT fill",
+                "Future fill",
+                "PIT top sim",
+                "Future top sim",
+            ],
+            [
+                [
+                    r[0],
+                    r[1],
+                    r[2],
+                    r[3],
+                    f"{r[4]:.0%}",
+                    f"{r[5]:+.2f} [{r[6]:.2f}, {r[7]:.2f}]",
+                    f"{r[8]:.1f}",
+                    f"{r[9]:.1f}",
+                    f"{r[10]:.1f}",
+                    f"{r[11]:.3f}",
+                    f"{r[12]:.3f}",
+                ]
+                for r in pos_rows
+            ],
+        ),
+    ]
+    md += [
+        "",
+        "## Other cutoffs and product metrics (HG; rank80 in ranks, lower is better)",
+        "",
+        _md_table(
+            ["Domain", "Memory", "Stream", "Retriever", "metric", "HG [CI]", "ΔPIT [CI]"],
+            [
+                [
+                    r[0],
+                    r[1],
+                    r[2],
+                    r[3],
+                    r[4],
+                    f"{r[5]:+.2f} [{r[6]:.2f}, {r[7]:.2f}]",
+                    f"{r[8]:+.2f} [{r[9]:.2f}, {r[10]:.2f}]",
+                ]
+                for r in cut_rows
+            ],
+        ),
+    ]
     if stress_rows:
-        md += ["", "## Stress streams (uses_gold=true; excluded from headline results)", "",
-               _md_table(["Domain", "Memory", "Stream", "Retriever", "HG [CI]", "ΔPIT [CI]"],
-                         [[r[0], r[1], r[2], r[3], f"{r[4]:+.2f} [{r[5]:.2f}, {r[6]:.2f}]", f"{r[7]:+.2f} [{r[8]:.2f}, {r[9]:.2f}]"] for r in stress_rows])]
+        md += [
+            "",
+            "## Stress streams (uses_gold=true; excluded from headline results)",
+            "",
+            _md_table(
+                ["Domain", "Memory", "Stream", "Retriever", "HG [CI]", "ΔPIT [CI]"],
+                [
+                    [
+                        r[0],
+                        r[1],
+                        r[2],
+                        r[3],
+                        f"{r[4]:+.2f} [{r[5]:.2f}, {r[6]:.2f}]",
+                        f"{r[7]:+.2f} [{r[8]:.2f}, {r[9]:.2f}]",
+                    ]
+                    for r in stress_rows
+                ],
+            ),
+        ]
     md += ["", "Plots: " + ", ".join(f"`{p.relative_to(rep)}`" for p in written if p.suffix == ".png"), ""]
     put("report.md", "\n".join(md).encode("utf-8"))
     written.append(atomic_write_json(rep / "summary.json", summary))
     write_manifest(
         rep,
-        {"kind": "audit-report", "run": str(run_dir), "config_hash": manifest["config_hash"],
-         "inputs": [file_record(run_dir / n, run_dir) for n in ("rows.jsonl", "manifest.json", "config.json")],
-         "resamples": resamples, "seed": seed},
+        {
+            "kind": "audit-report",
+            "run": str(run_dir),
+            "config_hash": manifest["config_hash"],
+            "inputs": [file_record(run_dir / n, run_dir) for n in ("rows.jsonl", "manifest.json", "config.json")],
+            "resamples": resamples,
+            "seed": seed,
+        },
         written,
     )
     return rep
@@ -353,9 +756,13 @@ def _plots(folder: Path, dose_rows: list[list], pos_rows: list[list]) -> list[Pa
                 ax.errorbar(xs, y, yerr=[y - lo, hi - y], marker="o", capsize=3, label=f"{sk} / {ret}")
                 ax.set_xticks(ticks, labels)
             ax.axhline(0, color="grey", linewidth=0.8)
-            ax.set_xlabel("future horizon h (events after the anchor)" if kind == "dose" else "anchor position in the stream")
+            ax.set_xlabel(
+                "future horizon h (events after the anchor)" if kind == "dose" else "anchor position in the stream"
+            )
             ax.set_ylabel("HG (Asset Recall points, F_h − P)" if kind == "dose" else "HG (Asset Recall points, F − P)")
-            ax.set_title(f"{wl} — {mem} memory: " + ("Future-h dose curve" if kind == "dose" else "HG by anchor position"))
+            ax.set_title(
+                f"{wl} — {mem} memory: " + ("Future-h dose curve" if kind == "dose" else "HG by anchor position")
+            )
             ax.legend(fontsize=8)
             fig.tight_layout()
             safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in f"{kind}-{wl}-{mem}")

@@ -40,8 +40,20 @@ __all__ = [
 
 SCHEMA = "lens-pit-row/1"
 IDENTITY_FIELDS = (
-    "workload", "memory", "label_based", "retriever", "stream", "stream_kind", "seed", "uses_gold",
-    "anchor_group", "anchor", "query_id", "condition", "horizon", "view",
+    "workload",
+    "memory",
+    "label_based",
+    "retriever",
+    "stream",
+    "stream_kind",
+    "seed",
+    "uses_gold",
+    "anchor_group",
+    "anchor",
+    "query_id",
+    "condition",
+    "horizon",
+    "view",
 )
 BUDGET_FIELDS = ("capacity", "trace_depth", "base_depth", "list_depth")
 BINDING_FIELDS = ("corpus_hash", "queries_hash", "index_hash", "stream_hash", "events_hash", "config_hash")

@@ -98,7 +98,14 @@ class Stream:
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> "Stream":
-        s = cls(obj["kind"], obj["seed"], np.asarray(obj["order"]), tuple(obj["query_ids"]), bool(obj["uses_gold"]), dict(obj.get("params", {})))
+        s = cls(
+            obj["kind"],
+            obj["seed"],
+            np.asarray(obj["order"]),
+            tuple(obj["query_ids"]),
+            bool(obj["uses_gold"]),
+            dict(obj.get("params", {})),
+        )
         if "hash" in obj and obj["hash"] != s.hash:
             raise InputError(f"stream {s.name}: recorded hash does not match its order")
         return s
@@ -158,7 +165,12 @@ def semantic_stream(
         queues[c] = queues[c][run:]
         last = c
     arr = np.asarray(order, dtype=np.int64)
-    params = {"min_run": min_run, "max_run": max_run, "n_clusters": k, "embeddings": sha256_bytes(np.ascontiguousarray(emb).tobytes())}
+    params = {
+        "min_run": min_run,
+        "max_run": max_run,
+        "n_clusters": k,
+        "embeddings": sha256_bytes(np.ascontiguousarray(emb).tobytes()),
+    }
     return Stream("semantic", int(seed), arr, _ids(requests, arr), params=params)
 
 
@@ -167,7 +179,9 @@ def natural_stream(requests: Sequence[Request]) -> Stream:
     missing = [r.id for r in requests if r.timestamp is None]
     if missing:
         raise InputError(f"natural stream: {len(missing)} requests have no timestamp (first: {missing[0]!r})")
-    order = np.asarray(sorted(range(len(requests)), key=lambda i: (requests[i].timestamp, requests[i].id)), dtype=np.int64)
+    order = np.asarray(
+        sorted(range(len(requests)), key=lambda i: (requests[i].timestamp, requests[i].id)), dtype=np.int64
+    )
     return Stream("natural", None, order, _ids(requests, order))
 
 
@@ -179,9 +193,7 @@ def gold_overlap_stream(requests: Sequence[Request], gold: GoldLabels, seed: int
     n = len(requests)
     if gold.n_queries != n:
         raise ValueError("gold labels and requests differ in length")
-    g = sparse.csr_matrix(
-        (np.ones(gold.indices.size), gold.indices, gold.indptr), shape=(n, gold.n_assets)
-    )
+    g = sparse.csr_matrix((np.ones(gold.indices.size), gold.indices, gold.indptr), shape=(n, gold.n_assets))
     inter = (g @ g.T).toarray()
     sizes = gold.sizes().astype(np.float64)
     union = sizes[:, None] + sizes[None, :] - inter

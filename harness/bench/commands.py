@@ -16,7 +16,6 @@ from pathlib import Path
 from harness.bench.datasets import DataError, load_articles, load_predictions, load_questions
 from harness.bench.metrics import score_official
 from harness.bench.samples import FrozenSample, draw_samples, parse_sizes, write_samples
-from harness.files import sha256_file
 from harness.bench.snapshots import (
     BuildResult,
     SnapshotSet,
@@ -26,6 +25,7 @@ from harness.bench.snapshots import (
     plan_snapshots,
     verify_snapshots,
 )
+from harness.files import sha256_file
 
 __all__ = ["sample", "snapshot", "score", "run", "lifecycle", "report"]
 
@@ -299,11 +299,10 @@ def score(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lens import config_from_args
-
     from harness.bench.executor import LocalExecutor
     from harness.bench.runner import plan_run, run_benchmark
     from harness.bench.systems.registry import ArmSettings, parse_systems
+    from lens import config_from_args
 
     systems = parse_systems(args.systems)
     if args.concurrency < 1:
@@ -336,7 +335,13 @@ def run(args: argparse.Namespace) -> int:
              f"{100 * m['ground']:.1f}", f"{m['tokens']:,.0f}", f"{m['seconds']:.1f}", str(int(m["errors"]))]
             for name, m in sorted(summary.per_system.items(), key=lambda kv: systems.index(kv[0]) if kv[0] in systems else 99)
         ]  # fmt: skip
-        print(_table(["System", "Rows", "EM", "F1", "Ev.Rec", "Ground", "Tokens/q", "Seconds/q", "Errors"], rows, set(range(1, 9))))
+        print(
+            _table(
+                ["System", "Rows", "EM", "F1", "Ev.Rec", "Ground", "Tokens/q", "Seconds/q", "Errors"],
+                rows,
+                set(range(1, 9)),
+            )
+        )
         print(
             f"rows: {summary.rows_written} written now, {summary.rows_before} before, "
             f"{summary.rows_total}/{summary.planned} done; {summary.out / 'rows.jsonl'}"
@@ -363,9 +368,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def lifecycle(args: argparse.Namespace) -> int:
-    from harness.files import write_json_atomic
     from harness.bench.lifecycle import find_stages, lifecycle_table, measure_lifecycle
     from harness.bench.systems.registry import parse_systems
+    from harness.files import write_json_atomic
 
     stages = find_stages(args.snapshots)
     data = measure_lifecycle(

@@ -319,9 +319,7 @@ def _iter_file(path: Path) -> Iterator[Article]:
                     raise DataError(f"{where}: malformed JSON at column {exc.colno}: {exc.msg}{cut}") from None
                 yield _article(obj, where)
         except EOFError:
-            raise DataError(
-                f"{path}: compressed stream ends early after line {lineno} (truncated .bz2)"
-            ) from None
+            raise DataError(f"{path}: compressed stream ends early after line {lineno} (truncated .bz2)") from None
         except OSError as exc:  # corrupt .bz2 data
             raise DataError(f"{path}: unreadable after line {lineno}: {exc}") from None
 
@@ -375,7 +373,7 @@ def load_predictions(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
             raise DataError(f'{p}: field "answer" is {_kind(answers)}, expected object of id -> answer')
         for qid, value in answers.items():
             if not isinstance(value, str):
-                raise DataError(f'{p}: answer for {qid!r} is {_kind(value)}, expected string')
+                raise DataError(f"{p}: answer for {qid!r} is {_kind(value)}, expected string")
         out["answer"] = dict(answers)
     if "sp" in obj:
         sps = obj["sp"]
@@ -384,8 +382,7 @@ def load_predictions(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
         clean: dict[str, list[tuple[str, int]]] = {}
         for qid, facts in sps.items():
             if not isinstance(facts, list):
-                raise DataError(f'{p}: sp for {qid!r} is {_kind(facts)}, expected array of [title, sent_id]')
+                raise DataError(f"{p}: sp for {qid!r} is {_kind(facts)}, expected array of [title, sent_id]")
             clean[qid] = _fact_pairs(facts, f"{p}: sp for {qid!r}")
         out["sp"] = clean
     return out
-

@@ -126,7 +126,9 @@ class LocalExecutor(Executor):
             finally:
                 results.put(None)
 
-        threads = [threading.Thread(target=loop, name=f"bench-worker-{i}", daemon=True) for i in range(self.concurrency)]
+        threads = [
+            threading.Thread(target=loop, name=f"bench-worker-{i}", daemon=True) for i in range(self.concurrency)
+        ]
         for t in threads:
             t.start()
         running = len(threads)

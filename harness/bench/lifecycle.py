@@ -94,7 +94,9 @@ def _build(kind: str, folder: str, index_root: str, dense_model: str | None, reb
     return {**build.to_json(), "reused": False}
 
 
-def _run_build(kind: str, folder: Path, index_root: Path, dense_model: str | None, rebuild: bool, isolate: bool) -> IndexBuild:
+def _run_build(
+    kind: str, folder: Path, index_root: Path, dense_model: str | None, rebuild: bool, isolate: bool
+) -> IndexBuild:
     if not isolate:
         d = _build(kind, str(folder), str(index_root), dense_model, rebuild, "this process")
     else:
@@ -118,9 +120,8 @@ def measure_lifecycle(
     log=None,
 ) -> dict[str, Any]:
     """Measure every system on every stage (smallest first) and check readiness after each growth step."""
-    from lens import scan_corpus
-
     from harness.bench.systems.live_search import LiveSearch
+    from lens import scan_corpus
 
     index_root = Path(index_root)
     rows: list[SystemLifecycle] = []

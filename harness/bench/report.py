@@ -40,7 +40,13 @@ from lens import LensError
 
 __all__ = ["ReportError", "Run", "Group", "load_run", "group_runs", "build_report", "ReportResult"]
 
-SYSTEM_LABELS = {"lens": "LENS", "react": "ReAct Search", "hybrid": "Hybrid-RAG", "bm25": "BM25-RAG", "closed": "Closed-Book"}
+SYSTEM_LABELS = {
+    "lens": "LENS",
+    "react": "ReAct Search",
+    "hybrid": "Hybrid-RAG",
+    "bm25": "BM25-RAG",
+    "closed": "Closed-Book",
+}
 SYSTEM_ORDER = ("lens", "react", "hybrid", "bm25", "closed")  # the paper's row order
 
 
@@ -170,7 +176,9 @@ def group_runs(runs: Iterable[Run]) -> list[Group]:
                 continue  # rows of an arm the manifest no longer lists (parameters changed with no rows kept)
             if r["question_id"] in g.rows[name]:
                 other = g.rows[name][r["question_id"]]
-                raise ReportError(f"{run.path}: row ({name}, {r['question_id']}) also comes from another run of the same binding ({other['_run']})")
+                raise ReportError(
+                    f"{run.path}: row ({name}, {r['question_id']}) also comes from another run of the same binding ({other['_run']})"
+                )
             r = dict(r)
             r["_run"] = str(run.path)
             g.rows[name][r["question_id"]] = r
@@ -305,7 +313,7 @@ def _lifecycle_tables(groups: Sequence[Group], lifecycle: Sequence[dict[str, Any
         order = {s: i for i, s in enumerate(SYSTEM_ORDER)}
         rows = [[r[0], SYSTEM_LABELS.get(r[1], r[1]), *r[2:]] for r in rows]
         rows.sort(key=lambda r: (next((st["size"] or 0 for st in data["stages"] if st["name"] == r[0]), 0),
-                                 order.get(next((s for s, l in SYSTEM_LABELS.items() if l == r[1]), r[1]), 99)))  # fmt: skip
+                                 order.get(next((s for s, label in SYSTEM_LABELS.items() if label == r[1]), r[1]), 99)))  # fmt: skip
         tables.append(Table(
             f"table1_lifecycle{'' if k == 0 else f'_{k + 1}'}",
             "Table 1 (lower) — lifecycle audit",
@@ -357,7 +365,9 @@ def _incomplete_notes(g: Group, ids: Sequence[str]) -> list[str]:
     notes = []
     for s in g.ordered_systems():
         if len(g.rows[s]) != len(ids):
-            notes.append(f"{SYSTEM_LABELS.get(s, s)} has {len(g.rows[s])} rows; the table uses the {len(ids)} questions every system answered")
+            notes.append(
+                f"{SYSTEM_LABELS.get(s, s)} has {len(g.rows[s])} rows; the table uses the {len(ids)} questions every system answered"
+            )
     planned = (g.manifest.get("questions") or {}).get("planned")
     if planned and len(ids) < planned:
         notes.append(f"{len(ids)} of the {planned} planned questions ({g.binding['question_set']}) are in this table")
@@ -432,7 +442,10 @@ def _cost_tables(g: Group, resamples: int, seed: int) -> list[Table]:
     for s in systems:
         m = _metrics(g, s, ids)
         n = m["n"] or 1
-        fail_rows.append([SYSTEM_LABELS.get(s, s)] + [f"{m['failures'][c]} ({100 * m['failures'][c] / n:.0f}%)" for c in FAILURE_CLASSES])
+        fail_rows.append(
+            [SYSTEM_LABELS.get(s, s)]
+            + [f"{m['failures'][c]} ({100 * m['failures'][c] / n:.0f}%)" for c in FAILURE_CLASSES]
+        )
     fail = Table(
         f"failures__{slug}",
         f"Failure taxonomy, {_where(g)} (n={len(ids)})",
@@ -501,7 +514,10 @@ def _evrec_table(groups: Sequence[Group], config_hash: str) -> tuple[Table | Non
         f"table4_evidence_recall__{config_hash[:8]}",
         "Table 4 — evidence recall (%) by snapshot size",
         f"Config `{config_hash[:12]}`. Each column is one run binding: "
-        + "; ".join(f"{g.corpus}: binding `{g.binding_hash[:8]}`, {g.binding['question_set']} {g.binding['stage']['name']}" for g in cols)
+        + "; ".join(
+            f"{g.corpus}: binding `{g.binding_hash[:8]}`, {g.binding['question_set']} {g.binding['stage']['name']}"
+            for g in cols
+        )
         + ". Closed-Book has no evidence trace by design (—).",
         headers,
         rows,
@@ -518,7 +534,9 @@ def _stale_table(stale: Group, groups: Sequence[Group]) -> tuple[Table | None, l
             f"(corpus `{arm['from']['corpus_checksum'][:12]}`) with config `{stale.config_hash[:12]}` was given"
         ]
     if len(refs) > 1:
-        return None, [f"Table 5 for {stale.label()}: {len(refs)} reference bindings over {arm['from']['name']}; pass one"]
+        return None, [
+            f"Table 5 for {stale.label()}: {len(refs)} reference bindings over {arm['from']['name']}; pass one"
+        ]
     ref = refs[0]
     conflicts = _param_conflicts([ref, stale])
     if conflicts:
@@ -568,7 +586,11 @@ def _ablation_table(base: Group, variants: Sequence[Group]) -> Table | None:
             ids &= set(v.rows["lens"])
     order = sorted(ids, key=lambda i: base.rows["lens"][i]["position"])
     rows = []
-    for g, label in [(base, "LENS (full)")] + [(v, "LENS (" + ", ".join(k.replace("_", " ") for k, on in v.manifest["config"]["ablation"].items() if on) + ")") for v in variants if "lens" in v.rows]:
+    for g, label in [(base, "LENS (full)")] + [
+        (v, "LENS (" + ", ".join(k.replace("_", " ") for k, on in v.manifest["config"]["ablation"].items() if on) + ")")
+        for v in variants
+        if "lens" in v.rows
+    ]:
         m = _metrics(g, "lens", order)
         rows.append([label, _pct(m["em"]), _pct(m["f1"]), _pct(m["ev_rec"]), _pct(m["ground"]), f"{m['tokens']:,.0f}",
                      f"{m['oracle_calls']:.2f}", f"`{g.config_hash[:8]}`"])  # fmt: skip
@@ -629,7 +651,13 @@ def _plots(groups: Sequence[Group], out: Path) -> list[Path]:
             pts = [(g.size, _metrics(g, s, g.common_ids())["ev_rec"]) for g in gs if s in g.rows]
             pts = [(x, y) for x, y in pts if y is not None]
             if pts:
-                ax.plot([x for x, _ in pts], [100 * y for _, y in pts], marker="o", color=colors.get(s, "k"), label=SYSTEM_LABELS.get(s, s))
+                ax.plot(
+                    [x for x, _ in pts],
+                    [100 * y for _, y in pts],
+                    marker="o",
+                    color=colors.get(s, "k"),
+                    label=SYSTEM_LABELS.get(s, s),
+                )
         ax.set_xlabel("snapshot size n (questions in D_n)")
         ax.set_ylabel("Ev.Rec (%)")
         ax.set_xticks([g.size for g in gs])
@@ -716,7 +744,9 @@ def build_report(
         if vs:
             conflicts = [c for c in _param_conflicts([g, *vs]) if c.startswith("lens ")]
             if conflicts:
-                refusals.append(f"Table 6 for {g.label()}: {'; '.join(conflicts)} — rows of different code never share a table")
+                refusals.append(
+                    f"Table 6 for {g.label()}: {'; '.join(conflicts)} — rows of different code never share a table"
+                )
                 continue
             t = _ablation_table(g, vs)
             if t:

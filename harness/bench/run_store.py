@@ -100,7 +100,9 @@ def check_rows(path: Path, rows: Iterable[dict[str, Any]], manifest: dict[str, A
                 )
         key = row_key(row)
         if key in seen:
-            raise RunStoreError(f"{path}: line {n} repeats the row of line {seen[key]} ({row['system']}, {row['question_id']})")
+            raise RunStoreError(
+                f"{path}: line {n} repeats the row of line {seen[key]} ({row['system']}, {row['question_id']})"
+            )
         seen[key] = n
 
 

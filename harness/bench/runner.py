@@ -68,11 +68,11 @@ from harness.bench.run_store import (
     write_run_manifest,
 )
 from harness.bench.samples import ids_sha256, read_samples
-from harness.files import sha256_file
 from harness.bench.snapshots import read_manifest
 from harness.bench.systems.corpus import SnapshotCorpus
 from harness.bench.systems.prediction import Prediction
 from harness.bench.systems.registry import ArmPlan, ArmSettings, index_free, prepare_indexes, reads_corpus
+from harness.files import sha256_file
 
 __all__ = [
     "Job",
@@ -90,7 +90,9 @@ ENDPOINT_BREAKER = 10  # endpoint failures in a row (no success between) that st
 
 
 def canonical_hash(obj: Any) -> str:
-    return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()).hexdigest()
+    return hashlib.sha256(
+        json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    ).hexdigest()
 
 
 def _now() -> str:
@@ -317,7 +319,9 @@ def score_prediction(question: Question, pred: Prediction) -> dict[str, Any]:
     if pred.supporting_facts is not None:
         sp = support_scores(pred.supporting_facts, question.supporting_facts)
         j = joint_scores(a, sp)
-        out.update(sp_em=sp.em, sp_f1=sp.f1, sp_precision=sp.precision, sp_recall=sp.recall, joint_em=j.em, joint_f1=j.f1)
+        out.update(
+            sp_em=sp.em, sp_f1=sp.f1, sp_precision=sp.precision, sp_recall=sp.recall, joint_em=j.em, joint_f1=j.f1
+        )
     return out
 
 
@@ -465,9 +469,15 @@ def run_benchmark(
     old_systems = (old or {}).get("systems", {})
     for name, entry in entries.items():
         prev = old_systems.get(name)
-        if prev and prev["system_hash"] != entry["system_hash"] and any(r["system_hash"] == prev["system_hash"] for r in existing):
+        if (
+            prev
+            and prev["system_hash"] != entry["system_hash"]
+            and any(r["system_hash"] == prev["system_hash"] for r in existing)
+        ):
             changes = _diff(prev.get("params"), entry["params"], f"{name}") or ["system hash differs"]
-            raise RunStoreError(f"{out}: {name} has rows made with other parameters ({'; '.join(changes[:4])}); use a new --out")
+            raise RunStoreError(
+                f"{out}: {name} has rows made with other parameters ({'; '.join(changes[:4])}); use a new --out"
+            )
     systems_json = {**old_systems, **entries}
     if cfg.llm.base_url is None and getattr(executor, "concurrency", 1) > 1:
         print(
@@ -506,7 +516,9 @@ def run_benchmark(
     total = len(plan.questions) * len(plan.systems)
     already = total - len(jobs)
     bar = _progress(total, already, plan, enabled=progress)
-    tokens = sum(r["prediction"]["tokens"] for r in existing if r["system_hash"] in {e["system_hash"] for e in entries.values()})
+    tokens = sum(
+        r["prediction"]["tokens"] for r in existing if r["system_hash"] in {e["system_hash"] for e in entries.values()}
+    )
     errors = 0
     written = 0
     failed_attempts = 0
@@ -549,9 +561,7 @@ def run_benchmark(
                     executor.stop()
                 continue
             in_a_row = 0
-            index_checksum = (
-                None if entry["index_free"] else plan.index_corpus.checksum
-            )
+            index_checksum = None if entry["index_free"] else plan.index_corpus.checksum
             row = {
                 "format": ROW_FORMAT,
                 "binding_hash": plan.binding_hash,
@@ -581,7 +591,9 @@ def run_benchmark(
             errors += bool(pred.error)
             if on_row is not None:
                 on_row(row)
-            bar.set_postfix_str(f"tokens {tokens / 1000:.1f}K · errors {errors} · last {job.system} {pred.seconds:.1f}s", refresh=False)
+            bar.set_postfix_str(
+                f"tokens {tokens / 1000:.1f}K · errors {errors} · last {job.system} {pred.seconds:.1f}s", refresh=False
+            )
             bar.update(1)
     finally:
         rows_log.close()
@@ -632,4 +644,6 @@ def _progress(total: int, initial: int, plan: RunPlan, *, enabled: bool):
     from tqdm import tqdm
 
     label = f"{plan.corpus.folder.name} {plan.arm}"
-    return tqdm(total=total, initial=initial, unit="row", desc=label, dynamic_ncols=True, file=sys.stderr, smoothing=0.1)
+    return tqdm(
+        total=total, initial=initial, unit="row", desc=label, dynamic_ncols=True, file=sys.stderr, smoothing=0.1
+    )

@@ -32,8 +32,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from harness.files import write_json_atomic, write_text_atomic
 from harness.bench.datasets import DataError, Question
+from harness.files import write_json_atomic, write_text_atomic
 
 __all__ = [
     "DEFAULT_SIZES",

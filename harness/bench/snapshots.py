@@ -44,7 +44,6 @@ from pathlib import Path
 from typing import Callable, Iterable, Sequence
 from urllib.parse import quote, unquote
 
-from harness.files import sha256_file, write_json_atomic
 from harness.bench.datasets import Article, DataError, Question, article_key
 from harness.bench.samples import (
     DEFAULT_SEED,
@@ -54,6 +53,7 @@ from harness.bench.samples import (
     draw_samples,
     ids_sha256,
 )
+from harness.files import sha256_file, write_json_atomic
 
 __all__ = [
     "SNAPSHOT_FORMAT",
@@ -503,9 +503,7 @@ def plan_snapshots(
             a = universe[title]
             data = file_bytes(a)
             role = "evidence" if title in evidence else "distractor" if title in linked else "background"
-            files.append(
-                SnapshotFile(names[title], title, a.id, role, hashlib.sha256(data).hexdigest(), len(data))
-            )
+            files.append(SnapshotFile(names[title], title, a.id, role, hashlib.sha256(data).hexdigest(), len(data)))
         missing = tuple(dict.fromkeys(t for qid in stage.ids for t in missing_of[qid]))
         comp = Composition(
             articles=len(files),

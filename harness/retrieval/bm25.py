@@ -19,8 +19,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from harness.retrieval.ranking import top_k
 from harness.files import canonical_json, sha256_bytes
+from harness.retrieval.ranking import top_k
 from harness.retrieval.store import IndexFolderError, read_folder_record, write_folder_record
 from lens import LensError
 
@@ -210,7 +210,5 @@ class BM25Index:
         if index.index_hash != record.get("index_hash"):
             raise IndexFolderError(f"{folder}: recorded index_hash does not match its parameters and corpus")
         if expected_hash is not None and index.index_hash != expected_hash:
-            raise IndexFolderError(
-                f"{folder}: holds index {index.index_hash[:12]}…, expected {expected_hash[:12]}…"
-            )
+            raise IndexFolderError(f"{folder}: holds index {index.index_hash[:12]}…, expected {expected_hash[:12]}…")
         return index

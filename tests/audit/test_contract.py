@@ -6,7 +6,6 @@ import json
 import shutil
 from pathlib import Path
 
-
 from harness.audit.contract import check_run
 from lens._cli import main
 

@@ -26,7 +26,9 @@ def test_beir_loader_skips_and_counts_unknown_ids_and_unlabelled_queries(tmp_pat
     d = tmp_path / "b"
     (d / "qrels").mkdir(parents=True)
     (d / "corpus.jsonl").write_text('{"_id": "a1", "title": "T", "text": "x"}\n{"_id": "a2", "text": "y"}\n')
-    (d / "queries.jsonl").write_text('{"_id": "q1", "text": "x?", "timestamp": "2024-01-02T00:00:00Z"}\n{"_id": "q2", "text": "y?"}\n')
+    (d / "queries.jsonl").write_text(
+        '{"_id": "q1", "text": "x?", "timestamp": "2024-01-02T00:00:00Z"}\n{"_id": "q2", "text": "y?"}\n'
+    )
     (d / "qrels" / "dev.tsv").write_text("query-id\tcorpus-id\tscore\nq1\ta1\t1\nq1\tzz\t1\nq9\ta2\t1\nq2\ta2\t0\n")
     w = load_beir(d)
     assert [q.id for q in w.queries] == ["q1"] and w.queries[0].gold == ("a1",)
@@ -60,12 +62,23 @@ def test_beir_loader_needs_a_split_when_there_are_several(beir_folder):
 
 
 def test_hotpotqa_loader_uses_articles_as_assets_and_supporting_titles_as_gold(tmp_path):
-    arts = [{"id": "p0", "title": "Alpha", "text": "A.", "sentences": ["Alpha is a letter.", " It is first."]},
-            {"id": "p1", "title": "Beta", "text": "B.", "sentences": ["Beta is second."]},
-            {"id": "p2", "title": "Gamma", "text": "G.", "sentences": ["Gamma."]}]
+    arts = [
+        {"id": "p0", "title": "Alpha", "text": "A.", "sentences": ["Alpha is a letter.", " It is first."]},
+        {"id": "p1", "title": "Beta", "text": "B.", "sentences": ["Beta is second."]},
+        {"id": "p2", "title": "Gamma", "text": "G.", "sentences": ["Gamma."]},
+    ]
     (tmp_path / "a.jsonl").write_text("".join(json.dumps(a) + "\n" for a in arts))
-    qs = [{"_id": "x1", "question": "Which letter is first?", "answer": "Alpha", "type": "bridge", "level": "easy",
-           "supporting_facts": [["alpha", 0], ["Beta", 0], ["Alpha", 1]], "context": [["Alpha", ["Alpha is a letter."]]]}]
+    qs = [
+        {
+            "_id": "x1",
+            "question": "Which letter is first?",
+            "answer": "Alpha",
+            "type": "bridge",
+            "level": "easy",
+            "supporting_facts": [["alpha", 0], ["Beta", 0], ["Alpha", 1]],
+            "context": [["Alpha", ["Alpha is a letter."]]],
+        }
+    ]
     (tmp_path / "q.json").write_text(json.dumps(qs))
     w = load_hotpotqa(tmp_path / "q.json", tmp_path / "a.jsonl")
     assert [a.id for a in w.assets] == ["Alpha", "Beta", "Gamma"]
@@ -160,7 +173,9 @@ def test_event_log_is_built_in_stream_order_from_each_requests_own_base_output()
 
 
 def test_event_log_is_append_only_and_read_only_once_built():
-    log = EventLog.build(random_stream(_requests(4), 0), lambda q: (np.array([q]), np.array([1.0])), depth=1, version="v")
+    log = EventLog.build(
+        random_stream(_requests(4), 0), lambda q: (np.array([q]), np.array([1.0])), depth=1, version="v"
+    )
     with pytest.raises(FrozenLogError):
         log.append(0, "r000", np.array([1]), np.array([1.0]))
     with pytest.raises(ValueError):

@@ -15,7 +15,7 @@ from harness.audit.memories import PositiveFeedbackCache, TraceMemory, rerank
 from harness.audit.pipeline import build_streams
 from harness.audit.replay import choose_anchors
 from harness.audit.streams import random_stream, semantic_stream
-from harness.audit.views import Future, PIT, neighbour_order, select
+from harness.audit.views import PIT, Future, neighbour_order, select
 
 
 def _forbid_labels(monkeypatch):
@@ -31,7 +31,16 @@ def _trace_lists(w: Workload, seed: int = 0):
     spec = RetrievalSpec(retrievers=["bm25"], depth=60)
     cache = ArtifactCache(None)
     qv = compute_query_vectors(requests, "tfidf", spec, cache, w.queries_hash)
-    base = compute_base_lists(w.assets, requests, "bm25", spec, cache, corpus_hash=w.corpus_hash, queries_hash=w.queries_hash, tie_key=w.id_order())
+    base = compute_base_lists(
+        w.assets,
+        requests,
+        "bm25",
+        spec,
+        cache,
+        corpus_hash=w.corpus_hash,
+        queries_hash=w.queries_hash,
+        tie_key=w.id_order(),
+    )
     stream = semantic_stream(requests, qv.vectors, seed)
     events = EventLog.build(stream, lambda q: (base.indices[q, :20], base.scores[q, :20]), depth=20, version="v")
     anchors = choose_anchors(len(stream), per_position=5).positions
@@ -52,8 +61,12 @@ def test_requests_carry_no_labels(workload):
 
 
 def test_headline_streams_are_built_without_labels(monkeypatch, workload):
-    cfg = AuditConfig.model_validate({"workloads": [{"name": "syn", "format": "beir", "path": "x"}],
-                                      "streams": {"kinds": ["random", "semantic"], "seeds": [0, 1]}})
+    cfg = AuditConfig.model_validate(
+        {
+            "workloads": [{"name": "syn", "format": "beir", "path": "x"}],
+            "streams": {"kinds": ["random", "semantic"], "seeds": [0, 1]},
+        }
+    )
     vectors = np.random.default_rng(0).normal(size=(len(workload.queries), 5))
     _forbid_labels(monkeypatch)
     streams = build_streams(cfg, workload, vectors)
@@ -75,7 +88,8 @@ def test_changing_every_label_changes_nothing_on_the_label_free_path(workload):
     rng = np.random.default_rng(9)
     ids = [a.id for a in workload.assets]
     relabelled = make_workload(
-        workload.name, workload.assets,
+        workload.name,
+        workload.assets,
         [Query(q.id, q.text, tuple(rng.choice(ids, 3, replace=False)), q.timestamp) for q in workload.queries],
     )
     assert relabelled.labels_hash != workload.labels_hash

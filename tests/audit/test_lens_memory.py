@@ -59,7 +59,9 @@ def requirement_text(g: int, k: int) -> str:
     return f"{a} {b} keeper ledger {WORDS[k]}{g}"
 
 
-def build_bench(root: Path, *, groups: int = 5, per_group: int = 6, layout: str = "evidence") -> tuple[Path, Path, Path]:
+def build_bench(
+    root: Path, *, groups: int = 5, per_group: int = 6, layout: str = "evidence"
+) -> tuple[Path, Path, Path]:
     """(run folder, snapshot folder, questions file) of a synthetic ``lens bench run``."""
     from harness.bench.snapshots import corpus_checksum
     from lens._config import load_config
@@ -69,8 +71,12 @@ def build_bench(root: Path, *, groups: int = 5, per_group: int = 6, layout: str 
     files: dict[str, str] = {}
     for g in range(groups):
         a, b, x = NAMES[g]
-        files[f"Archive {x.capitalize()}"] = _article(f"Archive {x.capitalize()}", ["The archive holds old ledgers.", "Its shelves are tall."])
-        files[f"Port {a.capitalize()}"] = _article(f"Port {a.capitalize()}", [f"Port {a.capitalize()} is a small harbour.", "Boats moor there."])
+        files[f"Archive {x.capitalize()}"] = _article(
+            f"Archive {x.capitalize()}", ["The archive holds old ledgers.", "Its shelves are tall."]
+        )
+        files[f"Port {a.capitalize()}"] = _article(
+            f"Port {a.capitalize()}", [f"Port {a.capitalize()} is a small harbour.", "Boats moor there."]
+        )
         for k in range(6):
             files[f"Notes {a} {k}"] = _article(f"Notes {a} {k}", [f"The keeper of {a.capitalize()} and {b.capitalize()} wrote notes.",
                                                                   f"{b.capitalize()} keeper notes mention {a.capitalize()} again."])  # fmt: skip
@@ -86,7 +92,14 @@ def build_bench(root: Path, *, groups: int = 5, per_group: int = 6, layout: str 
             questions.append({"_id": qid, "question": question_text(g, k), "answer": f"ledger {w}", "type": "bridge", "level": "easy",
                               "supporting_facts": [[gold[0], 0], [gold[1], 0]],
                               "context": [[t, files[t].splitlines()[1:]] for t in gold]})  # fmt: skip
-            req = {"id": "R1", "text": requirement_text(g, k), "cues": [a.capitalize()], "depends_on": None, "entity": None, "bridge_cues": []}
+            req = {
+                "id": "R1",
+                "text": requirement_text(g, k),
+                "cues": [a.capitalize()],
+                "depends_on": None,
+                "entity": None,
+                "bridge_cues": [],
+            }
             status = "unresolved" if qid == UNRESOLVED_Q else "certified"
             ev = [
                 {"id": "E1", "path": gold[0], "doc_id": gold[0], "title": gold[0], "first_sentence": 1, "last_sentence": 1,
@@ -98,7 +111,16 @@ def build_bench(root: Path, *, groups: int = 5, per_group: int = 6, layout: str 
             ]  # fmt: skip
             details: dict = {"decomposition": {"intent": "lookup", "source": "llm", "requirements": [req]}}
             if layout == "evidence":
-                details["requirements"] = [{"id": "R1", "text": req["text"], "status": status, "value": f"ledger {w}", "glr": 9.0, "evidence": ["E1", "E2"]}]
+                details["requirements"] = [
+                    {
+                        "id": "R1",
+                        "text": req["text"],
+                        "status": status,
+                        "value": f"ledger {w}",
+                        "glr": 9.0,
+                        "evidence": ["E1", "E2"],
+                    }
+                ]
                 details["evidence"] = ev
             elif layout == "memory_entries":
                 details["requirements"] = [{"id": "R1", "status": status}]
@@ -157,9 +179,13 @@ bootstrap_resamples = 200
 """
 
 
-def write_config(tmp: Path, run: Path, qfile: Path, *, mode: str = "cheap", kinds: str = '["random", "semantic"]', per: int = 3) -> Path:
+def write_config(
+    tmp: Path, run: Path, qfile: Path, *, mode: str = "cheap", kinds: str = '["random", "semantic"]', per: int = 3
+) -> Path:
     p = tmp / f"lens-{mode}.toml"
-    p.write_text(CONFIG.format(run=run.as_posix(), questions=qfile.as_posix(), kinds=kinds, mode=mode, per=per), encoding="utf-8")
+    p.write_text(
+        CONFIG.format(run=run.as_posix(), questions=qfile.as_posix(), kinds=kinds, mode=mode, per=per), encoding="utf-8"
+    )
     return p
 
 
@@ -238,7 +264,9 @@ def test_events_come_from_what_each_question_confirmed(bench):
     by = {r.question_id: r for r in run.records}
     assert by[ERROR_Q].confirmed == () and by[UNRESOLVED_Q].confirmed == ()  # nothing certified, nothing remembered
     rec = by["q2-4"]
-    assert [(c.doc_id, c.requirement, c.value) for c in rec.confirmed] == [("Archive Zuthar", requirement_text(2, 4), "ledger ember2")]
+    assert [(c.doc_id, c.requirement, c.value) for c in rec.confirmed] == [
+        ("Archive Zuthar", requirement_text(2, 4), "ledger ember2")
+    ]
     assert rec.requirements[0]["text"] == requirement_text(2, 4) and rec.decomposition_source == "run"
 
 
@@ -300,7 +328,9 @@ def test_views_serve_only_eligible_entries_and_match_the_agents_lookup(bench, tm
             rec = ctx.records[ctx.index[stream.query_ids[i]]]
             for req, lst in zip(rec.requirements, mem.served):
                 got = store.lookup(req["text"], entry_predicate(view, int(i)), capacity=capacity)
-                assert [(e.position, e.requirement, s) for e, s in got] == [(int(log.entry_pos[k]), log.entries[k].requirement, s) for k, s in lst]
+                assert [(e.position, e.requirement, s) for e, s in got] == [
+                    (int(log.entry_pos[k]), log.entries[k].requirement, s) for k, s in lst
+                ]
                 checked += 1
     assert checked == len(views) * len(anchors)
     # the memory is not empty: Future serves something at almost every anchor, PIT nothing at position 0
@@ -356,8 +386,12 @@ def test_a_run_audited_against_a_changed_folder_serves_no_stale_entry(bench, tmp
     changed = tmp_path / "D9"
     shutil.copytree(snap, changed)
     for x in ("Quillon", "Miravex", "Zuthar", "Ystra", "Wenlow"):
-        (changed / f"Archive {x}").write_text(f"Archive {x}\nThe archive holds old ledgers.\nIt was rebuilt.\n", encoding="utf-8")
-    cfg = load_audit_config(write_config(tmp_path, run_dir, qfile, kinds='["random"]')).with_paths(snapshot=str(changed))
+        (changed / f"Archive {x}").write_text(
+            f"Archive {x}\nThe archive holds old ledgers.\nIt was rebuilt.\n", encoding="utf-8"
+        )
+    cfg = load_audit_config(write_config(tmp_path, run_dir, qfile, kinds='["random"]')).with_paths(
+        snapshot=str(changed)
+    )
     run_lens_audit(cfg, tmp_path / "run")
     assert check_run(tmp_path / "run") == []
     t = read_rows(tmp_path / "run" / "rows.jsonl")
@@ -392,7 +426,18 @@ def test_memory_reaches_the_prior_and_changes_candidate_recall(lens_run):
 def test_lens_rows_carry_the_contract_and_pass_the_checker(lens_run):
     assert check_run(lens_run) == []
     t = read_rows(lens_run / "rows.jsonl")
-    for f in ("anchor", "condition", "selected", "capacity", "seed", "corpus_hash", "index_hash", "tvr", "recall@10", "events_hash"):
+    for f in (
+        "anchor",
+        "condition",
+        "selected",
+        "capacity",
+        "seed",
+        "corpus_hash",
+        "index_hash",
+        "tvr",
+        "recall@10",
+        "events_hash",
+    ):
         assert f in t or f == "selected"
     cond = t["condition"].astype(str)
     assert set(cond) == {"stateless", "pit", "future-h", "future", "naive"}

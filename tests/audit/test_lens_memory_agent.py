@@ -19,6 +19,7 @@ import respx
 
 from harness.audit.config import load_audit_config
 from harness.audit.contract import check_run
+from harness.audit.inputs import Request
 from harness.audit.lens_events import LensEventLog, load_lens_run
 from harness.audit.lens_memory import (
     LensContext,
@@ -33,7 +34,6 @@ from harness.audit.lens_memory import (
 from harness.audit.lens_pipeline import run_lens_audit
 from harness.audit.rows import read_rows
 from harness.audit.streams import random_stream
-from harness.audit.inputs import Request
 from harness.audit.views import PIT, Future, FutureH
 
 HERE = Path(__file__).resolve().parent
@@ -114,7 +114,13 @@ def test_cheap_mode_gives_the_prior_exactly_what_the_agent_does(tmp_path, client
 
     def spy(self, question, cues=(), *, memory=None, limit=None):
         out = orig(self, question, cues, memory=memory, limit=limit)
-        seen.append(([*cues], {self.view.docs[d].doc_id: s for d, s in (memory or {}).items()}, [self.view.docs[c.index].doc_id for c in out]))
+        seen.append(
+            (
+                [*cues],
+                {self.view.docs[d].doc_id: s for d, s in (memory or {}).items()},
+                [self.view.docs[c.index].doc_id for c in out],
+            )
+        )
         return out
 
     monkeypatch.setattr(Prior, "score", spy)
@@ -129,7 +135,9 @@ def test_cheap_mode_gives_the_prior_exactly_what_the_agent_does(tmp_path, client
     assert len(reqs) == 2 and reqs[1]["depends_on"] == "R1"
 
     # cheap mode, with the anchor's requirements as its bench row would record them (AskResult.decomposition)
-    records = [r if r.question_id != qid else type(r)(**{**r.__dict__, "requirements": tuple(reqs)}) for r in run.records]
+    records = [
+        r if r.question_id != qid else type(r)(**{**r.__dict__, "requirements": tuple(reqs)}) for r in run.records
+    ]
     corpus = LensCorpus.read(snap)
     gold, _ = corpus.gold_labels([[] for _ in records])
     ctx = LensContext(records, corpus, PriorRanker(corpus, cfg.prior, depth=cfg.prior.candidates), gold,

@@ -13,13 +13,17 @@ from harness.audit.metrics import Bootstrap, Estimate, contrast_set, row_metrics
 
 def _gold(lists: list[list[int]], n_assets: int) -> GoldLabels:
     indptr = np.cumsum([0] + [len(g) for g in lists])
-    return GoldLabels(indptr.astype(np.int64), np.asarray([x for g in lists for x in sorted(g)], dtype=np.int64), n_assets)
+    return GoldLabels(
+        indptr.astype(np.int64), np.asarray([x for g in lists for x in sorted(g)], dtype=np.int64), n_assets
+    )
 
 
 def test_recall_hit_complete_and_rank80_on_a_hand_example():
     gold = _gold([[1, 2, 3, 4, 5], [7]], 10)
     final = np.array([[1, 9, 2, 3, 8, 4, 0, 5, 6, -1], [0, 1, 2, 3, 4, 5, 6, 8, 9, -1]])
-    m = row_metrics(final, np.array([0, 1]), gold, np.zeros(10, dtype=np.int64), ("text",), cutoffs=(2, 4, 8), headline_k=8)
+    m = row_metrics(
+        final, np.array([0, 1]), gold, np.zeros(10, dtype=np.int64), ("text",), cutoffs=(2, 4, 8), headline_k=8
+    )
     assert m["recall@2"].tolist() == [0.2, 0.0]
     assert m["recall@4"].tolist() == [0.6, 0.0]
     assert m["recall@8"].tolist() == [1.0, 0.0]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from harness.audit.events import EventLog
 from harness.audit.memories import PositiveFeedbackCache, TraceMemory
@@ -123,10 +124,14 @@ def test_replayed_rows_pair_naive_with_future_on_every_metric(workload):
     sim = np.round(np.corrcoef(rng.normal(size=(len(requests), 8))), 2)
     stream = random_stream(requests, 7)
     events = EventLog.build(stream, lambda q: (base[q, :10], np.linspace(1, 0, 10)), depth=10, version="t")
-    inputs = ReplayInputs(stream, events, sim, base, gold, workload.asset_type_codes(), workload.type_names(), workload.id_order())
+    inputs = ReplayInputs(
+        stream, events, sim, base, gold, workload.asset_type_codes(), workload.type_names(), workload.id_order()
+    )
     anchors = choose_anchors(len(stream), per_position=5)
     budgets = Budgets(capacity=6, trace_depth=10, base_depth=50, list_depth=50, cutoffs=(10, 20, 50), headline_k=50)
-    blocks = replay_stream(inputs, anchors, standard_views((3, 10)), [TraceMemory(), PositiveFeedbackCache(gold)], budgets)
+    blocks = replay_stream(
+        inputs, anchors, standard_views((3, 10)), [TraceMemory(), PositiveFeedbackCache(gold)], budgets
+    )
     by = {(b.scalars["memory"], b.scalars["view"]): b for b in blocks}
     assert len(blocks) == 2 * 6
     for mem in ("trace", "cache"):

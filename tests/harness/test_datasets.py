@@ -10,10 +10,10 @@ import pytest
 from harness.bench.datasets import (
     Article,
     DataError,
+    article_key,
     load_articles,
     load_predictions,
     load_questions,
-    article_key,
 )
 
 

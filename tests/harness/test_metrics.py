@@ -181,8 +181,7 @@ def test_failure_taxonomy_follows_the_paper_order():
     gold = ["A", "B"]
     assert failure_class(correct=True, answer="x", gold_titles=gold, retrieved_titles=[]) == "correct"
     assert (
-        failure_class(correct=False, answer="", gold_titles=gold, retrieved_titles=["a"])
-        == "retrieved_but_unanswered"
+        failure_class(correct=False, answer="", gold_titles=gold, retrieved_titles=["a"]) == "retrieved_but_unanswered"
     )
     assert (
         failure_class(correct=False, answer="wrong", gold_titles=gold, retrieved_titles=["B", "a"])

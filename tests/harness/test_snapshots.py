@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.bench.datasets import Article, DataError, Question, load_articles, load_questions, article_key
+from harness.bench.datasets import Article, DataError, Question, article_key, load_articles, load_questions
 from harness.bench.snapshots import (
     MAX_NAME_BYTES,
     assign_file_names,
@@ -408,9 +408,7 @@ def test_shared_data_d125_is_deterministic_and_nested(shared_dir):
     articles = load_articles(shared_dir / "wiki_articles.jsonl")
     snap = plan_snapshots(questions, articles, (125, 250))
     d125, d250 = snap.plans
-    assert (d125.composition.evidence, d125.composition.distractors, d125.composition.background) == (
-        D125_COMPOSITION
-    )
+    assert (d125.composition.evidence, d125.composition.distractors, d125.composition.background) == (D125_COMPOSITION)
     assert d125.corpus_checksum == D125_CHECKSUM
     assert [f.name for f in d250.files[: len(d125.files)]] == [f.name for f in d125.files]
     assert d250.composition.background_ratio == pytest.approx(3.0, abs=1e-3)

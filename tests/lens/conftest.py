@@ -31,9 +31,7 @@ def completion(text: str, prompt_tokens: int = 11, completion_tokens: int = 3) -
             "object": "chat.completion",
             "created": 0,
             "model": MODEL,
-            "choices": [
-                {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
-            ],
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
             "usage": {
                 "prompt_tokens": prompt_tokens,
                 "completion_tokens": completion_tokens,

@@ -82,8 +82,11 @@ class ScriptedOracle:
         """Honest: a fact is missing unless one of its rules' triggers is in some passage."""
         passages = " ".join(body for _, _, body in _PASSAGE.findall(user))
         facts = dict(_FACT.findall(user.split("Facts needed:", 1)[1].split("Facts already confirmed:", 1)[0]))
-        missing = [rid for rid, text in facts.items()
-                   if not any(re.search(r.fact, text) and r.trigger in passages for r in self.rules)]
+        missing = [
+            rid
+            for rid, text in facts.items()
+            if not any(re.search(r.fact, text) and r.trigger in passages for r in self.rules)
+        ]
         return {"complete": not missing, "missing": missing}
 
     def _observe(self, user: str) -> dict:
@@ -97,8 +100,14 @@ class ScriptedOracle:
                     continue
                 for pid, _src, body in passages:
                     if rule.trigger in body:
-                        sent = next((int(m.group(1)) for m in re.finditer(r"^\[(\d+)\] (.*)$", body, re.M)
-                                     if rule.quote in m.group(2)), 0)
+                        sent = next(
+                            (
+                                int(m.group(1))
+                                for m in re.finditer(r"^\[(\d+)\] (.*)$", body, re.M)
+                                if rule.quote in m.group(2)
+                            ),
+                            0,
+                        )
                         out[rid] = {"passage": pid, "sentence": sent, "quote": rule.quote, "value": rule.value}
                         break
                 if out[rid]:
@@ -116,7 +125,10 @@ def _completion(text: str, prompt_tokens: int, completion_tokens: int) -> httpx.
             "created": 0,
             "model": "scripted",
             "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                      "total_tokens": prompt_tokens + completion_tokens},
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
         },
     )

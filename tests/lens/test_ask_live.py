@@ -25,9 +25,22 @@ DEMO = Path(__file__).resolve().parents[2] / "corpora" / "demo"
 
 def test_lens_ask_on_the_demo_corpus_cites_the_right_file():
     proc = subprocess.run(
-        [sys.executable, "-m", "lens._cli", "ask", "Who was the first keeper of Calder Point Light?", str(DEMO),
-         "--preset", "fast", "--json", "--set", "llm.cache=false"],
-        capture_output=True, text=True, timeout=580,
+        [
+            sys.executable,
+            "-m",
+            "lens._cli",
+            "ask",
+            "Who was the first keeper of Calder Point Light?",
+            str(DEMO),
+            "--preset",
+            "fast",
+            "--json",
+            "--set",
+            "llm.cache=false",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=580,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = json.loads(proc.stdout)

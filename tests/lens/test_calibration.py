@@ -27,18 +27,26 @@ QUESTION = {
 
 def test_calibration_counts_verified_claims_against_gold_articles(tmp_path, make_client):
     pool = tmp_path / "articles.jsonl"
-    pool.write_text("".join(json.dumps({"id": str(i), "title": t, "sentences": s}) + "\n" for i, (t, s) in enumerate(ARTICLES)))
+    pool.write_text(
+        "".join(json.dumps({"id": str(i), "title": t, "sentences": s}) + "\n" for i, (t, s) in enumerate(ARTICLES))
+    )
     oracle = ScriptedOracle(
         decompositions={QUESTION["question"]: {"questions": ["Which boatbuilder built the ferry Marren Gull?"]}},
         rules=[
-            Rule("boatbuilder built", "built by Osk Yard", "She was built by Osk Yard in 1931.", "Osk Yard"),  # gold: true positive
-            Rule("boatbuilder built", "calls at Dunmere", "The Marren Gull calls at Dunmere.", "Dunmere"),  # false positive
+            Rule(
+                "boatbuilder built", "built by Osk Yard", "She was built by Osk Yard in 1931.", "Osk Yard"
+            ),  # gold: true positive
+            Rule(
+                "boatbuilder built", "calls at Dunmere", "The Marren Gull calls at Dunmere.", "Dunmere"
+            ),  # false positive
             Rule("boatbuilder built", "founded in 1902", "It was founded in 1902.", "1902"),  # never names the subject
             Rule("boatbuilder built", "invented", "an invented quote", "x"),  # never verifies
         ],
     )
-    cfg = load_config("deep", overrides={"llm": {"base_url": BASE_URL, "model": MODEL, "cache": False},
-                                          "loop": {"windows_per_round": 1}})  # one window per judgement
+    cfg = load_config(
+        "deep",
+        overrides={"llm": {"base_url": BASE_URL, "model": MODEL, "cache": False}, "loop": {"windows_per_round": 1}},
+    )  # one window per judgement
     with respx.mock(assert_all_called=False) as router:
         router.post(CHAT_URL).mock(side_effect=oracle.reply)
         record = calibrate(cfg, [QUESTION], str(pool), candidates=4)

@@ -13,8 +13,19 @@ import pytest
 
 from lens._cli import main
 
-HEAVY = ("openai", "httpx", "numpy", "torch", "scipy", "sklearn", "bm25s", "sentence_transformers", "xllamacpp",
-         "pydantic", "matplotlib")
+HEAVY = (
+    "openai",
+    "httpx",
+    "numpy",
+    "torch",
+    "scipy",
+    "sklearn",
+    "bm25s",
+    "sentence_transformers",
+    "xllamacpp",
+    "pydantic",
+    "matplotlib",
+)
 
 
 def run_lens(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:

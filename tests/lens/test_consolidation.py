@@ -12,6 +12,7 @@ the reader's own.
 from __future__ import annotations
 
 import hashlib
+
 import pytest
 
 from lens import CorpusView

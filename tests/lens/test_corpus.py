@@ -236,7 +236,9 @@ def test_bz2_jsonl_shard_is_read(tmp_path):
     assert sorted(docs) == ["wiki_00.bz2#L1", "wiki_00.bz2#L2"]
     assert docs["wiki_00.bz2#L1"].title == "Marrow Bay"
     assert [s.text for s in docs["wiki_00.bz2#L2"].sentences] == ["Orrin Fell is a hill."]  # nested paragraphs
-    assert scan.bytes_read == len(records(ARTICLE, {"id": "9", "title": "Orrin Fell", "text": [["Orrin Fell is a hill."]]}).encode())
+    assert scan.bytes_read == len(
+        records(ARTICLE, {"id": "9", "title": "Orrin Fell", "text": [["Orrin Fell is a hill."]]}).encode()
+    )
 
 
 def test_record_text_may_be_one_string(tmp_path):

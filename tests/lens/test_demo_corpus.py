@@ -78,14 +78,32 @@ def test_every_cited_source_is_a_document(docs):
 
 # The facts each answer rests on, as they appear in the cited document.
 FACTS = {
-    "B1": [("ferries/fleet-notes.md", "built by Osk & Tally\nShipwrights"), ("history/osk-and-tally.txt", "founded in 1887")],
-    "B2": [("archive/seed-archive.html", "granary on Skerrow Island"), ("wiki/wiki_00.bz2#L1", "designed by the engineer Maud Brannock")],
-    "B3": [("Harrowmouth Festival Programme 2019", "Tidewater Suite by Corin Vale"), ("wiki/wiki_00.bz2#L3", "played the cello")],
+    "B1": [
+        ("ferries/fleet-notes.md", "built by Osk & Tally\nShipwrights"),
+        ("history/osk-and-tally.txt", "founded in 1887"),
+    ],
+    "B2": [
+        ("archive/seed-archive.html", "granary on Skerrow Island"),
+        ("wiki/wiki_00.bz2#L1", "designed by the engineer Maud Brannock"),
+    ],
+    "B3": [
+        ("Harrowmouth Festival Programme 2019", "Tidewater Suite by Corin Vale"),
+        ("wiki/wiki_00.bz2#L3", "played the cello"),
+    ],
     "B4": [("wiki/wiki_00.bz2#L1", "Maud Brannock"), ("wiki/wiki_00.bz2#L2", "Maud Brannock (1838")],
     "C1": [("lighthouses/calder-point-light.md", "27 metres"), ("wiki/wiki_00.bz2#L1", "31 metres")],
-    "C2": [("archive/seed-archive.html", "founded in 1964"), ("Harrowmouth Festival Programme 2019", "first held in 1958")],
-    "C3": [("wiki/wiki_00.bz2#L1", "first lit in 1874"), ("lighthouses/calder-point-light.md", "first lit on 1 November 1869")],
-    "C4": [("history/osk-and-tally.txt", "north end of Harrowmouth"), ("history/tally-brothers-boatworks.txt", "in 1902 in Dunmere")],
+    "C2": [
+        ("archive/seed-archive.html", "founded in 1964"),
+        ("Harrowmouth Festival Programme 2019", "first held in 1958"),
+    ],
+    "C3": [
+        ("wiki/wiki_00.bz2#L1", "first lit in 1874"),
+        ("lighthouses/calder-point-light.md", "first lit on 1 November 1869"),
+    ],
+    "C4": [
+        ("history/osk-and-tally.txt", "north end of Harrowmouth"),
+        ("history/tally-brothers-boatworks.txt", "in 1902 in Dunmere"),
+    ],
     "L1": [("ferries/fleet-register.csv", "Brisk Tern,1974,,Harrowmouth - Skerrow Island,38.5")],
     "L2": [("archive/seed-archive.html", "Coastal barley: 212 varieties, the largest collection")],
     "L3": [("lighthouses/calder-point-light.md", "first keeper was\nAgnes Rook")],

@@ -118,7 +118,7 @@ def test_no_endpoint_and_no_local_runtime_is_one_clear_error(monkeypatch, tmp_pa
 
 # --------------------------------------------------------------------------- a server that dies (no model needed)
 
-FAKE_SERVER = '''
+FAKE_SERVER = """
 import argparse, json, os, signal, sys
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
@@ -159,7 +159,7 @@ class H(BaseHTTPRequestHandler):
             # (the kill lands after this reply is written; the next request finds no server)
 
 HTTPServer(("127.0.0.1", int(args.port)), H).serve_forever()
-'''
+"""
 
 
 def _fake_launcher(tmp_path, mode, monkeypatch):
@@ -185,7 +185,9 @@ def _gone(pid: int, within_s: float = 10.0) -> bool:
     return False
 
 
-def test_a_server_that_dies_with_sigill_on_its_first_completion_is_reported_in_one_line(fake_model, tmp_path, monkeypatch):
+def test_a_server_that_dies_with_sigill_on_its_first_completion_is_reported_in_one_line(
+    fake_model, tmp_path, monkeypatch
+):
     launcher, pidfile = _fake_launcher(tmp_path, "sigill", monkeypatch)
     server = EmbeddedServer("fake-model", cache_dir=tmp_path / "cache", launcher=launcher, startup_timeout_s=30)
     with pytest.raises(EmbeddedUnavailableError) as e:

@@ -41,7 +41,10 @@ def _no_key(monkeypatch):
     [
         (401, "lens: error: the endpoint refused every call: 401 Unauthorized — check LENS_API_KEY (it is not set)"),
         (403, "lens: error: the endpoint refused every call: 403 Forbidden — check LENS_API_KEY (it is not set)"),
-        (404, "lens: error: the endpoint refused every call: 404 Not Found — check the model name (test-model) and --base-url"),
+        (
+            404,
+            "lens: error: the endpoint refused every call: 404 Not Found — check the model name (test-model) and --base-url",
+        ),
         (429, "lens: error: the endpoint refused every call: 429 Too Many Requests (on all 2 attempts of each)"),
         (500, "lens: error: the endpoint failed every call: 500 Internal Server Error (on all 2 attempts of each)"),
     ],
@@ -155,5 +158,7 @@ def test_a_cache_dir_inside_the_document_folder_is_refused_and_nothing_is_writte
 
 def test_transport_settings_stay_out_of_the_configuration_hash():
     base = load_config("deep", env={}).canonical_hash()
-    assert load_config("deep", env={}, overrides=["llm.retry_backoff_s=7", "llm.max_retries=9"]).canonical_hash() == base
+    assert (
+        load_config("deep", env={}, overrides=["llm.retry_backoff_s=7", "llm.max_retries=9"]).canonical_hash() == base
+    )
     assert load_config("deep", env={}, overrides=["llm.temperature=0.5"]).canonical_hash() != base

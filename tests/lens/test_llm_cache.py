@@ -343,9 +343,7 @@ def test_api_key_is_sent_but_never_logged_or_cached(monkeypatch, tmp_path, caplo
     # the SDK and transport loggers really ran at DEBUG, so a leak would have been captured
     assert any(r.name.startswith("openai") for r in caplog.records)
     assert any(r.name.startswith("httpx") for r in caplog.records)
-    logged = "\n".join(
-        f"{r.name} {r.getMessage()} {r.args!r} {r.__dict__.get('headers', '')}" for r in caplog.records
-    )
+    logged = "\n".join(f"{r.name} {r.getMessage()} {r.args!r} {r.__dict__.get('headers', '')}" for r in caplog.records)
     assert SECRET not in logged
     assert SECRET not in str(fmt.value) and SECRET not in str(req.value)
     files = cache_entries(cache_dir)

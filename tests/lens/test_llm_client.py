@@ -106,8 +106,15 @@ def test_client_error_is_not_retried_and_is_typed(endpoint, make_client, status)
 
 
 def test_typed_errors_are_lens_errors_for_the_cli():
-    for cls in (LLMTimeoutError, LLMRateLimitError, LLMServerError, LLMUnavailableError, LLMRequestError,
-                LLMFormatError, LLMDeadlineError):
+    for cls in (
+        LLMTimeoutError,
+        LLMRateLimitError,
+        LLMServerError,
+        LLMUnavailableError,
+        LLMRequestError,
+        LLMFormatError,
+        LLMDeadlineError,
+    ):
         assert issubclass(cls, LLMError) and issubclass(cls, LensError)
 
 

@@ -269,8 +269,9 @@ def test_reply_accepts_the_keyed_shape_the_prompt_asks_for():
 def test_observation_messages_label_windows_in_order(doc, win):
     other = Document("d9", "other.txt", "Other", "Other\nNothing to see here.", "9" * 64)
     (w2,) = windows_for(other, 1, [], 6)
-    messages, labels = observation_messages("How tall is Skerrow Light?", [("R1", "height of Skerrow Light")],
-                                            [win, w2], [doc, other])
+    messages, labels = observation_messages(
+        "How tall is Skerrow Light?", [("R1", "height of Skerrow Light")], [win, w2], [doc, other]
+    )
     assert labels == {"P1": win, "P2": w2}
     text = "\n".join(m["content"] for m in messages)
     assert "R1: height of Skerrow Light" in text

@@ -327,36 +327,90 @@ def test_scores_carry_per_signal_contributions_that_sum_to_the_score(small):
 # behaviour on this fixture today (as Pyserini pins expected scores): they must only change deliberately, with a
 # note on why a ranking moved.
 FIXTURE = [
-    ("Marrow Bay", "Marrow Bay is a cove on the north coast of Vellmark. Fishing boats shelter there in winter. The harbour wall was built by Tobias Renn."),
-    ("Tobias Renn", "Tobias Renn was an engineer born in Calder in 1802. He designed harbour walls and the Calder Viaduct."),
+    (
+        "Marrow Bay",
+        "Marrow Bay is a cove on the north coast of Vellmark. Fishing boats shelter there in winter. The harbour wall was built by Tobias Renn.",
+    ),
+    (
+        "Tobias Renn",
+        "Tobias Renn was an engineer born in Calder in 1802. He designed harbour walls and the Calder Viaduct.",
+    ),
     ("Calder", "Calder is a market town on the River Orme. It has a cathedral and a wool exchange."),
-    ("Calder Viaduct", "The Calder Viaduct is a railway bridge of nineteen arches. It opened in 1841 and carries the Orme Valley line."),
-    ("River Orme", "The River Orme rises in the Grey Fells and flows east for 112 kilometres to the sea at Marrow Bay."),
+    (
+        "Calder Viaduct",
+        "The Calder Viaduct is a railway bridge of nineteen arches. It opened in 1841 and carries the Orme Valley line.",
+    ),
+    (
+        "River Orme",
+        "The River Orme rises in the Grey Fells and flows east for 112 kilometres to the sea at Marrow Bay.",
+    ),
     ("Grey Fells", "The Grey Fells are a range of hills in Vellmark. Their highest summit is Harl Pike at 903 metres."),
-    ("Harl Pike", "Harl Pike is a mountain of the Grey Fells. It was first climbed in 1788 by the surveyor Ines Gutiérrez."),
-    ("Ines Gutiérrez", "Ines Gutiérrez was a surveyor and cartographer born in Seville in 1761. She mapped the Grey Fells for the Crown."),
-    ("Vellmark", "Vellmark is a northern province with a rugged coast. Its capital is Oster and its emblem is a silver heron."),
+    (
+        "Harl Pike",
+        "Harl Pike is a mountain of the Grey Fells. It was first climbed in 1788 by the surveyor Ines Gutiérrez.",
+    ),
+    (
+        "Ines Gutiérrez",
+        "Ines Gutiérrez was a surveyor and cartographer born in Seville in 1761. She mapped the Grey Fells for the Crown.",
+    ),
+    (
+        "Vellmark",
+        "Vellmark is a northern province with a rugged coast. Its capital is Oster and its emblem is a silver heron.",
+    ),
     ("Oster", "Oster is the capital of Vellmark. The Oster Conservatory was founded there in 1870 by Mira Dahl."),
-    ("Oster Conservatory", "The Oster Conservatory is a music school in Oster. It was founded in 1870 and trains organists and singers."),
+    (
+        "Oster Conservatory",
+        "The Oster Conservatory is a music school in Oster. It was founded in 1870 and trains organists and singers.",
+    ),
     ("Mira Dahl", "Mira Dahl was a composer and organist born in 1834. She wrote the oratorio The Silver Heron."),
     ("The Silver Heron", "The Silver Heron is an oratorio by Mira Dahl first performed in 1881 in Oster Cathedral."),
-    ("Oster Cathedral", "Oster Cathedral is a Gothic church in Oster. Its spire is 96 metres tall and its organ was built in 1862."),
+    (
+        "Oster Cathedral",
+        "Oster Cathedral is a Gothic church in Oster. Its spire is 96 metres tall and its organ was built in 1862.",
+    ),
     ("Kettle Island", "Kettle Island lies off the coast of Vellmark. A lighthouse on the island was lit in 1871."),
-    ("Kettle Island Lighthouse", "The Kettle Island Lighthouse is a tower 31 metres tall. Its keepers left in 1978 when the lamp was automated."),
+    (
+        "Kettle Island Lighthouse",
+        "The Kettle Island Lighthouse is a tower 31 metres tall. Its keepers left in 1978 when the lamp was automated.",
+    ),
     ("Bass", "Bass is a fish found in rivers and lakes. Anglers catch bass in summer."),
-    ("Electoral district of Bass", "The Electoral district of Bass is a seat of the Vellmark assembly. It was created in 1909 and covers the east coast."),
+    (
+        "Electoral district of Bass",
+        "The Electoral district of Bass is a seat of the Vellmark assembly. It was created in 1909 and covers the east coast.",
+    ),
     ("Bass Strait Ferry", "The Bass Strait Ferry crossed between Oster and Kettle Island from 1899 to 1961."),
-    ("Hollin Abbey", "Hollin Abbey is a ruined monastery near Calder. Monks founded it in 1132 and farmed sheep for wool."),
-    ("Wool exchange of Calder", "The wool exchange of Calder was a trading hall opened in 1795. Merchants from Oster bought fleeces there."),
-    ("Sten Aalto", "Sten Aalto was a painter born in Oster in 1850. He painted the coast of Marrow Bay and the Grey Fells."),
-    ("Painters of the north coast", "The painters of the north coast were a circle of artists around Sten Aalto. They worked outdoors in all weathers."),
-    ("Orme Valley line", "The Orme Valley line is a railway from Calder to Oster. It crosses the Calder Viaduct and was electrified in 1962."),
+    (
+        "Hollin Abbey",
+        "Hollin Abbey is a ruined monastery near Calder. Monks founded it in 1132 and farmed sheep for wool.",
+    ),
+    (
+        "Wool exchange of Calder",
+        "The wool exchange of Calder was a trading hall opened in 1795. Merchants from Oster bought fleeces there.",
+    ),
+    (
+        "Sten Aalto",
+        "Sten Aalto was a painter born in Oster in 1850. He painted the coast of Marrow Bay and the Grey Fells.",
+    ),
+    (
+        "Painters of the north coast",
+        "The painters of the north coast were a circle of artists around Sten Aalto. They worked outdoors in all weathers.",
+    ),
+    (
+        "Orme Valley line",
+        "The Orme Valley line is a railway from Calder to Oster. It crosses the Calder Viaduct and was electrified in 1962.",
+    ),
     ("Heron (emblem)", "The heron emblem of Vellmark shows a silver heron on a blue field. It was adopted in 1911."),
     ("Heron", "Herons are long-legged wading birds. They hunt fish in shallow water."),
-    ("Dahl Prize", "The Dahl Prize is an award for young organists given by the Oster Conservatory every two years since 1950."),
+    (
+        "Dahl Prize",
+        "The Dahl Prize is an award for young organists given by the Oster Conservatory every two years since 1950.",
+    ),
     ("Ferris Quay", "Ferris Quay is a wharf in Oster harbour. Ferries to Kettle Island leave from the quay."),
     ("Wenna Holt", "Wenna Holt was a novelist born in Calder in 1891. Her novel Low Tide is set at Marrow Bay."),
-    ("Low Tide", "Low Tide is a novel by Wenna Holt published in 1932. It follows a fishing family through one winter."),
+    (
+        "Low Tide",
+        "Low Tide is a novel by Wenna Holt published in 1932. It follows a fishing family through one winter.",
+    ),
 ]
 
 # question, gold titles, pinned top-3 titles, pinned top-1 score (3 decimals)

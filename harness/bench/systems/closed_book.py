@@ -4,12 +4,10 @@ reference for how much of the score the model's parameters carry)."""
 
 from __future__ import annotations
 
-from harness.bench.systems.answer_call import ANSWER_TOKENS, call_for_answer
+from harness.bench.systems.answer_call import ANSWER_TOKENS, PROMPTS, call_for_answer
 from harness.bench.systems.base import QuestionBudget, RunLevelError, System, error_text
 from harness.bench.systems.prediction import Prediction
-from lens import LLMClient, LLMError
-from lens import render
-from harness.bench.systems.answer_call import PROMPTS
+from lens import LLMClient, LLMError, render
 
 __all__ = ["ClosedBookSystem"]
 
@@ -29,7 +27,9 @@ class ClosedBookSystem(System):
     def _answer(self, question: str, budget: QuestionBudget) -> Prediction:
         pred = Prediction(system=self.name, answer="")
         try:
-            pred.answer = call_for_answer(self.client, render("closed_book", package=PROMPTS, question=question.strip()), budget)
+            pred.answer = call_for_answer(
+                self.client, render("closed_book", package=PROMPTS, question=question.strip()), budget
+            )
         except RunLevelError:
             raise
         except LLMError as exc:

@@ -26,9 +26,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from harness.retrieval import BM25Index, BM25Params, DenseEncoder, DenseIndex, IndexFolderError
-from harness.files import atomic_write_json
 from harness.bench.systems.corpus import SnapshotCorpus
+from harness.files import atomic_write_json
+from harness.retrieval import BM25Index, BM25Params, DenseEncoder, DenseIndex, IndexFolderError
 
 __all__ = ["IndexBuild", "IndexStore", "PeakRSS", "folder_bytes", "model_tag"]
 
@@ -200,7 +200,9 @@ class IndexStore:
         if build is None:
             return None
         if build.corpus_checksum != corpus_checksum:
-            raise IndexFolderError(f"{final}: built for corpus {build.corpus_checksum[:12]}…, not {corpus_checksum[:12]}…")
+            raise IndexFolderError(
+                f"{final}: built for corpus {build.corpus_checksum[:12]}…, not {corpus_checksum[:12]}…"
+            )
         return BM25Index.load(final, expected_hash=build.index_hash), build
 
     def ensure_bm25(self, corpus: SnapshotCorpus) -> tuple[BM25Index, IndexBuild, bool]:
@@ -246,7 +248,9 @@ class IndexStore:
         if build is None:
             return None
         if build.corpus_checksum != corpus_checksum:
-            raise IndexFolderError(f"{final}: built for corpus {build.corpus_checksum[:12]}…, not {corpus_checksum[:12]}…")
+            raise IndexFolderError(
+                f"{final}: built for corpus {build.corpus_checksum[:12]}…, not {corpus_checksum[:12]}…"
+            )
         index = DenseIndex.load(final, expected_hash=build.index_hash)
         if index.model_id != encoder.model_id:
             raise IndexFolderError(f"{final}: vectors of model {index.model_id}, expected {encoder.model_id}")

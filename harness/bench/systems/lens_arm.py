@@ -20,8 +20,7 @@ from harness.bench.snapshots import sentences_of_lines
 from harness.bench.systems.base import QuestionBudget, RunLevelError, System, error_text
 from harness.bench.systems.corpus import read_snapshot_doc
 from harness.bench.systems.prediction import Passage, Prediction, RetrievedDoc
-from lens import LensError
-from lens import is_endpoint_failure
+from lens import LensError, is_endpoint_failure
 
 __all__ = ["LensSystem", "prediction_from_result"]
 

@@ -14,8 +14,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.retrieval import BM25Index
 from harness.bench.systems.corpus import SnapshotCorpus, folder_signature
+from harness.retrieval import BM25Index
 
 __all__ = ["LiveSearch", "SearchState"]
 

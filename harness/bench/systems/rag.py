@@ -21,16 +21,14 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Protocol
 
-from harness.retrieval import BM25Index, DenseEncoder, DenseIndex, RRF_K, reciprocal_rank_fusion
-from harness.bench.systems.answer_call import ANSWER_TOKENS, call_for_answer
+from harness.bench.snapshots import SENTENCE_LINE_OFFSET
+from harness.bench.systems.answer_call import ANSWER_TOKENS, PROMPTS, call_for_answer
 from harness.bench.systems.base import QuestionBudget, RunLevelError, System, error_text
 from harness.bench.systems.corpus import read_snapshot_doc
 from harness.bench.systems.indexes import IndexBuild
 from harness.bench.systems.prediction import Passage, Prediction, RetrievedDoc
-from harness.bench.snapshots import SENTENCE_LINE_OFFSET
-from lens import LLMClient, LLMError
-from lens import fence_passage, render
-from harness.bench.systems.answer_call import PROMPTS
+from harness.retrieval import RRF_K, BM25Index, DenseEncoder, DenseIndex, reciprocal_rank_fusion
+from lens import LLMClient, LLMError, fence_passage, render
 
 __all__ = ["Retriever", "BM25Retriever", "HybridRetriever", "RAGSystem", "DEFAULT_K", "HYBRID_DEPTH"]
 
@@ -187,7 +185,9 @@ class RAGSystem(System):
             pred.details["missing_files"] = missing
         passages = "\n\n".join(blocks) if blocks else "(no passages were retrieved)"
         try:
-            pred.answer = call_for_answer(self.client, render("rag", package=PROMPTS, question=question.strip(), passages=passages), budget)
+            pred.answer = call_for_answer(
+                self.client, render("rag", package=PROMPTS, question=question.strip(), passages=passages), budget
+            )
         except RunLevelError:
             raise
         except LLMError as exc:

@@ -34,14 +34,12 @@ from typing import Any
 
 from harness.bench.datasets import article_key
 from harness.bench.snapshots import SENTENCE_LINE_OFFSET
-from harness.bench.systems.answer_call import clean_answer
+from harness.bench.systems.answer_call import PROMPTS, clean_answer
 from harness.bench.systems.base import QuestionBudget, RunLevelError, System, error_text
 from harness.bench.systems.corpus import SnapshotDoc
 from harness.bench.systems.live_search import LiveSearch, SearchState
 from harness.bench.systems.prediction import Passage, Prediction, RetrievedDoc
-from lens import LLMClient, LLMError
-from lens import fence_passage, render
-from harness.bench.systems.answer_call import PROMPTS
+from lens import LLMClient, LLMError, fence_passage, render
 
 __all__ = ["ReActSystem", "parse_step", "Step", "MAX_STEPS"]
 
@@ -255,7 +253,12 @@ class ReActSystem(System):
                     stop = "token budget"
                     break
                 step = parse_step(self._call(messages, budget))
-                record: dict[str, Any] = {"step": n, "thought": step.thought, "action": step.action, "argument": step.argument}
+                record: dict[str, Any] = {
+                    "step": n,
+                    "thought": step.thought,
+                    "action": step.action,
+                    "argument": step.argument,
+                }
                 if not step.ok:
                     bad += 1
                     record["raw"] = step.raw[:400]
@@ -267,7 +270,10 @@ class ReActSystem(System):
                     break
                 else:
                     messages.append(
-                        {"role": "assistant", "content": f"Thought {n}: {step.thought}\nAction {n}: {step.action}[{step.argument}]"}
+                        {
+                            "role": "assistant",
+                            "content": f"Thought {n}: {step.thought}\nAction {n}: {step.action}[{step.argument}]",
+                        }
                     )
                     obs = getattr(ep, step.action)(step.argument, f"D{n}")
                     key = (step.action, step.argument.casefold(), obs)

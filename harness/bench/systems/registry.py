@@ -41,7 +41,9 @@ def parse_systems(text: str) -> tuple[str, ...]:
     names = [s.strip().lower() for s in text.split(",") if s.strip()]
     unknown = [n for n in names if n not in SYSTEM_NAMES]
     if unknown or not names:
-        raise DataError(f"--systems {text!r}: unknown {', '.join(unknown) or '(none given)'}; choose from {','.join(SYSTEM_NAMES)}")
+        raise DataError(
+            f"--systems {text!r}: unknown {', '.join(unknown) or '(none given)'}; choose from {','.join(SYSTEM_NAMES)}"
+        )
     return tuple(n for n in SYSTEM_NAMES if n in names)
 
 
@@ -92,7 +94,12 @@ def _encoder(settings: ArmSettings):
 
 
 def prepare_indexes(
-    names: tuple[str, ...], corpus: SnapshotCorpus, index_root: str | Path, settings: ArmSettings, *, progress: bool = False
+    names: tuple[str, ...],
+    corpus: SnapshotCorpus,
+    index_root: str | Path,
+    settings: ArmSettings,
+    *,
+    progress: bool = False,
 ) -> dict[str, tuple[IndexBuild, bool]]:
     """Build (or find) the persisted indexes the named arms need over ``corpus``: kind → (build record, built now?)."""
     store = IndexStore(index_root)
@@ -109,11 +116,11 @@ def prepare_indexes(
 
 def build_systems(plan: ArmPlan, config: Any, client: Any) -> dict[str, System]:
     """The named arms over ``plan.folder`` sharing ``config`` and ``client``; indexes must already exist."""
-    from harness.retrieval import IndexFolderError
     from harness.bench.systems.closed_book import ClosedBookSystem
     from harness.bench.systems.lens_arm import LensSystem
     from harness.bench.systems.rag import BM25Retriever, HybridRetriever, RAGSystem
     from harness.bench.systems.react import ReActSystem
+    from harness.retrieval import IndexFolderError
 
     caps = dict(question_timeout_s=config.budget.question_timeout_s, max_tokens=config.budget.max_tokens_per_query)
     store = IndexStore(plan.index_root)
@@ -122,14 +129,18 @@ def build_systems(plan: ArmPlan, config: Any, client: Any) -> dict[str, System]:
 
     def need(kind: str, got):
         if got is None:
-            raise IndexFolderError(f"{plan.index_root}: no {kind} index for corpus {str(plan.index_checksum)[:12]}… (prepare it first)")
+            raise IndexFolderError(
+                f"{plan.index_root}: no {kind} index for corpus {str(plan.index_checksum)[:12]}… (prepare it first)"
+            )
         return got
 
     for name in plan.names:
         if name == "lens":
             out[name] = LensSystem(plan.folder, config, client)
         elif name == "react":
-            out[name] = ReActSystem(plan.folder, client, context_tokens=config.llm.n_ctx, max_steps=s.react_steps, **caps)
+            out[name] = ReActSystem(
+                plan.folder, client, context_tokens=config.llm.n_ctx, max_steps=s.react_steps, **caps
+            )
         elif name == "closed":
             out[name] = ClosedBookSystem(client, **caps)
         elif name == "bm25":

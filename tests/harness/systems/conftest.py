@@ -25,7 +25,14 @@ def records(n: int = 12) -> list[dict]:
         river, lake, answer = f"Varn{i:02d} River", f"Lake Osk{i:02d}", f"Tallow{i:02d}"
         context = [
             [river, [f"The {river} is a river in the north.", f"The {river} flows into {lake}."]],
-            [lake, [f"{lake} is a glacial lake fed by the {river}.", f"{lake} lies in {answer}.", f"{lake} freezes in winter."]],
+            [
+                lake,
+                [
+                    f"{lake} is a glacial lake fed by the {river}.",
+                    f"{lake} lies in {answer}.",
+                    f"{lake} freezes in winter.",
+                ],
+            ],
             [f"Mount Kell{i:02d}", [f"Mount Kell{i:02d} is a mountain.", "It is tall."]],
             [f"Harbour Dun{i:02d}", [f"Harbour Dun{i:02d} is a harbour."]],
         ]
@@ -85,7 +92,9 @@ def endpoint(responder):
 def make_config(preset: str = "fast", **overrides):
     base = {"llm.base_url": BASE_URL, "llm.cache": False, "llm.max_retries": 0, "llm.retry_backoff_s": 0}
     base.update(overrides)
-    return load_config(preset, env={}, overrides=[f"{k}={json.dumps(v) if not isinstance(v, str) else v}" for k, v in base.items()])
+    return load_config(
+        preset, env={}, overrides=[f"{k}={json.dumps(v) if not isinstance(v, str) else v}" for k, v in base.items()]
+    )
 
 
 @pytest.fixture

@@ -57,7 +57,7 @@ def question_of(messages: list[dict[str, str]]) -> str:
         if m["role"] == "user":
             for line in m["content"].splitlines():
                 if line.startswith("Question: "):
-                    return line[len("Question: "):]
+                    return line[len("Question: ") :]
     return ""
 
 
@@ -117,7 +117,12 @@ class Responder:
 
     def _decomposition(self, messages):
         q = question_of(messages)
-        return json.dumps({"intent": "lookup", "facts": [{"id": "R1", "text": q, "search": q.split()[:4], "depends_on": None, "entity": q}]})
+        return json.dumps(
+            {
+                "intent": "lookup",
+                "facts": [{"id": "R1", "text": q, "search": q.split()[:4], "depends_on": None, "entity": q}],
+            }
+        )
 
     def _observation(self, messages):
         text = last_user(messages)
@@ -150,7 +155,10 @@ class Responder:
 
 def completion_body(text: str, usage: tuple[int, int]) -> dict[str, Any]:
     return {
-        "id": "chatcmpl-test", "object": "chat.completion", "created": 0, "model": "test-model",
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "test-model",
         "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
         "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": sum(usage)},
     }

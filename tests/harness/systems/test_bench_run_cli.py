@@ -17,7 +17,14 @@ def test_parsing_bench_commands_imports_no_runner_systems_or_models():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     loaded = json.loads(out)
-    assert set(loaded) <= {"harness", "harness.bench", "harness.bench.cli", "harness.audit", "harness.audit.cli", "harness.extra"}, loaded
+    assert set(loaded) <= {
+        "harness",
+        "harness.bench",
+        "harness.bench.cli",
+        "harness.audit",
+        "harness.audit.cli",
+        "harness.extra",
+    }, loaded
 
 
 def test_unknown_systems_are_a_one_line_error(tmp_path, capsys):

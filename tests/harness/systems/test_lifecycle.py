@@ -26,7 +26,9 @@ def test_growth_leaves_index_arms_unready_and_index_free_arms_ready(bench_data, 
     assert bm["index_build_s"] > 0 and bm["index_bytes"] > 0 and bm["peak_rss_bytes"] > 0
     for name in ("lens", "react"):
         r = rows[("D12", name)]
-        assert r["query_ready_after_growth"] is True and r["rebuild_needed"] is False and r["coverage_after_growth"] == 1.0
+        assert (
+            r["query_ready_after_growth"] is True and r["rebuild_needed"] is False and r["coverage_after_growth"] == 1.0
+        )
         assert r["index_bytes"] == 0 and r["query_time_read_s"] > 0
     assert rows[("D6", "bm25")]["query_ready_after_growth"] is None  # the first stage has no growth to check
     assert rows[("D12", "closed")]["query_ready_after_growth"] is True

@@ -11,9 +11,9 @@ import pytest
 
 from harness.bench.datasets import article_key
 from harness.bench.metrics import evidence_recall
-from harness.retrieval import IndexFolderError
 from harness.bench.systems import BM25Retriever, IndexStore, RAGSystem, SnapshotCorpus
 from harness.bench.systems.indexes import folder_bytes
+from harness.retrieval import IndexFolderError
 
 from .scripted_llm import passages
 
@@ -94,7 +94,9 @@ def test_indexed_files_gone_from_the_folder_are_skipped_and_named(endpoint, clie
     assert top not in [d.path for d in pred.retrieved] and len(pred.retrieved) == 2
 
 
-def test_a_query_matching_nothing_retrieves_nothing_but_still_answers(endpoint, responder, client, config, bench_data, tmp_path):
+def test_a_query_matching_nothing_retrieves_nothing_but_still_answers(
+    endpoint, responder, client, config, bench_data, tmp_path
+):
     arm = bm25_arm(tmp_path / "idx", bench_data["D6"], client, config)
 
     pred = arm.answer("zzzz qqqq xxyyzz?")

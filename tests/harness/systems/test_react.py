@@ -139,7 +139,9 @@ def test_a_forced_finish_without_finish_takes_a_short_reply_and_counts_it(endpoi
 
 def test_the_token_budget_stops_stepping_and_forces_the_finish(endpoint, responder, client, bench_data):
     responder.usage = (900, 100)
-    responder.script["react"] = lambda msgs: "finish[done]" if msgs[-1]["content"] == FORCED_FINISH else "Action: search[Quarry01]"
+    responder.script["react"] = lambda msgs: (
+        "finish[done]" if msgs[-1]["content"] == FORCED_FINISH else "Action: search[Quarry01]"
+    )
 
     pred = react(bench_data["D6"], client, max_tokens=2500).answer(q_of(bench_data).question)
 
@@ -180,7 +182,11 @@ def test_search_sees_articles_added_after_the_first_question(endpoint, responder
     second = arm.answer("Where is Zephyrine?")
 
     assert first.retrieved == [] and second.retrieved_titles == ["Zephyrine Bay"]
-    assert live.rebuilds == 2 and second.details["search_warmup_s"] > 0 and second.details["corpus_docs"] == first.details["corpus_docs"] + 1
+    assert (
+        live.rebuilds == 2
+        and second.details["search_warmup_s"] > 0
+        and second.details["corpus_docs"] == first.details["corpus_docs"] + 1
+    )
 
 
 def test_a_forced_finish_copying_the_placeholder_is_no_answer(endpoint, responder, client, bench_data):

@@ -9,9 +9,9 @@ import csv
 import pytest
 import respx
 
+from harness.bench.datasets import load_questions
 from harness.bench.executor import LocalExecutor
 from harness.bench.report import ReportError, build_report
-from harness.bench.datasets import load_questions
 from harness.bench.runner import plan_run, run_benchmark
 from harness.bench.samples import draw_samples, write_samples
 from lens._llm import LLMClient
@@ -27,7 +27,9 @@ def runs(bench_data, tmp_path_factory):
     root = tmp_path_factory.mktemp("runs")
     responder = Responder()
     n = bench_data["G6"][0][1:]  # closed-book gets exactly the first question right
-    responder.script["closed_book"] = lambda msgs: '{"answer": "%s"}' % (f"Tallow{n}" if f"Varn{n}" in msgs[-1]["content"] else "no idea")
+    responder.script["closed_book"] = lambda msgs: (
+        '{"answer": "%s"}' % (f"Tallow{n}" if f"Varn{n}" in msgs[-1]["content"] else "no idea")
+    )
     out = {}
     with respx.mock(assert_all_called=False) as router:
         router.post(f"{BASE_URL}/chat/completions").mock(side_effect=respx_side_effect(responder))
@@ -83,7 +85,11 @@ def test_the_staleness_table_is_labelled_and_shows_the_stale_index_losing_new_ar
     assert table.caption.startswith("STALE ARM.")
     assert arm["from"]["corpus_checksum"][:16] in table.caption and arm["to"]["corpus_checksum"][:16] in table.caption
     rows = {r[0]: r for r in table.rows}
-    assert rows["BM25-RAG"][1] == "D6 index (stale)" and rows["LENS"][1] == "reads D12" and rows["Closed-Book"][1] == "none"
+    assert (
+        rows["BM25-RAG"][1] == "D6 index (stale)"
+        and rows["LENS"][1] == "reads D12"
+        and rows["Closed-Book"][1] == "none"
+    )
     assert rows["BM25-RAG"][5] == "100.0" and rows["BM25-RAG"][6] == "0.0" and rows["BM25-RAG"][7] == "-100.0"
     assert rows["Closed-Book"][5] == "—"
     csv_rows = read_csv(tmp_path / "rep" / f"{table.name}.csv")

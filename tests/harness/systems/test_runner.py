@@ -36,7 +36,9 @@ def plan(bench_data, out, config, *, systems=FAST, snapshot="D6", **kw):
 
 
 def run(p, client, **kw):
-    return run_benchmark(p, executor=LocalExecutor(kw.pop("concurrency", 2)), progress=kw.pop("progress", False), client=client, **kw)
+    return run_benchmark(
+        p, executor=LocalExecutor(kw.pop("concurrency", 2)), progress=kw.pop("progress", False), client=client, **kw
+    )
 
 
 def keys(out):
@@ -78,7 +80,9 @@ def test_the_stale_plan_takes_the_new_questions_and_indexes_of_the_old_corpus(be
     assert [q.id for q in p.questions] == bench_data["new"]
     arm = p.binding["arm"]
     assert arm["kind"] == "stale" and arm["from"]["name"] == "D6" and arm["to"]["name"] == "D12"
-    assert p.index_corpus.checksum == arm["from"]["corpus_checksum"] != arm["to"]["corpus_checksum"] == p.corpus.checksum
+    assert (
+        p.index_corpus.checksum == arm["from"]["corpus_checksum"] != arm["to"]["corpus_checksum"] == p.corpus.checksum
+    )
     with pytest.raises(DataError, match="does not grow from it"):
         plan(bench_data, tmp_path / "run", config, snapshot="D6", stale_from=bench_data["D12"])
 
@@ -90,7 +94,13 @@ def test_a_snapshot_changed_after_its_manifest_is_refused(bench_data, tmp_path, 
     victim.write_text(victim.read_text() + "An edit.\n")
 
     with pytest.raises(DataError, match="differs from its manifest"):
-        plan_run(snapshot=tmp_path / "D6", questions_file=bench_data["questions"], systems=FAST, out=tmp_path / "r", config=config)
+        plan_run(
+            snapshot=tmp_path / "D6",
+            questions_file=bench_data["questions"],
+            systems=FAST,
+            out=tmp_path / "r",
+            config=config,
+        )
 
 
 # --------------------------------------------------------------------------- rows
@@ -140,7 +150,9 @@ def test_a_run_folder_of_another_configuration_is_refused(endpoint, client, conf
         run(plan(bench_data, out, config, limit=1, systems=("closed",), snapshot="D12"), client)
 
 
-def test_an_arm_with_changed_parameters_is_refused_but_new_arms_may_join(endpoint, client, config, bench_data, tmp_path):
+def test_an_arm_with_changed_parameters_is_refused_but_new_arms_may_join(
+    endpoint, client, config, bench_data, tmp_path
+):
     out = tmp_path / "run"
     run(plan(bench_data, out, config, limit=1, systems=("bm25",)), client)
 
@@ -175,7 +187,9 @@ def test_a_damaged_row_in_the_middle_is_refused(endpoint, client, config, bench_
         run(plan(bench_data, out, config, limit=2, systems=("closed",)), client)
 
 
-def test_question_errors_are_rows_and_an_unreachable_endpoint_stops_the_run(endpoint, responder, client, config, bench_data, tmp_path):
+def test_question_errors_are_rows_and_an_unreachable_endpoint_stops_the_run(
+    endpoint, responder, client, config, bench_data, tmp_path
+):
     out = tmp_path / "run"
     responder.script["closed_book"] = ["not json"] * 2
     run(plan(bench_data, out, config, limit=1, systems=("closed",)), client)
@@ -230,7 +244,9 @@ def test_a_killed_run_resumes_with_every_row_exactly_once(bench_data, tmp_path, 
         before = rows_file.read_bytes().count(b"\n")
         assert 10 <= before < 48
 
-        done = subprocess.run(_cli(bench_data, out, server.base_url), env=_clean_env(), capture_output=True, text=True, timeout=300)
+        done = subprocess.run(
+            _cli(bench_data, out, server.base_url), env=_clean_env(), capture_output=True, text=True, timeout=300
+        )
 
     assert done.returncode == 0, done.stderr[-2000:]
     counts, rows = keys(out)
@@ -239,7 +255,9 @@ def test_a_killed_run_resumes_with_every_row_exactly_once(bench_data, tmp_path, 
     assert f"{48 - before} written now, {before} before, 48/48 done" in done.stdout
 
 
-def test_each_arm_is_bound_to_a_fingerprint_of_the_code_and_prompts_it_runs(endpoint, client, config, bench_data, tmp_path):
+def test_each_arm_is_bound_to_a_fingerprint_of_the_code_and_prompts_it_runs(
+    endpoint, client, config, bench_data, tmp_path
+):
     from harness.bench.systems.provenance import code_fingerprint
 
     out = tmp_path / "run"
@@ -272,7 +290,9 @@ def test_a_poisoned_run_writes_no_rows_exits_2_and_resumes_once_the_endpoint_rec
            "--preset", "fast", "--concurrency", "2", "--no-progress", "--limit", "2",
            "--set", "llm.max_retries=1", "--set", "llm.retry_backoff_s=0", "--set", "llm.call_timeout_s=0.5"]  # fmt: skip
     with StubServer(responder) as server:
-        bad = subprocess.run([*cmd, "--base-url", server.base_url], env=_clean_env(), capture_output=True, text=True, timeout=300)
+        bad = subprocess.run(
+            [*cmd, "--base-url", server.base_url], env=_clean_env(), capture_output=True, text=True, timeout=300
+        )
         assert bad.returncode == 2, bad.stderr[-2000:]
         assert "lens: error: the endpoint failed every question of this run:" in bad.stderr
         assert "Traceback" not in bad.stderr
@@ -281,7 +301,9 @@ def test_a_poisoned_run_writes_no_rows_exits_2_and_resumes_once_the_endpoint_rec
         assert len(attempts) == 2 * 4 and all(a["error"] for a in attempts)  # every failed attempt on record
 
         responder.fault = None  # the endpoint recovers: the same command now answers every question
-        good = subprocess.run([*cmd, "--base-url", server.base_url], env=_clean_env(), capture_output=True, text=True, timeout=300)
+        good = subprocess.run(
+            [*cmd, "--base-url", server.base_url], env=_clean_env(), capture_output=True, text=True, timeout=300
+        )
 
     assert good.returncode == 0, good.stderr[-2000:]
     counts, rows = keys(out)
@@ -292,7 +314,9 @@ def test_a_poisoned_run_writes_no_rows_exits_2_and_resumes_once_the_endpoint_rec
     assert [s["endpoint_failures"] for s in sessions] == [8, 0]
 
 
-def test_some_endpoint_failures_leave_those_questions_to_a_rerun(endpoint, responder, client, config, bench_data, tmp_path):
+def test_some_endpoint_failures_leave_those_questions_to_a_rerun(
+    endpoint, responder, client, config, bench_data, tmp_path
+):
     out = tmp_path / "run"
     first = bench_data["by_id"][bench_data["G6"][0]].question
     responder.fault = lambda messages: 503 if any(first in m["content"] for m in messages) else None
