@@ -48,6 +48,7 @@ _EXPORTS = {
     "LLMUnavailableError": "lens._llm",
     "EndpointRefusedError": "lens._llm",
     "is_endpoint_failure": "lens._llm",
+    "answer_text": "lens._synthesis",
     "render": "lens._prompts",
     "fence_passage": "lens._prompts",
     "merge_overrides": "lens._config",

@@ -11,9 +11,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from lens._files import atomic_write
 
 __all__ = ["ResponseCache", "request_key"]
 
@@ -43,16 +44,5 @@ class ResponseCache:
         return response if isinstance(response, dict) else None
 
     def put(self, key: str, request: dict[str, Any], response: dict[str, Any]) -> None:
-        path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump({"request": request, "response": response}, fh, ensure_ascii=False)
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        data = json.dumps({"request": request, "response": response}, ensure_ascii=False).encode("utf-8")
+        atomic_write(self._path(key), lambda fh: fh.write(data), durable=False)  # a lost entry is only a miss

@@ -186,11 +186,10 @@ def calibrate_command(args: argparse.Namespace) -> int:
     record["questions_file"] = args.questions
     record["question_ids"] = [q["_id"] for q in chosen]
     if args.out:
-        out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_suffix(out.suffix + ".tmp")
-        tmp.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-        tmp.replace(out)
+        from lens._files import atomic_write
+
+        data = (json.dumps(record, indent=2) + "\n").encode("utf-8")
+        atomic_write(args.out, lambda fh: fh.write(data))
     if args.json:
         json.dump({k: v for k, v in record.items() if k != "per_question"}, sys.stdout, indent=2)
         print()

@@ -27,7 +27,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.error
@@ -37,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lens._errors import LensError
+from lens._files import atomic_write
 
 __all__ = [
     "LOCAL_MODELS",
@@ -163,30 +163,23 @@ def assemble_model(name: str, cache_dir: Path | None = None) -> Path:
             stamp.write_text(f"{model.sha256} {target.stat().st_mtime_ns}")
             return target
     files = _chunk_files(model)
-    target_dir.mkdir(parents=True, exist_ok=True)
-    h = hashlib.sha256()
-    size = 0
-    fd, tmp = tempfile.mkstemp(prefix=".assemble-", dir=target_dir)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            for part in files:
-                with open(part, "rb") as fh:
-                    for block in iter(lambda: fh.read(1 << 22), b""):
-                        h.update(block)
-                        out.write(block)
-                        size += len(block)
+
+    def write(out) -> None:  # stream the chunks in part order, hashing; a model that does not verify is not kept
+        h = hashlib.sha256()
+        size = 0
+        for part in files:
+            with open(part, "rb") as fh:
+                for block in iter(lambda: fh.read(1 << 22), b""):
+                    h.update(block)
+                    out.write(block)
+                    size += len(block)
         if size != model.size or h.hexdigest() != model.sha256:
             raise EmbeddedUnavailableError(
                 f"assembled {model.file_name} does not verify: {size} bytes, sha256 {h.hexdigest()} "
                 f"(expected {model.size} bytes, {model.sha256}); reinstall {model.dist_hint}"
             )
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+
+    atomic_write(target, write)
     stamp.write_text(f"{model.sha256} {target.stat().st_mtime_ns}")
     return target
 

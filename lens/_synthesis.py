@@ -31,6 +31,7 @@ __all__ = [
     "needs_calibration",
     "clean_answer",
     "is_yes_no_question",
+    "answer_text",
 ]
 
 
@@ -42,7 +43,9 @@ def _str_list(v: Any) -> Any:
     return [str(x) for x in v if isinstance(x, (str, int))] if isinstance(v, list) else []
 
 
-def _answer_text(v: Any) -> Any:
+def answer_text(v: Any) -> Any:
+    """An answer field of a JSON reply as text: small models write ``true``/``false`` for yes/no, bare numbers and
+    lists of names; anything else (a string, or something invalid for the schema to reject) passes through."""
     if isinstance(v, bool):
         return "yes" if v else "no"
     if isinstance(v, (int, float)):
@@ -60,7 +63,7 @@ class SynthesisReply(BaseModel):
     @field_validator("answer", mode="before")
     @classmethod
     def _answer(cls, v: Any) -> Any:
-        return _answer_text(v)
+        return answer_text(v)
 
     @field_validator("passages", "missing", mode="before")
     @classmethod
@@ -85,7 +88,7 @@ class CalibrationReply(BaseModel):
     @field_validator("answer", mode="before")
     @classmethod
     def _answer(cls, v: Any) -> Any:
-        return _answer_text(v)
+        return answer_text(v)
 
 
 def is_yes_no_question(question: str) -> bool:

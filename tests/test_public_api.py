@@ -14,7 +14,7 @@ PUBLIC = [
     "Agent", "AskResult", "ConfigError", "CorpusScan", "CorpusView", "Cost", "CostMeter", "Decomposition",
     "Document", "Eligibility", "EndpointRefusedError", "Evidence", "LLMClient", "LLMError", "LLMResponse",
     "LLMUnavailableError", "LensConfig", "LensError", "MAX_REQUIREMENTS", "MemoryEntry", "MemoryStore", "Prior",
-    "PriorScore", "Requirement", "RequirementStatus", "__version__", "add_config_args", "ask",
+    "PriorScore", "Requirement", "RequirementStatus", "__version__", "add_config_args", "answer_text", "ask",
     "available_presets", "config_from_args", "content_terms", "fence_passage", "heuristic_decomposition",
     "is_endpoint_failure", "load_config", "memory_signal", "merge_overrides", "new_entry", "open_client", "render",
     "scan_corpus", "split_sentences",

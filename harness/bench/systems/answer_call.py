@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel, field_validator
 
 from harness.bench.systems.base import QuestionBudget
-from lens import LLMClient
+from lens import LLMClient, answer_text
 
 PROMPTS = "harness.prompts"  # the baselines' templates (package data of the harness)
 
@@ -21,25 +21,13 @@ __all__ = ["AnswerReply", "ANSWER_TOKENS", "PLACEHOLDERS", "call_for_answer", "c
 ANSWER_TOKENS = 96  # an answer is a short span; JSON overhead included
 
 
-def _as_text(v: Any) -> Any:
-    if v is None:
-        return ""
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    if isinstance(v, (int, float)):
-        return str(v)
-    if isinstance(v, list):
-        return ", ".join(str(x) for x in v)
-    return v
-
-
 class AnswerReply(BaseModel):
     answer: str
 
     @field_validator("answer", mode="before")
     @classmethod
     def _answer(cls, v: Any) -> Any:
-        return _as_text(v)
+        return "" if v is None else answer_text(v)  # no answer is an empty one
 
 
 # What small models copy back from a format description instead of answering.
