@@ -26,8 +26,6 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-import numpy as np
-
 from harness.audit.config import AuditConfigError, LensAuditConfig, data_root, resolve_data_path
 from harness.audit.inputs import Request
 from harness.audit.lens_events import LensEventLog, LensRun, load_lens_run, rows_digest
@@ -35,7 +33,7 @@ from harness.audit.lens_memory import LensContext, LensCorpus, PriorRanker, agen
 from harness.audit.manifest import MANIFEST_NAME, file_record
 from harness.audit.pipeline import RunResult, finish_run
 from harness.audit.replay import choose_anchors
-from harness.audit.streams import Stream, gold_overlap_stream, random_stream, semantic_stream
+from harness.audit.streams import configured_streams
 from harness.audit.views import standard_views
 from harness.files import atomic_write_json, canonical_json, sha256_bytes, sha256_file
 from lens import LensError
@@ -77,24 +75,6 @@ def agent_config(
     if cfg.ablation.lexical_only_prior:
         note["warning"] = "ablation.lexical_only_prior: the prior ignores the memory signal, every condition is equal"
     return cfg, note
-
-
-def _streams(config: LensAuditConfig, requests: tuple[Request, ...], vectors: np.ndarray | None, gold) -> list[Stream]:
-    sc = config.streams
-    out: list[Stream] = []
-    for kind in sc.kinds:
-        for seed in sc.seeds:
-            if kind == "random":
-                out.append(random_stream(requests, seed))
-            elif kind == "semantic":
-                out.append(
-                    semantic_stream(
-                        requests, vectors, seed, min_run=sc.min_run, max_run=sc.max_run, n_clusters=sc.clusters
-                    )
-                )
-            else:  # gold-overlap: the one stream that reads labels, tagged uses_gold=True
-                out.append(gold_overlap_stream(requests, gold, seed))
-    return out
 
 
 def _summary(gold, n_docs: int, n_queries: int) -> dict[str, Any]:
@@ -245,7 +225,7 @@ def run_lens_audit(
         qv = compute_query_vectors(requests, config.replay.similarity, RetrievalSpec(), cache, queries_hash)
         vectors = qv.vectors
         wb["query_vectors"] = {"method": qv.method, "model": qv.model_id, "hash": qv.hash}
-    streams = _streams(config, requests, vectors, gold)
+    streams = configured_streams(config.streams, requests, vectors, lambda: gold)
     if full:
         streams = streams[: config.full.streams]
     timings["streams"] = time.perf_counter() - t0

@@ -30,7 +30,7 @@ from harness.audit.manifest import MANIFEST_NAME, environment, file_record, writ
 from harness.audit.memories import PositiveFeedbackCache, TraceMemory
 from harness.audit.replay import Budgets, ReplayInputs, choose_anchors, replay_stream
 from harness.audit.rows import read_rows, write_rows
-from harness.audit.streams import Stream, gold_overlap_stream, natural_stream, random_stream, semantic_stream
+from harness.audit.streams import Stream, configured_streams
 from harness.audit.views import standard_views
 from harness.files import atomic_write, atomic_write_json
 from lens import LensError
@@ -64,25 +64,7 @@ def load_workload(spec: WorkloadSpec, root: Path, config_name: str | None = None
 
 def build_streams(config: AuditConfig, workload: Workload, query_vectors: np.ndarray) -> list[Stream]:
     """The configured streams. Only the gold-overlap stress stream receives labels."""
-    requests = workload.requests()
-    sc = config.streams
-    out: list[Stream] = []
-    for kind in sc.kinds:
-        if kind == "natural":
-            out.append(natural_stream(requests))
-            continue
-        for seed in sc.seeds:
-            if kind == "random":
-                out.append(random_stream(requests, seed))
-            elif kind == "semantic":
-                out.append(
-                    semantic_stream(
-                        requests, query_vectors, seed, min_run=sc.min_run, max_run=sc.max_run, n_clusters=sc.clusters
-                    )
-                )
-            else:  # gold-overlap: the one stream that reads labels, tagged uses_gold=True
-                out.append(gold_overlap_stream(requests, workload.gold(), seed))
-    return out
+    return configured_streams(config.streams, workload.requests(), query_vectors, workload.gold)
 
 
 def run_audit(

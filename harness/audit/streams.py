@@ -20,7 +20,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -28,6 +28,7 @@ from harness.audit.inputs import GoldLabels, InputError, Request
 from harness.files import atomic_write_json, canonical_json, sha256_bytes
 
 __all__ = [
+    "configured_streams",
     "HEADLINE_KINDS",
     "STREAM_KINDS",
     "Stream",
@@ -212,3 +213,36 @@ def gold_overlap_stream(requests: Sequence[Request], gold: GoldLabels, seed: int
         cur = int(best)
     arr = np.asarray(order, dtype=np.int64)
     return Stream("gold-overlap", int(seed), arr, _ids(requests, arr), uses_gold=True)
+
+
+def configured_streams(
+    settings: Any,
+    requests: Sequence[Request],
+    vectors: np.ndarray | None,
+    gold: "Callable[[], GoldLabels]",
+) -> list[Stream]:
+    """The streams a config's ``[streams]`` section asks for (kinds × seeds; "natural" once), in its order.
+    ``gold`` is called only for the gold-overlap stress stream: the one stream that reads labels (tagged
+    ``uses_gold``). Used by the generic and the LENS-memory audits alike."""
+    out: list[Stream] = []
+    for kind in settings.kinds:
+        if kind == "natural":
+            out.append(natural_stream(requests))
+            continue
+        for seed in settings.seeds:
+            if kind == "random":
+                out.append(random_stream(requests, seed))
+            elif kind == "semantic":
+                out.append(
+                    semantic_stream(
+                        requests,
+                        vectors,
+                        seed,
+                        min_run=settings.min_run,
+                        max_run=settings.max_run,
+                        n_clusters=settings.clusters,
+                    )
+                )
+            else:  # gold-overlap
+                out.append(gold_overlap_stream(requests, gold(), seed))
+    return out
