@@ -18,11 +18,41 @@ import numpy as np
 from harness.audit.streams import Stream
 from harness.files import atomic_write, canonical_json, sha256_bytes
 
-__all__ = ["Event", "EventLog", "FrozenLogError"]
+__all__ = ["Event", "EventLog", "FrozenLogError", "AppendOnlyLog"]
 
 
 class FrozenLogError(RuntimeError):
     """Something tried to write to a frozen event log."""
+
+
+class AppendOnlyLog:
+    """What every event log of the audit is: written position by position while it is built, then frozen —
+    read-only for the conditions that replay it. Subclasses append through :meth:`_writable` and expose their
+    read-only form in :meth:`_seal`."""
+
+    kind = "event log"
+
+    def __init__(self, version: str) -> None:
+        self.version = version
+        self._frozen = False
+
+    def _writable(self) -> None:
+        if self._frozen:
+            raise FrozenLogError(f"the {self.kind} is frozen: conditions read it and never write to it")
+
+    def _seal(self) -> None:
+        raise NotImplementedError
+
+    def freeze(self):
+        """Stop accepting events; expose the read-only form."""
+        if not self._frozen:
+            self._seal()
+            self._frozen = True
+        return self
+
+    @property
+    def frozen(self) -> bool:
+        return self._frozen
 
 
 @dataclass(frozen=True)
@@ -35,7 +65,7 @@ class Event:
     version: str
 
 
-class EventLog:
+class EventLog(AppendOnlyLog):
     """Append-only trace log of one stream under one base retriever.
 
     Arrays: ``query_index (n,)`` workload index of each event's request, ``assets (n, depth)`` asset indices
@@ -45,19 +75,17 @@ class EventLog:
     def __init__(self, depth: int, version: str) -> None:
         if depth < 1:
             raise ValueError(f"trace depth must be >= 1, got {depth}")
+        super().__init__(version)
         self.depth = int(depth)
-        self.version = version
         self._q: list[int] = []
         self._ids: list[str] = []
         self._assets: list[np.ndarray] = []
         self._scores: list[np.ndarray] = []
-        self._frozen = False
 
     # -- writing (only while building) --------------------------------------------------------------------
     def append(self, query_index: int, query_id: str, assets: np.ndarray, scores: np.ndarray) -> int:
         """Append the next event; returns its position. Raises :class:`FrozenLogError` once frozen."""
-        if self._frozen:
-            raise FrozenLogError("the event log is frozen: conditions read it and never write to it")
+        self._writable()
         a = np.full(self.depth, -1, dtype=np.int64)
         s = np.zeros(self.depth, dtype=np.float64)
         assets = np.asarray(assets, dtype=np.int64)[: self.depth]
@@ -69,22 +97,15 @@ class EventLog:
         self._scores.append(s)
         return len(self._q) - 1
 
-    def freeze(self) -> "EventLog":
-        """Stop accepting events; expose read-only arrays."""
-        if not self._frozen:
-            self.query_index = np.asarray(self._q, dtype=np.int64)
-            self.assets = np.stack(self._assets) if self._assets else np.zeros((0, self.depth), dtype=np.int64)
-            self.scores = np.stack(self._scores) if self._scores else np.zeros((0, self.depth), dtype=np.float64)
-            for arr in (self.query_index, self.assets, self.scores):
-                arr.flags.writeable = False
-            self.query_ids = tuple(self._ids)
-            del self._assets, self._scores
-            self._frozen = True
-        return self
-
-    @property
-    def frozen(self) -> bool:
-        return self._frozen
+    def _seal(self) -> None:
+        """Read-only arrays."""
+        self.query_index = np.asarray(self._q, dtype=np.int64)
+        self.assets = np.stack(self._assets) if self._assets else np.zeros((0, self.depth), dtype=np.int64)
+        self.scores = np.stack(self._scores) if self._scores else np.zeros((0, self.depth), dtype=np.float64)
+        for arr in (self.query_index, self.assets, self.scores):
+            arr.flags.writeable = False
+        self.query_ids = tuple(self._ids)
+        del self._assets, self._scores
 
     # -- building ---------------------------------------------------------------------------------------
     @classmethod

@@ -41,6 +41,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from harness.audit.events import AppendOnlyLog
 from harness.audit.streams import Stream
 from harness.files import atomic_write, canonical_json, sha256_bytes, sha256_file
 from lens import LensError, MemoryEntry, new_entry
@@ -327,22 +328,20 @@ def load_lens_run(run_dir: str | Path, system: str = "lens", system_hash: str | 
     )  # fmt: skip
 
 
-class LensEventLog:
+class LensEventLog(AppendOnlyLog):
     """Append-only log of LENS memory entries over one stream: position ``j`` holds the entries of the question
     that arrived at ``j`` (possibly none). Frozen after :meth:`build`; read-only afterwards."""
 
+    kind = "LENS event log"
+
     def __init__(self, version: str) -> None:
-        self.version = version
+        super().__init__(version)
         self._entries: list[MemoryEntry] = []
         self._query_ids: list[str] = []
-        self._frozen = False
 
     def append(self, query_id: str, question: str, confirmed: Sequence[ConfirmedEntry]) -> int:
         """Append the next position's entries; returns the position. Refuses once frozen."""
-        if self._frozen:
-            from harness.audit.events import FrozenLogError
-
-            raise FrozenLogError("the LENS event log is frozen: conditions read it and never write to it")
+        self._writable()
         j = len(self._query_ids)
         for c in confirmed:
             e = new_entry(
@@ -353,20 +352,13 @@ class LensEventLog:
         self._query_ids.append(str(query_id))
         return j
 
-    def freeze(self) -> "LensEventLog":
-        if not self._frozen:
-            self.entries: tuple[MemoryEntry, ...] = tuple(self._entries)
-            self.query_ids: tuple[str, ...] = tuple(self._query_ids)
-            self.entry_pos = np.asarray([e.position for e in self.entries], dtype=np.int64)
-            self.entry_pos.flags.writeable = False
-            self.position_of = {q: j for j, q in enumerate(self.query_ids)}
-            del self._entries
-            self._frozen = True
-        return self
-
-    @property
-    def frozen(self) -> bool:
-        return self._frozen
+    def _seal(self) -> None:
+        self.entries: tuple[MemoryEntry, ...] = tuple(self._entries)
+        self.query_ids: tuple[str, ...] = tuple(self._query_ids)
+        self.entry_pos = np.asarray([e.position for e in self.entries], dtype=np.int64)
+        self.entry_pos.flags.writeable = False
+        self.position_of = {q: j for j, q in enumerate(self.query_ids)}
+        del self._entries
 
     @classmethod
     def build(cls, stream: Stream, records: Mapping[str, LensRecord], *, version: str) -> "LensEventLog":
