@@ -151,9 +151,12 @@ class Agent:
         use_memory = self.memory is not None and cfg.memory.enabled and not cfg.ablation.no_memory
         signal = self._read_memory(q, decomposition, view, eligible or all_past(pos)) if use_memory else {}
         state = LoopState(
-            question=question, decomposition=decomposition, view=view,
-            prior=Prior(view, cfg.prior, lexical_only=cfg.ablation.lexical_only_prior), memory_signal=signal,
-        )  # fmt: skip
+            question=question,
+            decomposition=decomposition,
+            view=view,
+            prior=Prior(view, cfg.prior, lexical_only=cfg.ablation.lexical_only_prior),
+            memory_signal=signal,
+        )
         loop = Loop(state, client=client, config=cfg, budget=q.budget, meter=q.meter, reliability=cfg.reliability())
         stop = self._explore(loop)
         answer, stop, certified, covered, evidence, missing = self._answer(q, loop, stop)
@@ -205,8 +208,9 @@ class Agent:
         """Requirements: one budgeted call (one more kept for the answer), a code decomposition if it fails."""
 
         def call(messages, schema, max_tokens):
-            return self._fixed_call(q.budget, q.meter, messages, schema, max_tokens, keep=1, stages=q.stages,
-                                    stage="decomposition")  # fmt: skip
+            return self._fixed_call(
+                q.budget, q.meter, messages, schema, max_tokens, keep=1, stages=q.stages, stage="decomposition"
+            )
 
         return decompose(q.question, call)
 
@@ -252,9 +256,15 @@ class Agent:
         unresolved = [r.id for r in decomposition.requirements if r.id not in certified]
         if unresolved and explore and evidence:
             cov = self._fixed_call(
-                q.budget, q.meter, coverage_messages(q.question, decomposition, state.values, evidence),
-                CoverageReply, _COVER_TOKENS, keep=1, stages=q.stages, stage="coverage",
-            )  # fmt: skip
+                q.budget,
+                q.meter,
+                coverage_messages(q.question, decomposition, state.values, evidence),
+                CoverageReply,
+                _COVER_TOKENS,
+                keep=1,
+                stages=q.stages,
+                stage="coverage",
+            )
             if cov is not None:
                 missing = {m.strip().upper() for m in cov.missing} & set(unresolved)
                 covered = set(unresolved) - missing if (cov.complete or cov.missing) else set()
@@ -276,9 +286,15 @@ class Agent:
 
         if answer and needs_calibration(q.question, answer):
             cal = self._fixed_call(
-                q.budget, q.meter, calibration_messages(q.question, answer, evidence), CalibrationReply,
-                _CALIB_TOKENS, keep=0, stages=q.stages, stage="calibration",
-            )  # fmt: skip
+                q.budget,
+                q.meter,
+                calibration_messages(q.question, answer, evidence),
+                CalibrationReply,
+                _CALIB_TOKENS,
+                keep=0,
+                stages=q.stages,
+                stage="calibration",
+            )
             if cal is not None and cal.answer.strip() and len(cal.answer) <= len(answer):
                 answer = clean_answer(cal.answer, q.question)
         return answer, stop, certified, covered, evidence, missing
@@ -302,7 +318,7 @@ class Agent:
                     state.values.get(r.id) or None,
                     round(state.beliefs[r.id].glr(), 3),
                     ev_ids,
-                )  # fmt: skip
+                )
             )
         return out
 
@@ -324,8 +340,9 @@ class Agent:
             q.stages.append({"stage": "synthesis", "in_code": computed[1]})
             return computed[0], set()
         messages, _ = synthesis_messages(question, decomposition, state.values, evidence)
-        reply = self._fixed_call(q.budget, q.meter, messages, SynthesisReply, _SYNTH_TOKENS, keep=0, stages=q.stages,
-                                 stage="synthesis")  # fmt: skip
+        reply = self._fixed_call(
+            q.budget, q.meter, messages, SynthesisReply, _SYNTH_TOKENS, keep=0, stages=q.stages, stage="synthesis"
+        )
         if reply is None:
             # best effort without a synthesis call: the last requirement's verified value, if any
             last = decomposition.requirements[-1].id

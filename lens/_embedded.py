@@ -296,12 +296,17 @@ class EmbeddedServer:
         self.log_path = log_dir / f"server-{self.model}-{self.port}.log"
         cmd = [
             *self.launcher,
-            "--model", str(gguf),
-            "--alias", self.model,
-            "--port", str(self.port),
-            "--ctx", str(self.n_ctx),
-            "--threads", str(self.n_threads),
-        ]  # fmt: skip
+            "--model",
+            str(gguf),
+            "--alias",
+            self.model,
+            "--port",
+            str(self.port),
+            "--ctx",
+            str(self.n_ctx),
+            "--threads",
+            str(self.n_threads),
+        ]
         log.info("starting embedded model %s on 127.0.0.1:%d", self.model, self.port)
         with open(self.log_path, "wb") as logf:
             self.process = _popen(

@@ -58,8 +58,9 @@ DEMO_Q = "Which is taller, Calder Point Light or Skerrow Light?"
 
 def _source_copy(dest: Path) -> Path:
     """The tracked and untracked-but-not-ignored files of the checkout, copied (pip builds in the tree)."""
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True,
-                           text=True, check=True).stdout.split()  # fmt: skip
+    files = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
     for rel in files:
         src = ROOT / rel
         if src.is_file():
@@ -76,8 +77,12 @@ def test_the_library_alone_installs_answers_and_names_the_bench_extra(tmp_path):
     src = _source_copy(tmp_path / "src")
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    pip = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(src)],
-                         capture_output=True, text=True, timeout=800)  # fmt: skip
+    pip = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(src)],
+        capture_output=True,
+        text=True,
+        timeout=800,
+    )
     assert pip.returncode == 0, pip.stderr[-3000:]
     lens = str(venv / "bin" / "lens")
     env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("LENS_")}
@@ -90,14 +95,35 @@ def test_the_library_alone_installs_answers_and_names_the_bench_extra(tmp_path):
     assert audit.returncode == 2 and "lens-search[bench]" in audit.stderr
 
     with StubServer(Responder()) as server:
-        ask = subprocess.run([lens, "ask", DEMO_Q, str(ROOT / "corpora" / "demo"), "--base-url", server.base_url,
-                              "--set", "llm.cache=false"], capture_output=True, text=True, env=env, timeout=120)  # fmt: skip
+        ask = subprocess.run(
+            [
+                lens,
+                "ask",
+                DEMO_Q,
+                str(ROOT / "corpora" / "demo"),
+                "--base-url",
+                server.base_url,
+                "--set",
+                "llm.cache=false",
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
     assert ask.returncode == 0, ask.stderr[-2000:]
     assert ask.stdout.startswith("Answer: ") and "Evidence:" in ask.stdout
 
-    probe = subprocess.run([str(venv / "bin" / "python"), "-c", "import lens, lens._agent, lens._llm, sys; "
-                            f"print([m for m in {HEAVY!r} if m in sys.modules])"],
-                           capture_output=True, text=True, check=True)  # fmt: skip
+    probe = subprocess.run(
+        [
+            str(venv / "bin" / "python"),
+            "-c",
+            f"import lens, lens._agent, lens._llm, sys; print([m for m in {HEAVY!r} if m in sys.modules])",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert probe.stdout.strip() == "[]"
 
 
@@ -110,9 +136,23 @@ def test_lens_ask_imports_none_of_the_harness_dependencies(tmp_path):
         f"print('HEAVY', [m for m in {HEAVY!r} + ('harness',) if m in sys.modules]); sys.exit(rc)"
     )
     with StubServer(Responder()) as server:
-        proc = subprocess.run([sys.executable, "-c", code, "ask", DEMO_Q, str(ROOT / "corpora" / "demo"),
-                               "--base-url", server.base_url, "--set", "llm.cache=false"],
-                              capture_output=True, text=True, timeout=120)  # fmt: skip
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                code,
+                "ask",
+                DEMO_Q,
+                str(ROOT / "corpora" / "demo"),
+                "--base-url",
+                server.base_url,
+                "--set",
+                "llm.cache=false",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     assert proc.returncode == 0, proc.stderr[-2000:]
     # a library command does not even scan for other packages' command groups: no harness module is loaded
     loaded = eval(proc.stdout.split("HEAVY ", 1)[1])
@@ -120,7 +160,12 @@ def test_lens_ask_imports_none_of_the_harness_dependencies(tmp_path):
 
 
 def test_the_library_never_imports_the_harness():
-    offenders = [str(p.relative_to(ROOT)) for p in (ROOT / "lens").glob("*.py")
-                 if any(line.lstrip().startswith(("import harness", "from harness"))
-                        for line in p.read_text(encoding="utf-8").splitlines())]  # fmt: skip
+    offenders = [
+        str(p.relative_to(ROOT))
+        for p in (ROOT / "lens").glob("*.py")
+        if any(
+            line.lstrip().startswith(("import harness", "from harness"))
+            for line in p.read_text(encoding="utf-8").splitlines()
+        )
+    ]
     assert offenders == []

@@ -24,8 +24,11 @@ def run(args: argparse.Namespace) -> int:
     from harness.audit.contract import ContractFailed
 
     config = load_audit_config(args.config)
-    paths = {"run": getattr(args, "lens_run", None), "snapshot": getattr(args, "snapshot", None),
-             "questions": getattr(args, "questions", None)}  # fmt: skip
+    paths = {
+        "run": getattr(args, "lens_run", None),
+        "snapshot": getattr(args, "snapshot", None),
+        "questions": getattr(args, "questions", None),
+    }
     if isinstance(config, LensAuditConfig):
         from harness.audit.lens_pipeline import run_lens_audit as run_audit
 

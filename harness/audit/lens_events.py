@@ -124,10 +124,19 @@ def _from_memory_entries(items: Any, where: str) -> tuple[ConfirmedEntry, ...]:
         missing = [f for f in _ENTRY_FIELDS if f not in e]
         if missing:
             raise LensRunError(f"{w}: field {missing[0]!r} missing")
-        out.append(ConfirmedEntry(
-            _str(e["requirement"], w), _str(e["path"], w), _str(e["doc_id"], w), _int(e["first"], w), _int(e["last"], w),
-            _int(e["line_start"], w), _int(e["line_end"], w), _str(e["value"] or "", w), _str(e["sha256"], w),
-        ))  # fmt: skip
+        out.append(
+            ConfirmedEntry(
+                _str(e["requirement"], w),
+                _str(e["path"], w),
+                _str(e["doc_id"], w),
+                _int(e["first"], w),
+                _int(e["last"], w),
+                _int(e["line_start"], w),
+                _int(e["line_end"], w),
+                _str(e["value"] or "", w),
+                _str(e["sha256"], w),
+            )
+        )
     return tuple(out)
 
 
@@ -180,10 +189,19 @@ def _from_evidence(reqs: Any, evidence: Any, where: str) -> tuple[ConfirmedEntry
             if doc in seen:
                 continue
             seen.add(doc)
-            out.append(ConfirmedEntry(
-                _str(r["text"], w), _str(e["path"], we), doc, _int(e["first_sentence"], we), _int(e["last_sentence"], we),
-                _int(e["line_start"], we), _int(e["line_end"], we), _str(r["value"] or "", w), _str(e["sha256"], we),
-            ))  # fmt: skip
+            out.append(
+                ConfirmedEntry(
+                    _str(r["text"], w),
+                    _str(e["path"], we),
+                    doc,
+                    _int(e["first_sentence"], we),
+                    _int(e["last_sentence"], we),
+                    _int(e["line_start"], we),
+                    _int(e["line_end"], we),
+                    _str(r["value"] or "", w),
+                    _str(e["sha256"], we),
+                )
+            )
     return tuple(out)
 
 
@@ -195,17 +213,23 @@ def _decomposition(details: Mapping[str, Any], question: str, where: str) -> tup
             w = f"{where}: details.decomposition.requirements[{k}]"
             if not isinstance(r, dict) or "id" not in r or "text" not in r:
                 raise LensRunError(f"{w}: needs 'id' and 'text'")
-            reqs.append({
-                "id": _str(r["id"], w), "text": _str(r["text"], w),
-                "cues": [str(c) for c in (r.get("cues") or [])],
-                "depends_on": r.get("depends_on"), "entity": r.get("entity"),
-            })  # fmt: skip
+            reqs.append(
+                {
+                    "id": _str(r["id"], w),
+                    "text": _str(r["text"], w),
+                    "cues": [str(c) for c in (r.get("cues") or [])],
+                    "depends_on": r.get("depends_on"),
+                    "entity": r.get("entity"),
+                }
+            )
         return tuple(reqs), "run"
     from lens import heuristic_decomposition
 
     d = heuristic_decomposition(question)
-    return tuple({"id": r.id, "text": r.text, "cues": list(r.cues), "depends_on": r.depends_on, "entity": r.entity}
-                 for r in d.requirements), "heuristic"  # fmt: skip
+    return tuple(
+        {"id": r.id, "text": r.text, "cues": list(r.cues), "depends_on": r.depends_on, "entity": r.entity}
+        for r in d.requirements
+    ), "heuristic"
 
 
 def record_from_row(row: Mapping[str, Any], where: str = "row") -> LensRecord:
@@ -320,12 +344,19 @@ def load_lens_run(run_dir: str | Path, system: str = "lens", system_hash: str | 
     binding = manifest.get("binding") or {}
     corpus = (binding.get("corpus") or {}).get("corpus_checksum")
     return LensRun(
-        folder=folder, system=system, system_hash=str(rows[0][1].get("system_hash")), records=ordered,
-        config=manifest.get("config") or {}, config_hash=str(manifest.get("config_hash")), binding=binding,
-        binding_hash=str(manifest.get("binding_hash")), corpus_checksum=corpus,
-        rows_sha256=sha256_file(rpath), manifest_sha256=sha256_file(mpath),
+        folder=folder,
+        system=system,
+        system_hash=str(rows[0][1].get("system_hash")),
+        records=ordered,
+        config=manifest.get("config") or {},
+        config_hash=str(manifest.get("config_hash")),
+        binding=binding,
+        binding_hash=str(manifest.get("binding_hash")),
+        corpus_checksum=corpus,
+        rows_sha256=sha256_file(rpath),
+        manifest_sha256=sha256_file(mpath),
         snapshot_path=(manifest.get("snapshot") or {}).get("path"),
-    )  # fmt: skip
+    )
 
 
 class LensEventLog(AppendOnlyLog):
@@ -345,9 +376,18 @@ class LensEventLog(AppendOnlyLog):
         j = len(self._query_ids)
         for c in confirmed:
             e = new_entry(
-                position=j, question=question, requirement=c.requirement, path=c.path, doc_id=c.doc_id,
-                first=c.first, last=c.last, line_start=c.line_start, line_end=c.line_end, value=c.value, sha256=c.sha256,
-            )  # fmt: skip
+                position=j,
+                question=question,
+                requirement=c.requirement,
+                path=c.path,
+                doc_id=c.doc_id,
+                first=c.first,
+                last=c.last,
+                line_start=c.line_start,
+                line_end=c.line_end,
+                value=c.value,
+                sha256=c.sha256,
+            )
             self._entries.append(dataclasses.replace(e, observed_at=float(j)))
         self._query_ids.append(str(query_id))
         return j

@@ -129,21 +129,35 @@ def replay_lens_full(
                 a = answer_scores(res.answer or "", labels.answers[qid])
                 gold_t = labels.titles[qid]
                 out.update(
-                    em=a.em, f1=a.f1, ev_rec=evidence_recall(gold_t, cited) if gold_t else math.nan, answer=res.answer or "",
-                    calls=int(res.cost.get("oracle_calls", 0)), tokens=int(res.cost.get("tokens", 0)),
-                    seconds=float(res.cost.get("seconds", 0.0)), cited=cited,
-                )  # fmt: skip
+                    em=a.em,
+                    f1=a.f1,
+                    ev_rec=evidence_recall(gold_t, cited) if gold_t else math.nan,
+                    answer=res.answer or "",
+                    calls=int(res.cost.get("oracle_calls", 0)),
+                    tokens=int(res.cost.get("tokens", 0)),
+                    seconds=float(res.cost.get("seconds", 0.0)),
+                    cited=cited,
+                )
             results[c].append(out)
             say(
                 f"full mode {stream.name}: anchor {int(i)} {NAIVE if view is None else view.label}: "
                 f"{len(out['positions'])} entries, EM {out['em']:.0f}, Ev.Rec {out['ev_rec']:.2f}"
             )
     common = {
-        "stream": stream.name, "stream_kind": stream.kind, "seed": stream.seed, "uses_gold": stream.uses_gold,
-        "memory": "lens-full", "label_based": False, "retriever": "lens-agent", "mode": "full",
-        "lookup_capacity": cap, "trace_depth": ctx.trace_depth, "base_depth": int(agent_config.prior.candidates),
-        "list_depth": int(agent_config.loop.evidence_docs), **dict(scalars or {}),
-    }  # fmt: skip
+        "stream": stream.name,
+        "stream_kind": stream.kind,
+        "seed": stream.seed,
+        "uses_gold": stream.uses_gold,
+        "memory": "lens-full",
+        "label_based": False,
+        "retriever": "lens-agent",
+        "mode": "full",
+        "lookup_capacity": cap,
+        "trace_depth": ctx.trace_depth,
+        "base_depth": int(agent_config.prior.candidates),
+        "list_depth": int(agent_config.loop.evidence_docs),
+        **dict(scalars or {}),
+    }
     query_ids = np.asarray([stream.query_ids[int(p)] for p in a_pos], dtype=object)
     blocks = []
     for c, view in enumerate(conditions):
@@ -161,13 +175,23 @@ def replay_lens_full(
             top = np.where(n_sel > 0, np.where(filled, sims, -np.inf).max(axis=1, initial=-np.inf), np.nan)
             mean = np.where(n_sel > 0, (sims * filled).sum(axis=1) / np.maximum(n_sel, 1), np.nan)
         lookups = np.asarray([o["lookups"] for o in outs], dtype=np.int64)
-        scal = {**common, "condition": NAIVE if view is None else view.condition,
-                "horizon": None if view is None else view.horizon, "view": NAIVE if view is None else view.label}  # fmt: skip
+        scal = {
+            **common,
+            "condition": NAIVE if view is None else view.condition,
+            "horizon": None if view is None else view.horizon,
+            "view": NAIVE if view is None else view.label,
+        }
         cols = {
-            "anchor_group": anchors.groups, "anchor": a_pos, "query_id": query_ids,
-            "capacity": cap * lookups, "lookups": lookups,
-            "n_selected": n_sel, "n_future": n_fut, "tvr": tvr,
-            "top_sim": np.round(top, 6), "mean_sim": np.round(mean, 6),
+            "anchor_group": anchors.groups,
+            "anchor": a_pos,
+            "query_id": query_ids,
+            "capacity": cap * lookups,
+            "lookups": lookups,
+            "n_selected": n_sel,
+            "n_future": n_fut,
+            "tvr": tvr,
+            "top_sim": np.round(top, 6),
+            "mean_sim": np.round(mean, 6),
             "n_stale": np.asarray([o["stale"] for o in outs], dtype=np.int64),
             "em": np.asarray([o["em"] for o in outs], dtype=np.float64),
             "f1": np.round(np.asarray([o["f1"] for o in outs], dtype=np.float64), 6),
@@ -178,7 +202,7 @@ def replay_lens_full(
             "tokens": np.asarray([o["tokens"] for o in outs], dtype=np.int64),
             "seconds": np.asarray([o["seconds"] for o in outs], dtype=np.float64),
             "error": _obj([o["error"] for o in outs]),
-        }  # fmt: skip
+        }
         blocks.append(RowBlock(scal, cols, selected))
     return blocks
 

@@ -82,8 +82,13 @@ def seed_cues(requirement: Mapping[str, Any]) -> list[str]:
     """A requirement's cues when the loop seeds its belief (``Loop._cues`` with no value observed yet)."""
     from lens import Requirement
 
-    req = Requirement(str(requirement["id"]), str(requirement["text"]), list(requirement.get("cues") or []),
-                      requirement.get("depends_on"), requirement.get("entity"))  # fmt: skip
+    req = Requirement(
+        str(requirement["id"]),
+        str(requirement["text"]),
+        list(requirement.get("cues") or []),
+        requirement.get("depends_on"),
+        requirement.get("entity"),
+    )
     return req.prior_cues({})
 
 
@@ -379,9 +384,11 @@ def served_by_naive(
 ) -> list[AnchorMemory]:
     """What the pre-materialised full-stream memory serves each anchor (its own separate code path)."""
     naive = NaiveLensMemory.materialise(
-        log, {r.question_id: [rq["text"] for rq in r.requirements] for r in ctx.records if r.question_id in log.position_of},
-        ctx.capacity, folder,
-    )  # fmt: skip
+        log,
+        {r.question_id: [rq["text"] for rq in r.requirements] for r in ctx.records if r.question_id in log.position_of},
+        ctx.capacity,
+        folder,
+    )
     return [AnchorMemory(naive.lookup(stream.query_ids[int(p)])) for p in anchor_positions]
 
 
@@ -411,11 +418,20 @@ def replay_lens_stream(
     conditions.append((None, served_by_naive(ctx, stream, log, a_pos, naive_folder)))
 
     common = {
-        "stream": stream.name, "stream_kind": stream.kind, "seed": stream.seed, "uses_gold": stream.uses_gold,
-        "memory": "lens", "label_based": False, "retriever": "lens-prior", "mode": "cheap",
-        "lookup_capacity": ctx.capacity, "trace_depth": ctx.trace_depth, "base_depth": ctx.list_depth,
-        "list_depth": ctx.list_depth, **dict(scalars or {}),
-    }  # fmt: skip
+        "stream": stream.name,
+        "stream_kind": stream.kind,
+        "seed": stream.seed,
+        "uses_gold": stream.uses_gold,
+        "memory": "lens",
+        "label_based": False,
+        "retriever": "lens-prior",
+        "mode": "cheap",
+        "lookup_capacity": ctx.capacity,
+        "trace_depth": ctx.trace_depth,
+        "base_depth": ctx.list_depth,
+        "list_depth": ctx.list_depth,
+        **dict(scalars or {}),
+    }
     query_ids = np.asarray([stream.query_ids[p] for p in a_pos], dtype=object)
     dsource = np.asarray([ctx.records[q].decomposition_source for q in a_q], dtype=object)
     blocks: list[RowBlock] = []
@@ -440,8 +456,15 @@ def replay_lens_stream(
         for r, (s, m) in enumerate(zip(sel_lists, sim_lists)):
             selected[r, : len(s)] = s
             sims_arr[r, : len(m)] = m
-        metrics = row_metrics(final, a_q, ctx.gold, np.zeros(ctx.gold.n_assets, dtype=np.int64), ("document",),
-                              cutoffs=ctx.cutoffs, headline_k=ctx.headline_k)  # fmt: skip
+        metrics = row_metrics(
+            final,
+            a_q,
+            ctx.gold,
+            np.zeros(ctx.gold.n_assets, dtype=np.int64),
+            ("document",),
+            cutoffs=ctx.cutoffs,
+            headline_k=ctx.headline_k,
+        )
         tvr, n_sel, n_fut = temporal_violation(selected, a_pos)
         filled = selected >= 0
         with np.errstate(invalid="ignore"):
@@ -454,12 +477,20 @@ def replay_lens_stream(
             "view": NAIVE if view is None else view.label,
         }
         cols = {
-            "anchor_group": anchors.groups, "anchor": a_pos, "query_id": query_ids,
-            "capacity": ctx.capacity * n_req, "lookups": n_req,
-            "n_selected": n_sel, "n_future": n_fut, "tvr": tvr,
-            "top_sim": np.round(top, 6), "mean_sim": np.round(mean, 6),
-            "n_stale": n_stale, "memory_docs": n_docs, "decomposition_source": dsource,
+            "anchor_group": anchors.groups,
+            "anchor": a_pos,
+            "query_id": query_ids,
+            "capacity": ctx.capacity * n_req,
+            "lookups": n_req,
+            "n_selected": n_sel,
+            "n_future": n_fut,
+            "tvr": tvr,
+            "top_sim": np.round(top, 6),
+            "mean_sim": np.round(mean, 6),
+            "n_stale": n_stale,
+            "memory_docs": n_docs,
+            "decomposition_source": dsource,
             **metrics,
-        }  # fmt: skip
+        }
         blocks.append(RowBlock(scal, cols, selected))
     return blocks

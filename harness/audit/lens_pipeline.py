@@ -55,8 +55,11 @@ def agent_config(
     can = {k: v for k, v in dict(run.config).items() if k != "preset"}
     preset = spec.preset or run.config.get("preset") or "deep"
     base = load_config(preset, env={}, overrides=can or None)
-    note: dict[str, Any] = {"preset": preset, "run_config_hash": run.config_hash,
-                            "reproduces_run_config": bool(run.config) and base.canonical_hash() == run.config_hash}  # fmt: skip
+    note: dict[str, Any] = {
+        "preset": preset,
+        "run_config_hash": run.config_hash,
+        "reproduces_run_config": bool(run.config) and base.canonical_hash() == run.config_hash,
+    }
     try:
         merged: dict[str, Any] = merge_overrides(can, spec.overrides)
     except ConfigError as exc:
@@ -70,8 +73,11 @@ def agent_config(
         if cache_dir is not None:
             forced["llm"]["cache_dir"] = str(cache_dir)
     cfg = load_config(preset, env={}, overrides=merge_overrides(merged, forced))
-    note.update(overrides=list(spec.overrides), config_hash=cfg.canonical_hash(),
-                lexical_only_prior=bool(cfg.ablation.lexical_only_prior))  # fmt: skip
+    note.update(
+        overrides=list(spec.overrides),
+        config_hash=cfg.canonical_hash(),
+        lexical_only_prior=bool(cfg.ablation.lexical_only_prior),
+    )
     if cfg.ablation.lexical_only_prior:
         note["warning"] = "ablation.lexical_only_prior: the prior ignores the memory signal, every condition is equal"
     return cfg, note
@@ -84,8 +90,12 @@ def _summary(gold, n_docs: int, n_queries: int) -> dict[str, Any]:
         for a in gold.indices[gold.indptr[q] : gold.indptr[q + 1]]:
             owners.setdefault(int(a), set()).add(q)
     sharing = {q for qs in owners.values() if len(qs) > 1 for q in qs}
-    return {"assets": n_docs, "queries": n_queries, "gold_per_query_mean": float(sizes.mean()) if n_queries else 0.0,
-            "queries_sharing_a_gold_asset": len(sharing)}  # fmt: skip
+    return {
+        "assets": n_docs,
+        "queries": n_queries,
+        "gold_per_query_mean": float(sizes.mean()) if n_queries else 0.0,
+        "queries_sharing_a_gold_asset": len(sharing),
+    }
 
 
 def run_lens_audit(
@@ -150,8 +160,14 @@ def run_lens_audit(
     gold, gold_missing = corpus.gold_labels([population[r.question_id].gold_titles for r in records])
     requests = tuple(Request(r.question_id, r.question) for r in records)
     queries_hash = sha256_bytes(canonical_json([[q.id, q.text] for q in requests]))
-    labels_hash = sha256_bytes(canonical_json([[r.question_id, list(population[r.question_id].gold_titles),
-                                                population[r.question_id].answer] for r in records]))  # fmt: skip
+    labels_hash = sha256_bytes(
+        canonical_json(
+            [
+                [r.question_id, list(population[r.question_id].gold_titles), population[r.question_id].answer]
+                for r in records
+            ]
+        )
+    )
     workload = spec.name or snap.name
     say(
         f"{workload}: {len(records)} questions from {run_dir} ({run.event_sources}), {len(corpus)} documents in {snap}"
@@ -166,8 +182,17 @@ def run_lens_audit(
     ranker = PriorRanker(corpus, lens_cfg.prior, lexical_only=lens_cfg.ablation.lexical_only_prior, depth=max(cutoffs))
     from lens import MAX_REQUIREMENTS
 
-    ctx = LensContext(records, corpus, ranker, gold, capacity=config.replay.capacity, min_similarity=agent_min_similarity(),
-                      cutoffs=cutoffs, headline_k=config.metrics.headline_k, trace_depth=MAX_REQUIREMENTS)  # fmt: skip
+    ctx = LensContext(
+        records,
+        corpus,
+        ranker,
+        gold,
+        capacity=config.replay.capacity,
+        min_similarity=agent_min_similarity(),
+        cutoffs=cutoffs,
+        headline_k=config.metrics.headline_k,
+        trace_depth=MAX_REQUIREMENTS,
+    )
     full = config.replay.mode == "full"
     retriever = "lens-agent" if full else "lens-prior"
     index_params = {
@@ -190,16 +215,26 @@ def run_lens_audit(
         "retrievers": {retriever: {"index_hash": index_hash, "params": index_params}},
         "streams": {},
         "lens_run": {
-            "folder": str(run_dir.resolve()), "system": run.system, "system_hash": run.system_hash,
-            "rows_sha256": run.rows_sha256, "manifest_sha256": run.manifest_sha256, "config_hash": run.config_hash,
-            "binding_hash": run.binding_hash, "corpus_checksum": run.corpus_checksum,
-            "event_sources": run.event_sources, "decomposition_sources": run.decomposition_sources,
+            "folder": str(run_dir.resolve()),
+            "system": run.system,
+            "system_hash": run.system_hash,
+            "rows_sha256": run.rows_sha256,
+            "manifest_sha256": run.manifest_sha256,
+            "config_hash": run.config_hash,
+            "binding_hash": run.binding_hash,
+            "corpus_checksum": run.corpus_checksum,
+            "event_sources": run.event_sources,
+            "decomposition_sources": run.decomposition_sources,
         },
-        "folder": {"path": str(snap.resolve()), "documents": len(corpus), "skipped": dict(corpus.scan.skipped),
-                   "same_corpus_as_run": run.corpus_checksum == corpus.corpus_hash},
+        "folder": {
+            "path": str(snap.resolve()),
+            "documents": len(corpus),
+            "skipped": dict(corpus.scan.skipped),
+            "same_corpus_as_run": run.corpus_checksum == corpus.corpus_hash,
+        },
         "gold_titles_missing_from_folder": gold_missing,
         "agent_config": cfg_note,
-    }  # fmt: skip
+    }
     inputs = [
         {**file_record(run_dir / "rows.jsonl"), "workload": workload, "role": "lens bench rows"},
         {**file_record(run_dir / "manifest.json"), "workload": workload, "role": "lens bench manifest"},
@@ -254,19 +289,45 @@ def run_lens_audit(
             ep = events.save(out / "events" / workload / f"{stream.name}.jsonl")
             outputs.extend([ep, ep.with_name(ep.stem + ".positions.json")])
             t_events += time.perf_counter() - t1
-            wb["streams"][stream.name] = {"hash": stream.hash, "kind": stream.kind, "seed": stream.seed, "uses_gold": stream.uses_gold,
-                                          "anchors": int(anchors.positions.size), "entries": len(events.entries),
-                                          "events": {retriever: events.hash}}  # fmt: skip
-            scalars = {"workload": workload, "corpus_hash": corpus.corpus_hash, "queries_hash": queries_hash,
-                       "index_hash": index_hash, "stream_hash": stream.hash, "events_hash": events.hash, "config_hash": config.hash}  # fmt: skip
+            wb["streams"][stream.name] = {
+                "hash": stream.hash,
+                "kind": stream.kind,
+                "seed": stream.seed,
+                "uses_gold": stream.uses_gold,
+                "anchors": int(anchors.positions.size),
+                "entries": len(events.entries),
+                "events": {retriever: events.hash},
+            }
+            scalars = {
+                "workload": workload,
+                "corpus_hash": corpus.corpus_hash,
+                "queries_hash": queries_hash,
+                "index_hash": index_hash,
+                "stream_hash": stream.hash,
+                "events_hash": events.hash,
+                "config_hash": config.hash,
+            }
             t1 = time.perf_counter()
             if full:
                 from harness.audit.lens_full import FullModeLabels, replay_lens_full
 
-                labels = FullModeLabels({r.question_id: population[r.question_id].answer for r in records},
-                                        {r.question_id: population[r.question_id].gold_titles for r in records})  # fmt: skip
-                new = replay_lens_full(ctx, stream, events, anchors, views, agent_config=lens_cfg, client=client, labels=labels,
-                                       work_folder=out / "full" / workload / stream.name, scalars=scalars, say=say)  # fmt: skip
+                labels = FullModeLabels(
+                    {r.question_id: population[r.question_id].answer for r in records},
+                    {r.question_id: population[r.question_id].gold_titles for r in records},
+                )
+                new = replay_lens_full(
+                    ctx,
+                    stream,
+                    events,
+                    anchors,
+                    views,
+                    agent_config=lens_cfg,
+                    client=client,
+                    labels=labels,
+                    work_folder=out / "full" / workload / stream.name,
+                    scalars=scalars,
+                    say=say,
+                )
             else:
                 new = replay_lens_stream(
                     ctx,

@@ -310,10 +310,18 @@ def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     settings = ArmSettings(k=args.k, react_steps=args.react_steps, dense_model=args.dense_model)
     plan = plan_run(
-        snapshot=args.snapshot, questions_file=args.questions, systems=systems, out=args.out, config=config,
-        sample=args.sample, stage=args.stage, limit=args.limit, stale_from=args.stale_from,
-        index_dir=args.index_dir, settings=settings,
-    )  # fmt: skip
+        snapshot=args.snapshot,
+        questions_file=args.questions,
+        systems=systems,
+        out=args.out,
+        config=config,
+        sample=args.sample,
+        stage=args.stage,
+        limit=args.limit,
+        stale_from=args.stale_from,
+        index_dir=args.index_dir,
+        settings=settings,
+    )
     print(
         f"run {plan.out}: {len(plan.questions)} questions x {len(systems)} systems on {plan.corpus.folder.name} "
         f"({plan.arm}{', indexes from ' + plan.index_corpus.folder.name if plan.arm == 'stale' else ''}); "
@@ -322,19 +330,42 @@ def run(args: argparse.Namespace) -> int:
     )
     summary = run_benchmark(plan, executor=LocalExecutor(args.concurrency), progress=not args.no_progress)
     if args.json:
-        print(json.dumps({
-            "out": str(summary.out), "rows_before": summary.rows_before, "rows_written": summary.rows_written,
-            "rows_total": summary.rows_total, "planned": summary.planned, "complete": summary.complete,
-            "stopped": summary.stopped, "per_system": summary.per_system,
-            "endpoint_failures": summary.endpoint_failures, "endpoint_error": summary.endpoint_error,
-            "config_hash": plan.config_hash, "binding_hash": plan.binding_hash,
-        }, indent=1))  # fmt: skip
+        print(
+            json.dumps(
+                {
+                    "out": str(summary.out),
+                    "rows_before": summary.rows_before,
+                    "rows_written": summary.rows_written,
+                    "rows_total": summary.rows_total,
+                    "planned": summary.planned,
+                    "complete": summary.complete,
+                    "stopped": summary.stopped,
+                    "per_system": summary.per_system,
+                    "endpoint_failures": summary.endpoint_failures,
+                    "endpoint_error": summary.endpoint_error,
+                    "config_hash": plan.config_hash,
+                    "binding_hash": plan.binding_hash,
+                },
+                indent=1,
+            )
+        )
     else:
         rows = [
-            [name, str(int(m["rows"])), f"{100 * m['em']:.1f}", f"{100 * m['f1']:.1f}", f"{100 * m['ev_rec']:.1f}",
-             f"{100 * m['ground']:.1f}", f"{m['tokens']:,.0f}", f"{m['seconds']:.1f}", str(int(m["errors"]))]
-            for name, m in sorted(summary.per_system.items(), key=lambda kv: systems.index(kv[0]) if kv[0] in systems else 99)
-        ]  # fmt: skip
+            [
+                name,
+                str(int(m["rows"])),
+                f"{100 * m['em']:.1f}",
+                f"{100 * m['f1']:.1f}",
+                f"{100 * m['ev_rec']:.1f}",
+                f"{100 * m['ground']:.1f}",
+                f"{m['tokens']:,.0f}",
+                f"{m['seconds']:.1f}",
+                str(int(m["errors"])),
+            ]
+            for name, m in sorted(
+                summary.per_system.items(), key=lambda kv: systems.index(kv[0]) if kv[0] in systems else 99
+            )
+        ]
         print(
             _table(
                 ["System", "Rows", "EM", "F1", "Ev.Rec", "Ground", "Tokens/q", "Seconds/q", "Errors"],
@@ -374,9 +405,14 @@ def lifecycle(args: argparse.Namespace) -> int:
 
     stages = find_stages(args.snapshots)
     data = measure_lifecycle(
-        stages, args.index_dir, systems=parse_systems(args.systems), dense_model=args.dense_model,
-        isolate=not args.in_process, rebuild=args.rebuild, log=None if args.json else sys.stderr,
-    )  # fmt: skip
+        stages,
+        args.index_dir,
+        systems=parse_systems(args.systems),
+        dense_model=args.dense_model,
+        isolate=not args.in_process,
+        rebuild=args.rebuild,
+        log=None if args.json else sys.stderr,
+    )
     if args.out:
         write_json_atomic(args.out, data)
     if args.json:
@@ -399,9 +435,13 @@ def report(args: argparse.Namespace) -> int:
         raise DataError("--out is needed when reporting more than one run folder")
     out = Path(args.out) if args.out else Path(args.run_dirs[0]) / "report"
     result = build_report(
-        args.run_dirs, out, lifecycle_files=args.lifecycle, resamples=args.resamples, seed=args.seed,
+        args.run_dirs,
+        out,
+        lifecycle_files=args.lifecycle,
+        resamples=args.resamples,
+        seed=args.seed,
         plots=not args.no_plots,
-    )  # fmt: skip
+    )
     print(f"wrote {len(result.tables)} tables and {sum(p.suffix == '.png' for p in result.files)} plots to {out}")
     print(f"  {result.files[0]}")
     for r in result.refusals:

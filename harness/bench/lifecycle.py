@@ -44,9 +44,15 @@ def find_stages(path: str | os.PathLike[str]) -> list[Path]:
     p = Path(path)
     if (p.parent / f"{p.name}.manifest.json").is_file():
         return [p]
-    stages = [
-        d for d in p.iterdir() if d.is_dir() and not d.name.startswith(".") and (p / f"{d.name}.manifest.json").is_file()
-    ] if p.is_dir() else []  # fmt: skip
+    stages = (
+        [
+            d
+            for d in p.iterdir()
+            if d.is_dir() and not d.name.startswith(".") and (p / f"{d.name}.manifest.json").is_file()
+        ]
+        if p.is_dir()
+        else []
+    )
     if not stages:
         raise DataError(f"{p}: no snapshot stages (D<n>/ beside D<n>.manifest.json)")
     return sorted(stages, key=lambda d: read_manifest(p / f"{d.name}.manifest.json").get("size", 0))
@@ -134,8 +140,15 @@ def measure_lifecycle(
         if manifest and manifest.get("corpus_checksum") != corpus.checksum:
             raise DataError(f"{folder}: corpus checksum differs from {mpath.name}: the snapshot changed")
         names = corpus.names
-        stages_json.append({"name": folder.name, "size": manifest.get("size"), "documents": len(corpus),
-                            "corpus_checksum": corpus.checksum, "composition": manifest.get("composition")})  # fmt: skip
+        stages_json.append(
+            {
+                "name": folder.name,
+                "size": manifest.get("size"),
+                "documents": len(corpus),
+                "corpus_checksum": corpus.checksum,
+                "composition": manifest.get("composition"),
+            }
+        )
         builds: dict[str, IndexBuild] = {}
         kinds = (["bm25"] if {"bm25", "hybrid"} & set(systems) else []) + (["dense"] if "hybrid" in systems else [])
         for kind in kinds:
@@ -143,8 +156,11 @@ def measure_lifecycle(
             builds[kind] = _run_build(kind, folder, index_root, dense_model, rebuild, isolate)
             if log:
                 b = builds[kind]
-                print(f"{folder.name} {kind}: {b.seconds:.2f} s, {b.bytes / 1e6:.2f} MB, peak RSS {b.peak_rss_bytes / 1e6:.0f} MB "
-                      f"({time.perf_counter() - t0:.1f} s wall)", file=log)  # fmt: skip
+                print(
+                    f"{folder.name} {kind}: {b.seconds:.2f} s, {b.bytes / 1e6:.2f} MB, peak RSS {b.peak_rss_bytes / 1e6:.0f} MB "
+                    f"({time.perf_counter() - t0:.1f} s wall)",
+                    file=log,
+                )
 
         # readiness after growth: what the previous stage's state can reach of this folder
         old_ids: set[str] | None = None
@@ -154,50 +170,81 @@ def measure_lifecycle(
             if name in ("bm25", "hybrid"):
                 parts = [builds["bm25"]] + ([builds["dense"]] if name == "hybrid" else [])
                 cov = _coverage(old_ids, names) if old_ids is not None else None
-                rows.append(SystemLifecycle(
-                    system=name, snapshot=folder.name, documents=len(corpus), index_free=False,
-                    query_ready_after_growth=None if cov is None else cov >= 1.0,
-                    rebuild_needed=None if cov is None else cov < 1.0,
-                    coverage_after_growth=cov,
-                    index_build_s=round(sum(b.seconds for b in parts), 4),
-                    index_bytes=sum(b.bytes for b in parts),
-                    peak_rss_bytes=max(b.peak_rss_bytes for b in parts),
-                    peak_delta_bytes=max(b.peak_delta_bytes for b in parts),
-                    query_time_read_s=None,
-                    builds=[b.to_json() for b in parts],
-                ))  # fmt: skip
+                rows.append(
+                    SystemLifecycle(
+                        system=name,
+                        snapshot=folder.name,
+                        documents=len(corpus),
+                        index_free=False,
+                        query_ready_after_growth=None if cov is None else cov >= 1.0,
+                        rebuild_needed=None if cov is None else cov < 1.0,
+                        coverage_after_growth=cov,
+                        index_build_s=round(sum(b.seconds for b in parts), 4),
+                        index_bytes=sum(b.bytes for b in parts),
+                        peak_rss_bytes=max(b.peak_rss_bytes for b in parts),
+                        peak_delta_bytes=max(b.peak_delta_bytes for b in parts),
+                        query_time_read_s=None,
+                        builds=[b.to_json() for b in parts],
+                    )
+                )
             elif name == "react":
                 live = LiveSearch(folder)
                 with PeakRSS() as mem:
                     state, warm = live.current()
                 cov = _coverage({d.name for d in state.corpus.docs}, names)
-                rows.append(SystemLifecycle(
-                    system=name, snapshot=folder.name, documents=len(corpus), index_free=True,
-                    query_ready_after_growth=None if prev is None else cov >= 1.0,
-                    rebuild_needed=None if prev is None else False,
-                    coverage_after_growth=None if prev is None else cov,
-                    index_build_s=0.0, index_bytes=0, peak_rss_bytes=mem.peak, peak_delta_bytes=max(0, mem.peak - mem.before),
-                    query_time_read_s=round(warm, 4),
-                ))  # fmt: skip
+                rows.append(
+                    SystemLifecycle(
+                        system=name,
+                        snapshot=folder.name,
+                        documents=len(corpus),
+                        index_free=True,
+                        query_ready_after_growth=None if prev is None else cov >= 1.0,
+                        rebuild_needed=None if prev is None else False,
+                        coverage_after_growth=None if prev is None else cov,
+                        index_build_s=0.0,
+                        index_bytes=0,
+                        peak_rss_bytes=mem.peak,
+                        peak_delta_bytes=max(0, mem.peak - mem.before),
+                        query_time_read_s=round(warm, 4),
+                    )
+                )
                 del live, state
             elif name == "lens":
                 scan = scan_corpus(folder)
                 cov = _coverage({d.path for d in scan.documents}, names)
-                rows.append(SystemLifecycle(
-                    system=name, snapshot=folder.name, documents=len(corpus), index_free=True,
-                    query_ready_after_growth=None if prev is None else cov >= 1.0,
-                    rebuild_needed=None if prev is None else False,
-                    coverage_after_growth=None if prev is None else cov,
-                    index_build_s=0.0, index_bytes=0, peak_rss_bytes=None, peak_delta_bytes=None,
-                    query_time_read_s=round(scan.seconds, 4),
-                ))  # fmt: skip
+                rows.append(
+                    SystemLifecycle(
+                        system=name,
+                        snapshot=folder.name,
+                        documents=len(corpus),
+                        index_free=True,
+                        query_ready_after_growth=None if prev is None else cov >= 1.0,
+                        rebuild_needed=None if prev is None else False,
+                        coverage_after_growth=None if prev is None else cov,
+                        index_build_s=0.0,
+                        index_bytes=0,
+                        peak_rss_bytes=None,
+                        peak_delta_bytes=None,
+                        query_time_read_s=round(scan.seconds, 4),
+                    )
+                )
             elif name == "closed":
-                rows.append(SystemLifecycle(
-                    system=name, snapshot=folder.name, documents=len(corpus), index_free=True,
-                    query_ready_after_growth=None if prev is None else True, rebuild_needed=None if prev is None else False,
-                    coverage_after_growth=None, index_build_s=0.0, index_bytes=0, peak_rss_bytes=None,
-                    peak_delta_bytes=None, query_time_read_s=None,
-                ))  # fmt: skip
+                rows.append(
+                    SystemLifecycle(
+                        system=name,
+                        snapshot=folder.name,
+                        documents=len(corpus),
+                        index_free=True,
+                        query_ready_after_growth=None if prev is None else True,
+                        rebuild_needed=None if prev is None else False,
+                        coverage_after_growth=None,
+                        index_build_s=0.0,
+                        index_bytes=0,
+                        peak_rss_bytes=None,
+                        peak_delta_bytes=None,
+                        query_time_read_s=None,
+                    )
+                )
         prev = (corpus, builds)
     return {
         "format": LIFECYCLE_FORMAT,
@@ -215,17 +262,35 @@ def _yn(v: bool | None) -> str:
 
 def lifecycle_table(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     """Headers and rows of the lifecycle table (strings, for markdown/CSV/terminal)."""
-    headers = ["Snapshot", "System", "Index-free", "Query-ready after growth", "Rebuild needed", "Coverage after growth",
-               "Index build (s)", "Index on disk (MB)", "Peak RSS (MB)", "Δ RSS (MB)", "Query-time read (s)"]  # fmt: skip
+    headers = [
+        "Snapshot",
+        "System",
+        "Index-free",
+        "Query-ready after growth",
+        "Rebuild needed",
+        "Coverage after growth",
+        "Index build (s)",
+        "Index on disk (MB)",
+        "Peak RSS (MB)",
+        "Δ RSS (MB)",
+        "Query-time read (s)",
+    ]
     out = []
     for r in data["rows"]:
         cov = r.get("coverage_after_growth")
-        out.append([
-            r["snapshot"], r["system"], _yn(r["index_free"]), _yn(r["query_ready_after_growth"]), _yn(r["rebuild_needed"]),
-            "—" if cov is None else f"{100 * cov:.1f}%",
-            f"{r['index_build_s']:.2f}", f"{r['index_bytes'] / 1e6:.2f}",
-            "—" if r["peak_rss_bytes"] is None else f"{r['peak_rss_bytes'] / 1e6:.0f}",
-            "—" if r["peak_delta_bytes"] is None else f"{r['peak_delta_bytes'] / 1e6:.0f}",
-            "—" if r["query_time_read_s"] is None else f"{r['query_time_read_s']:.2f}",
-        ])  # fmt: skip
+        out.append(
+            [
+                r["snapshot"],
+                r["system"],
+                _yn(r["index_free"]),
+                _yn(r["query_ready_after_growth"]),
+                _yn(r["rebuild_needed"]),
+                "—" if cov is None else f"{100 * cov:.1f}%",
+                f"{r['index_build_s']:.2f}",
+                f"{r['index_bytes'] / 1e6:.2f}",
+                "—" if r["peak_rss_bytes"] is None else f"{r['peak_rss_bytes'] / 1e6:.0f}",
+                "—" if r["peak_delta_bytes"] is None else f"{r['peak_delta_bytes'] / 1e6:.0f}",
+                "—" if r["query_time_read_s"] is None else f"{r['query_time_read_s']:.2f}",
+            ]
+        )
     return headers, out

@@ -156,10 +156,19 @@ def score_question(
 
 
 _METRIC_KEYS = (
-    "em", "f1", "prec", "recall",
-    "sp_em", "sp_f1", "sp_prec", "sp_recall",
-    "joint_em", "joint_f1", "joint_prec", "joint_recall",
-)  # fmt: skip
+    "em",
+    "f1",
+    "prec",
+    "recall",
+    "sp_em",
+    "sp_f1",
+    "sp_prec",
+    "sp_recall",
+    "joint_em",
+    "joint_f1",
+    "joint_prec",
+    "joint_recall",
+)
 
 
 @dataclass

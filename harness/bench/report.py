@@ -133,8 +133,11 @@ class Group:
         ]
         if b["arm"]["kind"] == "stale":
             a = b["arm"]
-            parts.insert(1, f"stale: index corpus {a['from']['name']} `{a['from']['corpus_checksum'][:16]}` → "
-                            f"read corpus {a['to']['name']} `{a['to']['corpus_checksum'][:16]}`")  # fmt: skip
+            parts.insert(
+                1,
+                f"stale: index corpus {a['from']['name']} `{a['from']['corpus_checksum'][:16]}` → "
+                f"read corpus {a['to']['name']} `{a['to']['corpus_checksum'][:16]}`",
+            )
         model = self.manifest.get("model")
         if model:
             parts.append(f"model {model}")
@@ -278,19 +281,29 @@ def _composition_table(groups: Sequence[Group], lifecycle: Sequence[dict[str, An
         comp = snap.get("composition")
         if comp and g.arm == "fresh":
             seen[g.corpus_checksum] = [
-                g.corpus, str(snap.get("size") or "—"), f"{comp['articles']:,}", f"{comp['evidence']:,}",
-                f"{comp['distractors']:,}", f"{comp['background']:,}", f"{comp['background_ratio']:.2f}",
+                g.corpus,
+                str(snap.get("size") or "—"),
+                f"{comp['articles']:,}",
+                f"{comp['evidence']:,}",
+                f"{comp['distractors']:,}",
+                f"{comp['background']:,}",
+                f"{comp['background_ratio']:.2f}",
                 f"`{g.corpus_checksum[:8]}`",
-            ]  # fmt: skip
+            ]
     for data in lifecycle:
         for st in data.get("stages", []):
             comp = st.get("composition")
             if comp and st["corpus_checksum"] not in seen:
                 seen[st["corpus_checksum"]] = [
-                    st["name"], str(st.get("size") or "—"), f"{comp['articles']:,}", f"{comp['evidence']:,}",
-                    f"{comp['distractors']:,}", f"{comp['background']:,}", f"{comp['background_ratio']:.2f}",
+                    st["name"],
+                    str(st.get("size") or "—"),
+                    f"{comp['articles']:,}",
+                    f"{comp['evidence']:,}",
+                    f"{comp['distractors']:,}",
+                    f"{comp['background']:,}",
+                    f"{comp['background_ratio']:.2f}",
                     f"`{st['corpus_checksum'][:8]}`",
-                ]  # fmt: skip
+                ]
     if not seen:
         return None
     rows = sorted(seen.values(), key=lambda r: int(r[1]) if r[1].isdigit() else 0)
@@ -312,18 +325,27 @@ def _lifecycle_tables(groups: Sequence[Group], lifecycle: Sequence[dict[str, Any
         headers, rows = lifecycle_table(data)
         order = {s: i for i, s in enumerate(SYSTEM_ORDER)}
         rows = [[r[0], SYSTEM_LABELS.get(r[1], r[1]), *r[2:]] for r in rows]
-        rows.sort(key=lambda r: (next((st["size"] or 0 for st in data["stages"] if st["name"] == r[0]), 0),
-                                 order.get(next((s for s, label in SYSTEM_LABELS.items() if label == r[1]), r[1]), 99)))  # fmt: skip
-        tables.append(Table(
-            f"table1_lifecycle{'' if k == 0 else f'_{k + 1}'}",
-            "Table 1 (lower) — lifecycle audit",
-            "Measured by `lens bench lifecycle`: query-ready after growth and rebuild needed compare each stage with the "
-            "previous one (coverage = share of the grown folder's documents the system can reach without a rebuild); "
-            "index build time covers tokenising/encoding and saving; peak RSS is the building process's resident "
-            "memory; query-time read is LENS's per-question folder scan or ReAct's one-off in-memory warm-up after a change.",
-            headers, rows,
-            notes=[f"builds isolated in child processes: {data.get('isolated_builds')}; index root {data.get('index_root')}"],
-        ))  # fmt: skip
+        rows.sort(
+            key=lambda r: (
+                next((st["size"] or 0 for st in data["stages"] if st["name"] == r[0]), 0),
+                order.get(next((s for s, label in SYSTEM_LABELS.items() if label == r[1]), r[1]), 99),
+            )
+        )
+        tables.append(
+            Table(
+                f"table1_lifecycle{'' if k == 0 else f'_{k + 1}'}",
+                "Table 1 (lower) — lifecycle audit",
+                "Measured by `lens bench lifecycle`: query-ready after growth and rebuild needed compare each stage with the "
+                "previous one (coverage = share of the grown folder's documents the system can reach without a rebuild); "
+                "index build time covers tokenising/encoding and saving; peak RSS is the building process's resident "
+                "memory; query-time read is LENS's per-question folder scan or ReAct's one-off in-memory warm-up after a change.",
+                headers,
+                rows,
+                notes=[
+                    f"builds isolated in child processes: {data.get('isolated_builds')}; index root {data.get('index_root')}"
+                ],
+            )
+        )
     if lifecycle:
         return tables
     # no lifecycle file: what the runs recorded about their indexes
@@ -334,25 +356,43 @@ def _lifecycle_tables(groups: Sequence[Group], lifecycle: Sequence[dict[str, Any
             builds = e.get("indexes") or []
             free = e.get("index_free", True)
             stale = g.arm == "stale" and not free
-            rows.append([
-                g.corpus if g.arm == "fresh" else f"{g.corpus} (stale arm)", SYSTEM_LABELS.get(name, name),
-                "yes" if free else "no", "yes" if free else "no", "no" if free else "yes",
-                ", ".join(f"{b['kind']} on {b['corpus']}" for b in builds) or "—",
-                f"{sum(b['seconds'] for b in builds):.2f}" if builds else "0.00",
-                f"{sum(b['bytes'] for b in builds) / 1e6:.2f}" if builds else "0.00",
-                f"{max(b['peak_rss_bytes'] for b in builds) / 1e6:.0f}" if builds else "—",
-                "stale index" if stale else "",
-            ])  # fmt: skip
+            rows.append(
+                [
+                    g.corpus if g.arm == "fresh" else f"{g.corpus} (stale arm)",
+                    SYSTEM_LABELS.get(name, name),
+                    "yes" if free else "no",
+                    "yes" if free else "no",
+                    "no" if free else "yes",
+                    ", ".join(f"{b['kind']} on {b['corpus']}" for b in builds) or "—",
+                    f"{sum(b['seconds'] for b in builds):.2f}" if builds else "0.00",
+                    f"{sum(b['bytes'] for b in builds) / 1e6:.2f}" if builds else "0.00",
+                    f"{max(b['peak_rss_bytes'] for b in builds) / 1e6:.0f}" if builds else "—",
+                    "stale index" if stale else "",
+                ]
+            )
     if not rows:
         return []
-    return [Table(
-        "table1_lifecycle", "Table 1 (lower) — lifecycle audit (as recorded by the runs)",
-        "Index-dependent arms are not query-ready after growth and need a rebuild; index-free arms read the folder "
-        "as it is. Build measurements are those recorded with each index (run `lens bench lifecycle` for all stages).",
-        ["Snapshot", "System", "Index-free", "Query-ready after growth", "Rebuild needed", "Indexes", "Index build (s)",
-         "Index on disk (MB)", "Peak RSS (MB)", "Note"],
-        rows,
-    )]  # fmt: skip
+    return [
+        Table(
+            "table1_lifecycle",
+            "Table 1 (lower) — lifecycle audit (as recorded by the runs)",
+            "Index-dependent arms are not query-ready after growth and need a rebuild; index-free arms read the folder "
+            "as it is. Build measurements are those recorded with each index (run `lens bench lifecycle` for all stages).",
+            [
+                "Snapshot",
+                "System",
+                "Index-free",
+                "Query-ready after growth",
+                "Rebuild needed",
+                "Indexes",
+                "Index build (s)",
+                "Index on disk (MB)",
+                "Peak RSS (MB)",
+                "Note",
+            ],
+            rows,
+        )
+    ]
 
 
 def _where(g: Group) -> str:
@@ -379,8 +419,19 @@ def _main_table(g: Group) -> Table:
     rows = []
     for s in g.ordered_systems():
         m = _metrics(g, s, ids)
-        rows.append([SYSTEM_LABELS.get(s, s), str(m["n"]), _pct(m["em"]), _pct(m["f1"]), _pct(m["ev_rec"]), _pct(m["ground"]),
-                     _pct(m["sp_f1"]), _pct(m["joint_f1"]), str(m["errors"])])  # fmt: skip
+        rows.append(
+            [
+                SYSTEM_LABELS.get(s, s),
+                str(m["n"]),
+                _pct(m["em"]),
+                _pct(m["f1"]),
+                _pct(m["ev_rec"]),
+                _pct(m["ground"]),
+                _pct(m["sp_f1"]),
+                _pct(m["joint_f1"]),
+                str(m["errors"]),
+            ]
+        )
     return Table(
         f"table2_main__{_group_slug(g)}",
         f"Table 2 — controlled evaluation on {g.corpus} (%, n={len(ids)})",
@@ -401,22 +452,39 @@ def _cost_tables(g: Group, resamples: int, seed: int) -> list[Table]:
         m = _metrics(g, s, ids)
         em = [g.rows[s][i]["scores"]["em"] for i in ids]
         ci = bootstrap_ci(em, resamples=resamples, seed=seed) if em else None
-        rows.append([
-            SYSTEM_LABELS.get(s, s), f"{m['tokens']:,.0f}", f"{m['prompt_tokens']:,.0f}", f"{m['completion_tokens']:,.0f}",
-            f"{m['oracle_calls']:.2f}", f"{m['seconds']:.1f}", f"{m['seconds_median']:.1f}", str(m["cache_hits"]),
-            "—" if ci is None else f"{100 * ci.mean:.1f} [{100 * ci.low:.1f}, {100 * ci.high:.1f}]",
-        ])  # fmt: skip
+        rows.append(
+            [
+                SYSTEM_LABELS.get(s, s),
+                f"{m['tokens']:,.0f}",
+                f"{m['prompt_tokens']:,.0f}",
+                f"{m['completion_tokens']:,.0f}",
+                f"{m['oracle_calls']:.2f}",
+                f"{m['seconds']:.1f}",
+                f"{m['seconds_median']:.1f}",
+                str(m["cache_hits"]),
+                "—" if ci is None else f"{100 * ci.mean:.1f} [{100 * ci.low:.1f}, {100 * ci.high:.1f}]",
+            ]
+        )
     slug = _group_slug(g)
     cost = Table(
         f"cost__{slug}",
         f"Cost per question on {_where(g)} (n={len(ids)})",
         f"{g.binding_line()}. Tokens are the endpoint's usage counts (cache hits cost zero and are counted); "
         f"seconds are wall time per question; EM with a 95 % percentile bootstrap interval ({resamples:,} resamples, seed {seed}).",
-        ["System", "Tokens/query", "Prompt", "Completion", "Oracle calls", "Seconds (mean)", "Seconds (median)",
-         "Cache hits", "EM % [95% CI]"],
+        [
+            "System",
+            "Tokens/query",
+            "Prompt",
+            "Completion",
+            "Oracle calls",
+            "Seconds (mean)",
+            "Seconds (median)",
+            "Cache hits",
+            "EM % [95% CI]",
+        ],
         rows,
         notes=_incomplete_notes(g, ids),
-    )  # fmt: skip
+    )
     pairs = []
     for i, a in enumerate(systems):
         for b in systems[i + 1 :]:
@@ -425,11 +493,17 @@ def _cost_tables(g: Group, resamples: int, seed: int) -> list[Table]:
             t = mcnemar_exact(xa, xb)
             diff = [float(x) - float(y) for x, y in zip(xa, xb)]
             ci = bootstrap_ci(diff, resamples=resamples, seed=seed) if diff else None
-            pairs.append([
-                f"{SYSTEM_LABELS.get(a, a)} vs {SYSTEM_LABELS.get(b, b)}", _pct(_mean([float(x) for x in xa])),
-                _pct(_mean([float(y) for y in xb])), str(t.b), str(t.c), f"{t.p_value:.4f}",
-                "—" if ci is None else f"{100 * ci.mean:+.1f} [{100 * ci.low:+.1f}, {100 * ci.high:+.1f}]",
-            ])  # fmt: skip
+            pairs.append(
+                [
+                    f"{SYSTEM_LABELS.get(a, a)} vs {SYSTEM_LABELS.get(b, b)}",
+                    _pct(_mean([float(x) for x in xa])),
+                    _pct(_mean([float(y) for y in xb])),
+                    str(t.b),
+                    str(t.c),
+                    f"{t.p_value:.4f}",
+                    "—" if ci is None else f"{100 * ci.mean:+.1f} [{100 * ci.low:+.1f}, {100 * ci.high:+.1f}]",
+                ]
+            )
     mc = Table(
         f"mcnemar__{slug}",
         f"Paired tests on EM, {_where(g)} (n={len(ids)})",
@@ -496,8 +570,10 @@ def _evrec_table(groups: Sequence[Group], config_hash: str) -> tuple[Table | Non
         return None, refusals
     conflicts = _param_conflicts(cols)
     if conflicts:
-        return None, [f"Table 4 (config {config_hash[:12]}): {'; '.join(conflicts)} — rows of different code or "
-                      "parameters never share a table"]  # fmt: skip
+        return None, [
+            f"Table 4 (config {config_hash[:12]}): {'; '.join(conflicts)} — rows of different code or "
+            "parameters never share a table"
+        ]
     systems = [s for s in SYSTEM_ORDER if any(s in g.rows for g in cols)]
     rows = []
     for s in systems:
@@ -526,8 +602,13 @@ def _evrec_table(groups: Sequence[Group], config_hash: str) -> tuple[Table | Non
 
 def _stale_table(stale: Group, groups: Sequence[Group]) -> tuple[Table | None, list[str]]:
     arm = stale.binding["arm"]
-    refs = [g for g in groups if g.arm == "fresh" and g.corpus_checksum == arm["from"]["corpus_checksum"]
-            and g.config_hash == stale.config_hash]  # fmt: skip
+    refs = [
+        g
+        for g in groups
+        if g.arm == "fresh"
+        and g.corpus_checksum == arm["from"]["corpus_checksum"]
+        and g.config_hash == stale.config_hash
+    ]
     if not refs:
         return None, [
             f"Table 5 for {stale.label()}: no reference run over {arm['from']['name']} "
@@ -540,17 +621,21 @@ def _stale_table(stale: Group, groups: Sequence[Group]) -> tuple[Table | None, l
     ref = refs[0]
     conflicts = _param_conflicts([ref, stale])
     if conflicts:
-        return None, [f"Table 5 for {stale.label()}: {'; '.join(conflicts)} — rows of different code or parameters "
-                      "never share a table"]  # fmt: skip
+        return None, [
+            f"Table 5 for {stale.label()}: {'; '.join(conflicts)} — rows of different code or parameters "
+            "never share a table"
+        ]
     s_ids = stale.common_ids()
     r_ids = ref.common_ids([s for s in stale.ordered_systems() if s in ref.rows] or None)
     rows = []
     for s in stale.ordered_systems():
         ms = _metrics(stale, s, s_ids)
         e = stale.systems[s]
-        index = "none" if not e.get("reads_corpus", True) else (
-            f"reads {arm['to']['name']}" if e.get("index_free", True) else f"{arm['from']['name']} index (stale)"
-        )  # fmt: skip
+        index = (
+            "none"
+            if not e.get("reads_corpus", True)
+            else (f"reads {arm['to']['name']}" if e.get("index_free", True) else f"{arm['from']['name']} index (stale)")
+        )
         if s in ref.rows:
             mr = _metrics(ref, s, r_ids)
             d_em = None if mr["em"] is None or ms["em"] is None else ms["em"] - mr["em"]
@@ -558,8 +643,18 @@ def _stale_table(stale: Group, groups: Sequence[Group]) -> tuple[Table | None, l
         else:
             mr, d_em, d_ev = {"em": None, "ev_rec": None}, None, None
         sign = lambda x: "—" if x is None else f"{100 * x:+.1f}"  # noqa: E731
-        rows.append([SYSTEM_LABELS.get(s, s), index, _pct(mr["em"]), _pct(ms["em"]), sign(d_em), _pct(mr["ev_rec"]),
-                     _pct(ms["ev_rec"]), sign(d_ev)])  # fmt: skip
+        rows.append(
+            [
+                SYSTEM_LABELS.get(s, s),
+                index,
+                _pct(mr["em"]),
+                _pct(ms["em"]),
+                sign(d_em),
+                _pct(mr["ev_rec"]),
+                _pct(ms["ev_rec"]),
+                sign(d_ev),
+            ]
+        )
     return Table(
         f"table5_staleness__{_group_slug(stale)}",
         f"Table 5 — staleness under corpus expansion ({arm['from']['name']}→{arm['to']['name']}, Δn={len(s_ids)})",
@@ -570,11 +665,19 @@ def _stale_table(stale: Group, groups: Sequence[Group]) -> tuple[Table | None, l
         f"binding `{ref.binding_hash[:8]}`); stale arm binding `{stale.binding_hash[:8]}`; config "
         f"`{stale.config_hash[:12]}`. Gaps are stale minus reference in pp; negative gaps indicate stale degradation "
         "(freshness/lifecycle robustness, not fresh-corpus answer quality).",
-        ["System", "Index", f"EM ({arm['from']['name']})", "EM (stale arm)", "ΔEM", f"Ev.Rec ({arm['from']['name']})",
-         "Ev.Rec (stale arm)", "ΔEv.Rec"],
+        [
+            "System",
+            "Index",
+            f"EM ({arm['from']['name']})",
+            "EM (stale arm)",
+            "ΔEM",
+            f"Ev.Rec ({arm['from']['name']})",
+            "Ev.Rec (stale arm)",
+            "ΔEv.Rec",
+        ],
         rows,
         notes=_incomplete_notes(stale, s_ids),
-    ), []  # fmt: skip
+    ), []
 
 
 def _ablation_table(base: Group, variants: Sequence[Group]) -> Table | None:
@@ -592,8 +695,18 @@ def _ablation_table(base: Group, variants: Sequence[Group]) -> Table | None:
         if "lens" in v.rows
     ]:
         m = _metrics(g, "lens", order)
-        rows.append([label, _pct(m["em"]), _pct(m["f1"]), _pct(m["ev_rec"]), _pct(m["ground"]), f"{m['tokens']:,.0f}",
-                     f"{m['oracle_calls']:.2f}", f"`{g.config_hash[:8]}`"])  # fmt: skip
+        rows.append(
+            [
+                label,
+                _pct(m["em"]),
+                _pct(m["f1"]),
+                _pct(m["ev_rec"]),
+                _pct(m["ground"]),
+                f"{m['tokens']:,.0f}",
+                f"{m['oracle_calls']:.2f}",
+                f"`{g.config_hash[:8]}`",
+            ]
+        )
     return Table(
         f"table6_ablation__{_group_slug(base)}",
         f"Table 6 — ablation on {base.corpus} (%, n={len(order)})",
@@ -625,8 +738,15 @@ def _plots(groups: Sequence[Group], out: Path) -> list[Path]:
             for s in g.ordered_systems():
                 m = _metrics(g, s, ids)
                 x = max(m["tokens"] or 0.0, 1.0)
-                ax.scatter(x, 100 * (m["em"] or 0.0), marker=markers[k % len(markers)], s=52, color=colors.get(s, "k"),
-                           alpha=0.85, label=f"{SYSTEM_LABELS.get(s, s)} · {g.corpus} (n={len(ids)})")  # fmt: skip
+                ax.scatter(
+                    x,
+                    100 * (m["em"] or 0.0),
+                    marker=markers[k % len(markers)],
+                    s=52,
+                    color=colors.get(s, "k"),
+                    alpha=0.85,
+                    label=f"{SYSTEM_LABELS.get(s, s)} · {g.corpus} (n={len(ids)})",
+                )
         ax.set_xscale("log")
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1000:g}K" if v >= 1000 else f"{v:g}"))
         ax.xaxis.set_minor_formatter(NullFormatter())
@@ -678,8 +798,13 @@ def _is_ablation_variant(g: Group, groups: Sequence[Group]) -> bool:
     abl = g.manifest["config"].get("ablation", {})
     if not any(abl.values()):
         return False
-    return any(o is not g and o.binding_hash == g.binding_hash and not any(o.manifest["config"].get("ablation", {}).values())
-               and _ablation_free(o.manifest["config"]) == _ablation_free(g.manifest["config"]) for o in groups)  # fmt: skip
+    return any(
+        o is not g
+        and o.binding_hash == g.binding_hash
+        and not any(o.manifest["config"].get("ablation", {}).values())
+        and _ablation_free(o.manifest["config"]) == _ablation_free(g.manifest["config"])
+        for o in groups
+    )
 
 
 # --------------------------------------------------------------------------- the report
@@ -739,8 +864,13 @@ def build_report(
     for g in sorted(main, key=lambda g: (g.size, g.config_hash)):
         tables += _cost_tables(g, resamples, seed)
     for g in main:
-        vs = [v for v in groups if id(v) in variants and v.binding_hash == g.binding_hash
-              and _ablation_free(v.manifest["config"]) == _ablation_free(g.manifest["config"])]  # fmt: skip
+        vs = [
+            v
+            for v in groups
+            if id(v) in variants
+            and v.binding_hash == g.binding_hash
+            and _ablation_free(v.manifest["config"]) == _ablation_free(g.manifest["config"])
+        ]
         if vs:
             conflicts = [c for c in _param_conflicts([g, *vs]) if c.startswith("lens ")]
             if conflicts:

@@ -163,8 +163,14 @@ def _stage_from_manifest(manifest: dict[str, Any], where: Path) -> dict[str, Any
         raise DataError(f"{where}: snapshot manifest lists no question ids")
     if ids_sha256(ids) != s.get("order_sha256"):
         raise DataError(f"{where}: question ids do not match the manifest's order hash")
-    return {"name": s.get("name"), "size": len(ids), "ids": ids, "sample_sha256": s.get("sample_sha256"),
-            "order_sha256": s.get("order_sha256"), "source": "snapshot manifest"}  # fmt: skip
+    return {
+        "name": s.get("name"),
+        "size": len(ids),
+        "ids": ids,
+        "sample_sha256": s.get("sample_sha256"),
+        "order_sha256": s.get("order_sha256"),
+        "source": "snapshot manifest",
+    }
 
 
 def plan_run(
@@ -192,8 +198,14 @@ def plan_run(
             st = fs.stage(stage)
         except KeyError as exc:
             raise DataError(f"{sample}: {exc.args[0]}") from None
-        stage_info = {"name": st.name, "size": st.size, "ids": list(st.ids), "sample_sha256": st.sample_sha256,
-                      "order_sha256": st.order_sha256, "source": "sample file"}  # fmt: skip
+        stage_info = {
+            "name": st.name,
+            "size": st.size,
+            "ids": list(st.ids),
+            "sample_sha256": st.sample_sha256,
+            "order_sha256": st.order_sha256,
+            "source": "sample file",
+        }
     elif snap_manifest is not None:
         stage_info = _stage_from_manifest(snap_manifest, snap_mpath)
     else:
@@ -217,10 +229,14 @@ def plan_run(
         question_set = f"new since {old['name']}"
         arm = {
             "kind": "stale",
-            "from": {"name": from_folder.name, "corpus_checksum": index_corpus.checksum, "stage": old["name"],
-                     "order_sha256": old["order_sha256"]},
+            "from": {
+                "name": from_folder.name,
+                "corpus_checksum": index_corpus.checksum,
+                "stage": old["name"],
+                "order_sha256": old["order_sha256"],
+            },
             "to": {"name": folder.name, "corpus_checksum": corpus.checksum},
-        }  # fmt: skip
+        }
         if not planned:
             raise DataError(f"{folder}: no questions are new since {from_folder}")
 
@@ -314,8 +330,13 @@ def score_prediction(question: Question, pred: Prediction) -> dict[str, Any]:
         "ev_rec": evidence_recall(gold, titles) if gold else None,
         "grounded": pred.grounded(gold),
         "failure": failure_class(correct=bool(a.em), answer=pred.answer, gold_titles=gold, retrieved_titles=titles),
-        "sp_em": None, "sp_f1": None, "sp_precision": None, "sp_recall": None, "joint_em": None, "joint_f1": None,
-    }  # fmt: skip
+        "sp_em": None,
+        "sp_f1": None,
+        "sp_precision": None,
+        "sp_recall": None,
+        "joint_em": None,
+        "joint_f1": None,
+    }
     if pred.supporting_facts is not None:
         sp = support_scores(pred.supporting_facts, question.supporting_facts)
         j = joint_scores(a, sp)
@@ -485,8 +506,14 @@ def run_benchmark(
             "queueing counts against each call's timeout) — --concurrency 1 is the honest setting here",
             file=log,
         )
-    session = {"started": _now(), "lens_version": _lens_version(), "git_commit": _git_commit(),
-               "executor": executor.describe(), "rows_written": 0, "finished": None}  # fmt: skip
+    session = {
+        "started": _now(),
+        "lens_version": _lens_version(),
+        "git_commit": _git_commit(),
+        "executor": executor.describe(),
+        "rows_written": 0,
+        "finished": None,
+    }
     manifest = {
         "format": RUN_FORMAT,
         "created": (old or {}).get("created") or _now(),
@@ -545,12 +572,21 @@ def run_benchmark(
                 # not the system's result on this question: log the attempt, write no row, retry on resume
                 if not attempts_log.is_open:
                     attempts_log.open()
-                attempts_log.append({
-                    "format": ATTEMPT_FORMAT, "binding_hash": plan.binding_hash, "config_hash": plan.config_hash,
-                    "system": job.system, "system_hash": entry["system_hash"], "question_id": q.id,
-                    "error": pred.error, "oracle_calls": pred.oracle_calls, "tokens": pred.tokens,
-                    "seconds": round(pred.seconds, 3), "finished_at": _now(),
-                })  # fmt: skip
+                attempts_log.append(
+                    {
+                        "format": ATTEMPT_FORMAT,
+                        "binding_hash": plan.binding_hash,
+                        "config_hash": plan.config_hash,
+                        "system": job.system,
+                        "system_hash": entry["system_hash"],
+                        "question_id": q.id,
+                        "error": pred.error,
+                        "oracle_calls": pred.oracle_calls,
+                        "tokens": pred.tokens,
+                        "seconds": round(pred.seconds, 3),
+                        "finished_at": _now(),
+                    }
+                )
                 failed_attempts += 1
                 in_a_row += 1
                 last_failure = pred.error

@@ -39,8 +39,13 @@ from harness.audit.streams import random_stream
 from harness.audit.views import PIT, Future, FutureH, Stateless, standard_views
 from lens._memory import MemoryStore
 
-NAMES = [("brannock", "velmora", "quillon"), ("tarsk", "ondrel", "miravex"), ("pellow", "grisane", "zuthar"),
-         ("harnell", "coravin", "ystra"), ("dumore", "falsket", "wenlow")]  # fmt: skip
+NAMES = [
+    ("brannock", "velmora", "quillon"),
+    ("tarsk", "ondrel", "miravex"),
+    ("pellow", "grisane", "zuthar"),
+    ("harnell", "coravin", "ystra"),
+    ("dumore", "falsket", "wenlow"),
+]
 WORDS = ["amber", "basalt", "cinder", "dapple", "ember", "flint"]
 ERROR_Q, UNRESOLVED_Q = "q0-3", "q1-2"
 
@@ -78,8 +83,13 @@ def build_bench(
             f"Port {a.capitalize()}", [f"Port {a.capitalize()} is a small harbour.", "Boats moor there."]
         )
         for k in range(6):
-            files[f"Notes {a} {k}"] = _article(f"Notes {a} {k}", [f"The keeper of {a.capitalize()} and {b.capitalize()} wrote notes.",
-                                                                  f"{b.capitalize()} keeper notes mention {a.capitalize()} again."])  # fmt: skip
+            files[f"Notes {a} {k}"] = _article(
+                f"Notes {a} {k}",
+                [
+                    f"The keeper of {a.capitalize()} and {b.capitalize()} wrote notes.",
+                    f"{b.capitalize()} keeper notes mention {a.capitalize()} again.",
+                ],
+            )
     for name, text in files.items():
         (snap / name).write_text(text, encoding="utf-8")
     sha = {n: hashlib.sha256(t.encode()).hexdigest() for n, t in files.items()}
@@ -89,9 +99,17 @@ def build_bench(
             a, b, x = NAMES[g]
             qid, w = f"q{g}-{k}", f"{WORDS[k]}{g}"
             gold = [f"Archive {x.capitalize()}", f"Port {a.capitalize()}"]
-            questions.append({"_id": qid, "question": question_text(g, k), "answer": f"ledger {w}", "type": "bridge", "level": "easy",
-                              "supporting_facts": [[gold[0], 0], [gold[1], 0]],
-                              "context": [[t, files[t].splitlines()[1:]] for t in gold]})  # fmt: skip
+            questions.append(
+                {
+                    "_id": qid,
+                    "question": question_text(g, k),
+                    "answer": f"ledger {w}",
+                    "type": "bridge",
+                    "level": "easy",
+                    "supporting_facts": [[gold[0], 0], [gold[1], 0]],
+                    "context": [[t, files[t].splitlines()[1:]] for t in gold],
+                }
+            )
             req = {
                 "id": "R1",
                 "text": requirement_text(g, k),
@@ -102,13 +120,35 @@ def build_bench(
             }
             status = "unresolved" if qid == UNRESOLVED_Q else "certified"
             ev = [
-                {"id": "E1", "path": gold[0], "doc_id": gold[0], "title": gold[0], "first_sentence": 1, "last_sentence": 1,
-                 "line_start": 2, "line_end": 2, "sha256": sha[gold[0]], "requirements": ["R1"],
-                 "status": "confirmed" if status == "certified" else "candidate", "citation": f"{gold[0]}:2"},
-                {"id": "E2", "path": gold[1], "doc_id": gold[1], "title": gold[1], "first_sentence": 1, "last_sentence": 1,
-                 "line_start": 2, "line_end": 2, "sha256": sha[gold[1]], "requirements": [], "status": "candidate",
-                 "citation": f"{gold[1]}:2"},
-            ]  # fmt: skip
+                {
+                    "id": "E1",
+                    "path": gold[0],
+                    "doc_id": gold[0],
+                    "title": gold[0],
+                    "first_sentence": 1,
+                    "last_sentence": 1,
+                    "line_start": 2,
+                    "line_end": 2,
+                    "sha256": sha[gold[0]],
+                    "requirements": ["R1"],
+                    "status": "confirmed" if status == "certified" else "candidate",
+                    "citation": f"{gold[0]}:2",
+                },
+                {
+                    "id": "E2",
+                    "path": gold[1],
+                    "doc_id": gold[1],
+                    "title": gold[1],
+                    "first_sentence": 1,
+                    "last_sentence": 1,
+                    "line_start": 2,
+                    "line_end": 2,
+                    "sha256": sha[gold[1]],
+                    "requirements": [],
+                    "status": "candidate",
+                    "citation": f"{gold[1]}:2",
+                },
+            ]
             details: dict = {"decomposition": {"intent": "lookup", "source": "llm", "requirements": [req]}}
             if layout == "evidence":
                 details["requirements"] = [
@@ -124,30 +164,69 @@ def build_bench(
                 details["evidence"] = ev
             elif layout == "memory_entries":
                 details["requirements"] = [{"id": "R1", "status": status}]
-                details["memory_entries"] = [] if status != "certified" else [
-                    {"requirement": req["text"], "path": gold[0], "doc_id": gold[0], "first": 1, "last": 1, "line_start": 2,
-                     "line_end": 2, "value": f"ledger {w}", "sha256": sha[gold[0]]}]  # fmt: skip
+                details["memory_entries"] = (
+                    []
+                    if status != "certified"
+                    else [
+                        {
+                            "requirement": req["text"],
+                            "path": gold[0],
+                            "doc_id": gold[0],
+                            "first": 1,
+                            "last": 1,
+                            "line_start": 2,
+                            "line_end": 2,
+                            "value": f"ledger {w}",
+                            "sha256": sha[gold[0]],
+                        }
+                    ]
+                )
             else:  # the LENS row as the bench writes it today: no requirement texts, no evidence windows
                 details["requirements"] = [{"id": "R1", "status": status}]
                 del details["decomposition"]
             err = None
             if qid == ERROR_Q:
                 details, err = {"cost_known": False}, "LLMFormatError: scripted failure"
-            rows.append({"format": "lens-bench-row/1", "system": "lens", "system_hash": "s" * 64, "question_id": qid, "position": pos,
-                         "question": question_text(g, k), "type": "bridge", "level": "easy", "gold_answer": f"ledger {w}",
-                         "gold_titles": gold, "scores": {"em": 1.0, "ev_rec": 1.0},
-                         "prediction": {"system": "lens", "answer": f"ledger {w}", "retrieved": [], "evidence": [], "error": err,
-                                        "details": details}})  # fmt: skip
+            rows.append(
+                {
+                    "format": "lens-bench-row/1",
+                    "system": "lens",
+                    "system_hash": "s" * 64,
+                    "question_id": qid,
+                    "position": pos,
+                    "question": question_text(g, k),
+                    "type": "bridge",
+                    "level": "easy",
+                    "gold_answer": f"ledger {w}",
+                    "gold_titles": gold,
+                    "scores": {"em": 1.0, "ev_rec": 1.0},
+                    "prediction": {
+                        "system": "lens",
+                        "answer": f"ledger {w}",
+                        "retrieved": [],
+                        "evidence": [],
+                        "error": err,
+                        "details": details,
+                    },
+                }
+            )
             pos += 1
     qfile = root / "questions.json"
     qfile.write_text(json.dumps(questions), encoding="utf-8")
     cfg = load_config("deep", env={})
     run = root / "runs" / "d9"
     run.mkdir(parents=True)
-    manifest = {"format": "lens-bench-run/1", "config": cfg.canonical(), "config_hash": cfg.canonical_hash(),
-                "binding": {"questions_file_sha256": hashlib.sha256(qfile.read_bytes()).hexdigest(),
-                            "corpus": {"name": "D9", "corpus_checksum": corpus_checksum(sha.items())}},
-                "binding_hash": "b" * 64, "snapshot": {"path": str(snap)}}  # fmt: skip
+    manifest = {
+        "format": "lens-bench-run/1",
+        "config": cfg.canonical(),
+        "config_hash": cfg.canonical_hash(),
+        "binding": {
+            "questions_file_sha256": hashlib.sha256(qfile.read_bytes()).hexdigest(),
+            "corpus": {"name": "D9", "corpus_checksum": corpus_checksum(sha.items())},
+        },
+        "binding_hash": "b" * 64,
+        "snapshot": {"path": str(snap)},
+    }
     (run / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     with open(run / "rows.jsonl", "w", encoding="utf-8") as fh:
         for r in rows:
@@ -564,8 +643,23 @@ def test_lens_audit_cli_run_check_report(bench, tmp_path, capsys):
     run, snap, qfile = bench
     cfg = write_config(tmp_path, tmp_path / "nowhere", tmp_path / "nothing.json", kinds='["random"]', per=2)
     out = tmp_path / "cli-run"
-    rc = main(["audit", "run", "--config", str(cfg), "--lens-run", str(run), "--snapshot", str(snap),
-               "--questions", str(qfile), "--out", str(out), "-q"])  # fmt: skip
+    rc = main(
+        [
+            "audit",
+            "run",
+            "--config",
+            str(cfg),
+            "--lens-run",
+            str(run),
+            "--snapshot",
+            str(snap),
+            "--questions",
+            str(qfile),
+            "--out",
+            str(out),
+            "-q",
+        ]
+    )
     assert rc == 0, capsys.readouterr()
     assert main(["audit", "check", str(out)]) == 0
     assert main(["audit", "report", str(out)]) == 0

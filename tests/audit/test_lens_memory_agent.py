@@ -84,11 +84,15 @@ def client():
 def agent_config(capacity: int = 4):
     from lens._config import load_config
 
-    return load_config("deep", env={}, overrides={
-        "llm": {"base_url": BASE_URL, "model": MODEL, "cache": False},
-        "loop": {"reliability": {MODEL: {"tpr": 0.95, "fpr": 0.02}}},
-        "memory": {"enabled": True, "capacity": capacity},
-    })  # fmt: skip
+    return load_config(
+        "deep",
+        env={},
+        overrides={
+            "llm": {"base_url": BASE_URL, "model": MODEL, "cache": False},
+            "loop": {"reliability": {MODEL: {"tpr": 0.95, "fpr": 0.02}}},
+            "memory": {"enabled": True, "capacity": capacity},
+        },
+    )
 
 
 @pytest.mark.parametrize("view", [PIT(), FutureH(3), Future()], ids=lambda v: v.label)
@@ -128,8 +132,13 @@ def test_cheap_mode_gives_the_prior_exactly_what_the_agent_does(tmp_path, client
     with respx.mock(assert_all_called=False) as router:
         router.post(CHAT_URL).mock(side_effect=orc.reply)
         agent = Agent(cfg, client=client, memory=MemoryStore(tmp_path / "mem", capacity=4))
-        result = agent.ask(run.records[[r.question_id for r in run.records].index(qid)].question, snap,
-                           eligible=entry_predicate(view, i), position=i, record=False)  # fmt: skip
+        result = agent.ask(
+            run.records[[r.question_id for r in run.records].index(qid)].question,
+            snap,
+            eligible=entry_predicate(view, i),
+            position=i,
+            record=False,
+        )
     monkeypatch.setattr(Prior, "score", orig)
     reqs = result.decomposition["requirements"]
     assert len(reqs) == 2 and reqs[1]["depends_on"] == "R1"
@@ -140,8 +149,14 @@ def test_cheap_mode_gives_the_prior_exactly_what_the_agent_does(tmp_path, client
     ]
     corpus = LensCorpus.read(snap)
     gold, _ = corpus.gold_labels([[] for _ in records])
-    ctx = LensContext(records, corpus, PriorRanker(corpus, cfg.prior, depth=cfg.prior.candidates), gold,
-                      capacity=4, min_similarity=agent_min_similarity())  # fmt: skip
+    ctx = LensContext(
+        records,
+        corpus,
+        PriorRanker(corpus, cfg.prior, depth=cfg.prior.candidates),
+        gold,
+        capacity=4,
+        min_similarity=agent_min_similarity(),
+    )
     (served,) = served_by_views(ctx, stream, log, np.asarray([i]), [view])
     doc, fresh = corpus.freshness(log.entries)
     signals, stale = memory_signals(served[0], doc, fresh)
@@ -163,9 +178,20 @@ def test_full_mode_reruns_the_agent_under_every_view(tmp_path, client):
     run_dir, _, qfile = lm.build_bench(tmp_path / "bench")
     cfg_path = lm.write_config(tmp_path, run_dir, qfile, mode="full", kinds='["random"]')
     cfg = load_audit_config(cfg_path)
-    cfg = cfg.model_copy(update={"lens": cfg.lens.model_copy(update={"overrides": [
-        f"llm.base_url={BASE_URL}", f"llm.model={MODEL}", f"loop.reliability.{MODEL}.tpr=0.95", f"loop.reliability.{MODEL}.fpr=0.02",
-    ]})})  # fmt: skip
+    cfg = cfg.model_copy(
+        update={
+            "lens": cfg.lens.model_copy(
+                update={
+                    "overrides": [
+                        f"llm.base_url={BASE_URL}",
+                        f"llm.model={MODEL}",
+                        f"loop.reliability.{MODEL}.tpr=0.95",
+                        f"loop.reliability.{MODEL}.fpr=0.02",
+                    ]
+                }
+            )
+        }
+    )
     orc = oracle()
     with respx.mock(assert_all_called=False) as router:
         router.post(CHAT_URL).mock(side_effect=orc.reply)

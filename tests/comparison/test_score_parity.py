@@ -48,9 +48,22 @@ def ref_f1(prediction, ground_truth):
 
 def ref_eval(prediction, gold):
     metrics = dict.fromkeys(
-        ["em", "f1", "prec", "recall", "sp_em", "sp_f1", "sp_prec", "sp_recall",
-         "joint_em", "joint_f1", "joint_prec", "joint_recall"], 0.0
-    )  # fmt: skip
+        [
+            "em",
+            "f1",
+            "prec",
+            "recall",
+            "sp_em",
+            "sp_f1",
+            "sp_prec",
+            "sp_recall",
+            "joint_em",
+            "joint_f1",
+            "joint_prec",
+            "joint_recall",
+        ],
+        0.0,
+    )
     missing_answer, missing_sp = [], []
     for dp in gold:
         cur_id = dp["_id"]
@@ -100,11 +113,33 @@ def ref_eval(prediction, gold):
 # ---------------------------------------------------------------- synthetic gold and predictions
 
 ANSWERS = [
-    "yes", "no", "Animorphs", "The Beatles", "an American actor", "1912–2005", "3", "March 5, 1994",
-    "Barack Obama", "New York City", "the Eiffel Tower", "U.S.", "Dr. Strange", "A", "Chief of Protocol",
-    "Guns N' Roses", "Ruth Bader Ginsburg", "over 100 films", "São Paulo", "2,000 yards", "the", "Kraftwerk",
-    "Bora Bora", "New York, New York", "Walla Walla, Washington", "Sing Sing Correctional Facility",
-]  # fmt: skip
+    "yes",
+    "no",
+    "Animorphs",
+    "The Beatles",
+    "an American actor",
+    "1912–2005",
+    "3",
+    "March 5, 1994",
+    "Barack Obama",
+    "New York City",
+    "the Eiffel Tower",
+    "U.S.",
+    "Dr. Strange",
+    "A",
+    "Chief of Protocol",
+    "Guns N' Roses",
+    "Ruth Bader Ginsburg",
+    "over 100 films",
+    "São Paulo",
+    "2,000 yards",
+    "the",
+    "Kraftwerk",
+    "Bora Bora",
+    "New York, New York",
+    "Walla Walla, Washington",
+    "Sing Sing Correctional Facility",
+]
 
 
 def _perturb_answer(rng: random.Random, gold: str) -> str:
@@ -173,10 +208,17 @@ def synthetic(n: int, seed: int) -> tuple[list[dict], dict]:
         ans = rng.choice(ANSWERS)
         a, b = rng.sample(titles, 2)
         facts = [[a, 0], [b, rng.randrange(3)]] + ([[a, 1]] if rng.random() < 0.4 else [])
-        gold.append({
-            "_id": qid, "question": "?", "answer": ans, "type": rng.choice(["bridge", "comparison"]),
-            "level": "hard", "supporting_facts": facts, "context": [[a, ["s0", "s1"]], [b, ["s0", "s1", "s2"]]],
-        })  # fmt: skip
+        gold.append(
+            {
+                "_id": qid,
+                "question": "?",
+                "answer": ans,
+                "type": rng.choice(["bridge", "comparison"]),
+                "level": "hard",
+                "supporting_facts": facts,
+                "context": [[a, ["s0", "s1"]], [b, ["s0", "s1", "s2"]]],
+            }
+        )
         if rng.random() > 0.05:
             pred["answer"][qid] = _perturb_answer(rng, ans)
         if rng.random() > 0.05:

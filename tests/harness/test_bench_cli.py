@@ -44,8 +44,19 @@ def test_sample_writes_ids_and_prints_hashes_and_deviation(tmp_path, small_data,
 def test_snapshot_prints_the_composition_table_and_hashes_then_verifies(tmp_path, small_data, capsys):
     qpath, apath = small_data
     out_dir = tmp_path / "snap"
-    args = ["bench", "snapshot", "--questions", str(qpath), "--articles", str(apath), "--sizes", "10,20,40",
-            "--out", str(out_dir), "--verify"]  # fmt: skip
+    args = [
+        "bench",
+        "snapshot",
+        "--questions",
+        str(qpath),
+        "--articles",
+        str(apath),
+        "--sizes",
+        "10,20,40",
+        "--out",
+        str(out_dir),
+        "--verify",
+    ]
     code, out, err = run(capsys, *args)
     assert code == 0, err
     header = next(line for line in out.splitlines() if line.startswith("Snapshot"))
@@ -63,8 +74,19 @@ def test_snapshot_prints_the_composition_table_and_hashes_then_verifies(tmp_path
 def test_verify_only_mode_fails_with_the_tampered_file_named(tmp_path, small_data, capsys):
     qpath, apath = small_data
     out_dir = tmp_path / "snap"
-    run(capsys, "bench", "snapshot", "--questions", str(qpath), "--articles", str(apath), "--sizes", "10",
-        "--out", str(out_dir))  # fmt: skip
+    run(
+        capsys,
+        "bench",
+        "snapshot",
+        "--questions",
+        str(qpath),
+        "--articles",
+        str(apath),
+        "--sizes",
+        "10",
+        "--out",
+        str(out_dir),
+    )
     code, out, _ = run(capsys, "bench", "snapshot", "--out", str(out_dir), "--verify")
     assert code == 0 and "verify: OK" in out
     victim = sorted((out_dir / "D10").iterdir())[5]

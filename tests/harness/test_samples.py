@@ -23,13 +23,19 @@ from harness.bench.samples import (
 # Computed once on ../shared/data/hotpotqa/hotpot_dev_distractor.json (588 questions), seed 42, cap 5+.
 # A change here means every published binding changes: do it on purpose or not at all.
 FROZEN = {
-    125: ("8013ddde76d602e38b0c625299e36554a1bd3eb114e24178725a9ef7e5fbaf4e",
-          "3eaa0032a41924b2ec2082d7a50404ad39c1026d8c514469cd936343c0059bd0"),
-    250: ("0bc0a1ee55e116e51f35a176293a3c671b265ffe2e48c93999a991a7c9f5cf78",
-          "7865fc5b2bdf7e0f9ea7ad61d8ca37ad8d6c919138c7f9991ddd554c1ac0fc21"),
-    500: ("0794b6ebe4d788007d581ca260e71d9e14a675cb43500d046f7b514a10753d2a",
-          "8c9145f0e4a1621cca48dc0f9ff61286acd89d66c733d0e36d1fd652b96c2072"),
-}  # fmt: skip
+    125: (
+        "8013ddde76d602e38b0c625299e36554a1bd3eb114e24178725a9ef7e5fbaf4e",
+        "3eaa0032a41924b2ec2082d7a50404ad39c1026d8c514469cd936343c0059bd0",
+    ),
+    250: (
+        "0bc0a1ee55e116e51f35a176293a3c671b265ffe2e48c93999a991a7c9f5cf78",
+        "7865fc5b2bdf7e0f9ea7ad61d8ca37ad8d6c919138c7f9991ddd554c1ac0fc21",
+    ),
+    500: (
+        "0794b6ebe4d788007d581ca260e71d9e14a675cb43500d046f7b514a10753d2a",
+        "8c9145f0e4a1621cca48dc0f9ff61286acd89d66c733d0e36d1fd652b96c2072",
+    ),
+}
 
 
 def _q(qid: str, qtype: str, n_facts: int) -> Question:
@@ -54,8 +60,14 @@ def test_shared_sample_prefixes_stay_within_the_reported_deviation(real_question
         assert worst < 1 / stage.size  # every stratum within one question of its proportional share
         assert stage.empty_strata == ()
     assert sorted(fs.population_strata) == [
-        "bridge/2", "bridge/3", "bridge/4", "bridge/5+", "comparison/2", "comparison/3", "comparison/4",
-    ]  # fmt: skip
+        "bridge/2",
+        "bridge/3",
+        "bridge/4",
+        "bridge/5+",
+        "comparison/2",
+        "comparison/3",
+        "comparison/4",
+    ]
 
 
 def test_samples_are_nested_prefixes_of_one_order(real_questions):

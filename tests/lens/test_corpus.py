@@ -541,8 +541,10 @@ def test_a_container_is_read_up_to_its_byte_limit_and_the_cut_is_named(tmp_path)
     limit = sum(len(x) for x in lines[:4]) + 5
     scan = scan_corpus(tmp_path, ReaderSettings(max_container_bytes=limit))
     assert [d.title for d in scan.documents] == [f"Article {i}" for i in range(4)]
-    assert any("pool.jsonl: container larger than reader.max_container_bytes" in p and "read up to line 4" in p
-               for p in scan.problems)  # fmt: skip
+    assert any(
+        "pool.jsonl: container larger than reader.max_container_bytes" in p and "read up to line 4" in p
+        for p in scan.problems
+    )
 
 
 def test_record_sentences_keep_their_list_positions_and_text_is_held_once(tmp_path):

@@ -66,8 +66,9 @@ def test_a_corrupted_cached_model_is_reassembled(fake_model, tmp_path):
 
 
 def test_chunks_that_do_not_verify_are_rejected_and_nothing_is_left(fake_model, tmp_path, monkeypatch):
-    monkeypatch.setitem(embedded.LOCAL_MODELS, "fake-model", fake_model.__class__(
-        **{**fake_model.__dict__, "sha256": "0" * 64}))  # fmt: skip
+    monkeypatch.setitem(
+        embedded.LOCAL_MODELS, "fake-model", fake_model.__class__(**{**fake_model.__dict__, "sha256": "0" * 64})
+    )
     with pytest.raises(EmbeddedUnavailableError, match="does not verify") as e:
         assemble_model("fake-model", tmp_path / "cache")
     assert "lens-fake-chunk-part1..3" in str(e.value)
@@ -219,8 +220,12 @@ def test_a_server_that_dies_after_readiness_is_named_by_the_client(fake_model, t
     try:
         assert server.runtime["runtime"] == "fake"  # the runtime line the server printed
         server.process.wait(timeout=10)  # it died (we are its parent: wait reaps it)
-        client = LLMClient(base_url=server.base_url, model="fake-model", health=server.death,
-                           settings=LLMSettings(max_retries=1, retry_backoff_s=0.01))  # fmt: skip
+        client = LLMClient(
+            base_url=server.base_url,
+            model="fake-model",
+            health=server.death,
+            settings=LLMSettings(max_retries=1, retry_backoff_s=0.01),
+        )
         with pytest.raises(LLMUnavailableError) as e:
             client.chat([{"role": "user", "content": "hi"}])
         client.close()

@@ -150,11 +150,21 @@ def test_server_started_from_a_worker_thread_outlives_that_thread():
 
 def test_llm_check_reports_backend_model_answer_and_speeds():
     proc = subprocess.run(
-        [sys.executable, "-c", "import sys; from lens._cli import main; sys.exit(main())",
-         "llm", "check", "--json", "--preset", "fast"],
-        capture_output=True, text=True, timeout=280,
+        [
+            sys.executable,
+            "-c",
+            "import sys; from lens._cli import main; sys.exit(main())",
+            "llm",
+            "check",
+            "--json",
+            "--preset",
+            "fast",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=280,
         env={k: v for k, v in os.environ.items() if not k.startswith("LENS_")},
-    )  # fmt: skip
+    )
     assert proc.returncode == 0, proc.stderr
     import json
 

@@ -23,9 +23,24 @@ QUESTION = "Which is taller, Calder Point Light or Skerrow Light?"
 
 
 def ask(*extra: str) -> list[str]:
-    return ["ask", QUESTION, str(DEMO), "--base-url", BASE_URL, "--model", "test-model",
-            "--set", "llm.cache=false", "--set", "llm.max_retries=1", "--set", "llm.retry_backoff_s=0",
-            "--set", "llm.call_timeout_s=5", *extra]  # fmt: skip
+    return [
+        "ask",
+        QUESTION,
+        str(DEMO),
+        "--base-url",
+        BASE_URL,
+        "--model",
+        "test-model",
+        "--set",
+        "llm.cache=false",
+        "--set",
+        "llm.max_retries=1",
+        "--set",
+        "llm.retry_backoff_s=0",
+        "--set",
+        "llm.call_timeout_s=5",
+        *extra,
+    ]
 
 
 @pytest.fixture(autouse=True)
@@ -88,11 +103,26 @@ def _decomposition_then(status: int):
     def effect(request: httpx.Request) -> httpx.Response:
         calls["n"] += 1
         if calls["n"] == 1:
-            return completion(json.dumps({
-                "facts": [{"id": "R1", "entity": "Calder Point Light", "text": "height of Calder Point Light",
-                           "search": ["Calder Point Light"]},
-                          {"id": "R2", "entity": "Skerrow Light", "text": "height of Skerrow Light",
-                           "search": ["Skerrow Light"]}]}))  # fmt: skip
+            return completion(
+                json.dumps(
+                    {
+                        "facts": [
+                            {
+                                "id": "R1",
+                                "entity": "Calder Point Light",
+                                "text": "height of Calder Point Light",
+                                "search": ["Calder Point Light"],
+                            },
+                            {
+                                "id": "R2",
+                                "entity": "Skerrow Light",
+                                "text": "height of Skerrow Light",
+                                "search": ["Skerrow Light"],
+                            },
+                        ]
+                    }
+                )
+            )
         return error(status)
 
     return effect
@@ -149,8 +179,17 @@ def test_a_cache_dir_inside_the_document_folder_is_refused_and_nothing_is_writte
     (folder / "a.txt").write_text("The sky is blue.\n")
     endpoint.chat.mock(return_value=completion("{}"))
 
-    rc = main(["ask", "What colour is the sky?", str(folder), "--base-url", BASE_URL,
-               "--set", f"llm.cache_dir={folder / 'cache'}"])  # fmt: skip
+    rc = main(
+        [
+            "ask",
+            "What colour is the sky?",
+            str(folder),
+            "--base-url",
+            BASE_URL,
+            "--set",
+            f"llm.cache_dir={folder / 'cache'}",
+        ]
+    )
 
     assert rc == 2 and "inside the document folder" in capsys.readouterr().err
     assert sorted(p.name for p in folder.iterdir()) == ["a.txt"] and endpoint.chat.call_count == 0

@@ -31,8 +31,20 @@ class AnswerReply(BaseModel):
 
 
 # What small models copy back from a format description instead of answering.
-PLACEHOLDERS = frozenset({"...", "…", "answer", "the answer", "your answer", "short answer", "the shortest answer",
-                          "best short answer", "<answer>", "<short answer>"})  # fmt: skip
+PLACEHOLDERS = frozenset(
+    {
+        "...",
+        "…",
+        "answer",
+        "the answer",
+        "your answer",
+        "short answer",
+        "the shortest answer",
+        "best short answer",
+        "<answer>",
+        "<short answer>",
+    }
+)
 
 
 def clean_answer(text: str) -> str:

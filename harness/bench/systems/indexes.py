@@ -182,11 +182,19 @@ class IndexStore:
                 index.save(tmp)
                 seconds = time.perf_counter() - t0
             build = IndexBuild(
-                kind="bm25", corpus=corpus.folder.name, corpus_checksum=corpus.checksum, n_docs=index.n_docs,
-                index_hash=index.index_hash, seconds=round(seconds, 4), bytes=folder_bytes(tmp),
-                peak_rss_bytes=mem.peak, rss_before_bytes=mem.before, params=asdict(params), built_at=_now(),
+                kind="bm25",
+                corpus=corpus.folder.name,
+                corpus_checksum=corpus.checksum,
+                n_docs=index.n_docs,
+                index_hash=index.index_hash,
+                seconds=round(seconds, 4),
+                bytes=folder_bytes(tmp),
+                peak_rss_bytes=mem.peak,
+                rss_before_bytes=mem.before,
+                params=asdict(params),
+                built_at=_now(),
                 measured_in=self.measured_in,
-            )  # fmt: skip
+            )
             return index, self._publish(tmp, final, build)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -231,12 +239,19 @@ class IndexStore:
                 index.save(tmp)
                 seconds = time.perf_counter() - t0
             build = IndexBuild(
-                kind="dense", corpus=corpus.folder.name, corpus_checksum=corpus.checksum, n_docs=index.n_docs,
-                index_hash=index.index_hash, seconds=round(seconds, 4), bytes=folder_bytes(tmp),
-                peak_rss_bytes=mem.peak, rss_before_bytes=mem.before,
+                kind="dense",
+                corpus=corpus.folder.name,
+                corpus_checksum=corpus.checksum,
+                n_docs=index.n_docs,
+                index_hash=index.index_hash,
+                seconds=round(seconds, 4),
+                bytes=folder_bytes(tmp),
+                peak_rss_bytes=mem.peak,
+                rss_before_bytes=mem.before,
                 params={"model_id": encoder.model_id, "model": str(encoder.model), "dim": int(vectors.shape[1])},
-                built_at=_now(), measured_in=self.measured_in,
-            )  # fmt: skip
+                built_at=_now(),
+                measured_in=self.measured_in,
+            )
             return index, self._publish(tmp, final, build)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)

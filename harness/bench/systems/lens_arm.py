@@ -42,10 +42,15 @@ def prediction_from_result(result: Any, folder: str | Path, system: str = "lens"
         sids = list(sentences_of_lines(e.line_start, e.line_end)) if e.doc_id == e.path else []
         evidence.append(
             Passage(
-                path=e.path, title=title, text=e.text, line_start=e.line_start, line_end=e.line_end,
-                first_sentence=sids[0] if sids else None, last_sentence=sids[-1] if sids else None,
+                path=e.path,
+                title=title,
+                text=e.text,
+                line_start=e.line_start,
+                line_end=e.line_end,
+                first_sentence=sids[0] if sids else None,
+                last_sentence=sids[-1] if sids else None,
             )
-        )  # fmt: skip
+        )
         support.extend((title, s) for s in sids if (title, s) not in support)
     cost = result.cost
     return Prediction(
@@ -100,8 +105,13 @@ class LensSystem(System):
             raise
         except LensError as exc:
             # The agent raised before returning its cost: the calls it made are not known here.
-            return Prediction(system=self.name, answer="", error=error_text(exc), details={"cost_known": False},
-                              endpoint_failure=is_endpoint_failure(exc))  # fmt: skip
+            return Prediction(
+                system=self.name,
+                answer="",
+                error=error_text(exc),
+                details={"cost_known": False},
+                endpoint_failure=is_endpoint_failure(exc),
+            )
         pred = prediction_from_result(result, self.folder, self.name)
         if result.cost.get("endpoint_errors"):  # a best-effort answer the endpoint degraded: not a result
             pred.endpoint_failure = True

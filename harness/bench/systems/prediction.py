@@ -61,9 +61,14 @@ class Passage:
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "Passage":
         return cls(
-            d["path"], d["title"], d["text"], d.get("line_start"), d.get("line_end"),
-            d.get("first_sentence"), d.get("last_sentence"),
-        )  # fmt: skip
+            d["path"],
+            d["title"],
+            d["text"],
+            d.get("line_start"),
+            d.get("line_end"),
+            d.get("first_sentence"),
+            d.get("last_sentence"),
+        )
 
 
 @dataclass

@@ -122,11 +122,15 @@ class _Episode:
             first, last = shown[0][0], shown[-1][0]
             self.evidence.append(
                 Passage(
-                    path=doc.name, title=doc.title, text="\n".join(s for _, s in shown),
-                    line_start=first + SENTENCE_LINE_OFFSET, line_end=last + SENTENCE_LINE_OFFSET,
-                    first_sentence=first, last_sentence=last,
+                    path=doc.name,
+                    title=doc.title,
+                    text="\n".join(s for _, s in shown),
+                    line_start=first + SENTENCE_LINE_OFFSET,
+                    line_end=last + SENTENCE_LINE_OFFSET,
+                    first_sentence=first,
+                    last_sentence=last,
                 )
-            )  # fmt: skip
+            )
         return fence_passage(pid, doc.title, shown)
 
     def titles(self, names: list[str]) -> str:

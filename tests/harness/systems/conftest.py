@@ -36,15 +36,17 @@ def records(n: int = 12) -> list[dict]:
             [f"Mount Kell{i:02d}", [f"Mount Kell{i:02d} is a mountain.", "It is tall."]],
             [f"Harbour Dun{i:02d}", [f"Harbour Dun{i:02d} is a harbour."]],
         ]
-        out.append({
-            "_id": f"q{i:02d}",
-            "question": f"Where is the lake that the {river} flows into?",
-            "answer": answer,
-            "type": "comparison" if i % 4 == 0 else "bridge",
-            "level": "hard",
-            "supporting_facts": [[river, 1], [lake, 1]],
-            "context": context,
-        })  # fmt: skip
+        out.append(
+            {
+                "_id": f"q{i:02d}",
+                "question": f"Where is the lake that the {river} flows into?",
+                "answer": answer,
+                "type": "comparison" if i % 4 == 0 else "bridge",
+                "level": "hard",
+                "supporting_facts": [[river, 1], [lake, 1]],
+                "context": context,
+            }
+        )
     return out
 
 
@@ -71,9 +73,17 @@ def bench_data(tmp_path_factory) -> dict:
     snap = plan_snapshots(load_questions(qfile), load_articles(afile), (6, 12), seed=42)
     build_snapshots(snap, root / "snap")
     g6, g12 = (list(p.question_ids) for p in snap.plans)
-    return {"root": root, "questions": qfile, "D6": root / "snap" / "D6", "D12": root / "snap" / "D12",
-            "snap": root / "snap", "by_id": {q.id: q for q in load_questions(qfile)},
-            "G6": g6, "G12": g12, "new": [i for i in g12 if i not in g6]}  # fmt: skip
+    return {
+        "root": root,
+        "questions": qfile,
+        "D6": root / "snap" / "D6",
+        "D12": root / "snap" / "D12",
+        "snap": root / "snap",
+        "by_id": {q.id: q for q in load_questions(qfile)},
+        "G6": g6,
+        "G12": g12,
+        "new": [i for i in g12 if i not in g6],
+    }
 
 
 @pytest.fixture

@@ -30,6 +30,18 @@ def test_parsing_bench_commands_imports_no_runner_systems_or_models():
 def test_unknown_systems_are_a_one_line_error(tmp_path, capsys):
     from lens._cli import main
 
-    rc = main(["bench", "run", "--snapshot", str(tmp_path), "--questions", "q.json", "--out", str(tmp_path / "o"),
-               "--systems", "lens,bert"])  # fmt: skip
+    rc = main(
+        [
+            "bench",
+            "run",
+            "--snapshot",
+            str(tmp_path),
+            "--questions",
+            "q.json",
+            "--out",
+            str(tmp_path / "o"),
+            "--systems",
+            "lens,bert",
+        ]
+    )
     assert rc == 2 and "unknown bert" in capsys.readouterr().err

@@ -54,8 +54,11 @@ def test_prediction_round_trips_through_json_and_grounds_by_the_metrics_rule():
         retrieved=[RetrievedDoc("Lake Osk03", "Lake Osk03")],
         evidence=[Passage("Lake Osk03", "Lake Osk03", "Lake Osk03 lies in Tallow03.", 3, 3, 1, 1)],
         supporting_facts=[("Lake Osk03", 1)],
-        prompt_tokens=7, completion_tokens=2, oracle_calls=1, details={"steps": []},
-    )  # fmt: skip
+        prompt_tokens=7,
+        completion_tokens=2,
+        oracle_calls=1,
+        details={"steps": []},
+    )
     again = Prediction.from_json(pred.to_json())
     assert again == pred
     assert pred.to_json()["tokens"] == 9

@@ -30,8 +30,13 @@ def hybrid_parts(bench_data, tmp_path_factory):
     bm, bm_build, _ = store.ensure_bm25(corpus)
     dn, dn_build, built = store.ensure_dense(corpus, encoder)
     assert built
-    return {"root": root, "corpus": corpus, "encoder": encoder, "store": store,
-            "retriever": HybridRetriever(bm, bm_build, dn, dn_build, encoder)}  # fmt: skip
+    return {
+        "root": root,
+        "corpus": corpus,
+        "encoder": encoder,
+        "store": store,
+        "retriever": HybridRetriever(bm, bm_build, dn, dn_build, encoder),
+    }
 
 
 def test_dense_vectors_persist_with_the_index_and_reload_identically(hybrid_parts):
@@ -74,8 +79,7 @@ def test_rankings_are_deterministic_across_reloads(hybrid_parts, bench_data):
 
 def test_hybrid_rag_answers_from_the_fused_top_k(endpoint, responder, client, config, hybrid_parts, bench_data):
     q = bench_data["by_id"][bench_data["new"][0]]
-    arm = RAGSystem(hybrid_parts["retriever"], bench_data["D12"], client, k=4,
-                    question_timeout_s=30, max_tokens=10_000)  # fmt: skip
+    arm = RAGSystem(hybrid_parts["retriever"], bench_data["D12"], client, k=4, question_timeout_s=30, max_tokens=10_000)
 
     pred = arm.answer(q.question)
 

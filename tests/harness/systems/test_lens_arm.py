@@ -16,11 +16,27 @@ def evidence(path, title, first_line, last_line, text="t") -> Evidence:
 
 def result(ev, answer="Tallow03", cost=None) -> AskResult:
     return AskResult(
-        question="q", answer=answer, best_effort=False, intent="bridge",
-        requirements=[RequirementStatus("R1", "r", "certified", "v", 9.0, ("E1",))], evidence=ev, trace=[],
-        cost=cost or {"oracle_calls": 5, "prompt_tokens": 100, "completion_tokens": 20, "cache_hits": 1, "seconds": 2.0, "rounds": 2},
-        corpus={}, config_hash="c", model="m", stop_reason="certified",
-    )  # fmt: skip
+        question="q",
+        answer=answer,
+        best_effort=False,
+        intent="bridge",
+        requirements=[RequirementStatus("R1", "r", "certified", "v", 9.0, ("E1",))],
+        evidence=ev,
+        trace=[],
+        cost=cost
+        or {
+            "oracle_calls": 5,
+            "prompt_tokens": 100,
+            "completion_tokens": 20,
+            "cache_hits": 1,
+            "seconds": 2.0,
+            "rounds": 2,
+        },
+        corpus={},
+        config_hash="c",
+        model="m",
+        stop_reason="certified",
+    )
 
 
 def test_evidence_lines_become_supporting_facts_under_the_files_title(bench_data):

@@ -39,10 +39,25 @@ def test_growth_leaves_index_arms_unready_and_index_free_arms_ready(bench_data, 
 def test_the_cli_builds_in_a_child_process_and_writes_json(bench_data, tmp_path):
     out = tmp_path / "lifecycle.json"
     done = subprocess.run(
-        [sys.executable, "-m", "lens._cli", "bench", "lifecycle", "--snapshots", str(bench_data["snap"]),
-         "--index-dir", str(tmp_path / "idx"), "--systems", "bm25", "--out", str(out)],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "lens._cli",
+            "bench",
+            "lifecycle",
+            "--snapshots",
+            str(bench_data["snap"]),
+            "--index-dir",
+            str(tmp_path / "idx"),
+            "--systems",
+            "bm25",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     data = json.loads(out.read_text())
     builds = [b for r in data["rows"] for b in r["builds"]]

@@ -80,9 +80,14 @@ def test_lookup_cycles_through_matches_and_open_suggests_similar_titles(endpoint
     q = q_of(bench_data)
     lake = q.gold_titles[1]
     responder.script["react"] = [
-        f"Action 1: open[{lake}]", f"Action 2: lookup[{lake}]", f"Action 3: lookup[{lake}]",
-        f"Action 4: lookup[{lake}]", f"Action 5: lookup[{lake}]", "Action 6: open[Lake Nowhere]", "Action 7: finish[x]",
-    ]  # fmt: skip
+        f"Action 1: open[{lake}]",
+        f"Action 2: lookup[{lake}]",
+        f"Action 3: lookup[{lake}]",
+        f"Action 4: lookup[{lake}]",
+        f"Action 5: lookup[{lake}]",
+        "Action 6: open[Lake Nowhere]",
+        "Action 7: finish[x]",
+    ]
 
     pred = react(bench_data["D6"], client).answer(q.question)
 

@@ -36,8 +36,16 @@ def runs(bench_data, tmp_path_factory):
 
         def go(name, snapshot, config, systems=SYSTEMS, **kw):
             client = LLMClient(base_url=BASE_URL, model="test-model", settings=config.llm)
-            plan = plan_run(snapshot=bench_data[snapshot], questions_file=bench_data["questions"], systems=systems,
-                            out=root / name, config=config, index_dir=root / "indexes", limit=3, **kw)  # fmt: skip
+            plan = plan_run(
+                snapshot=bench_data[snapshot],
+                questions_file=bench_data["questions"],
+                systems=systems,
+                out=root / name,
+                config=config,
+                index_dir=root / "indexes",
+                limit=3,
+                **kw,
+            )
             run_benchmark(plan, executor=LocalExecutor(2), progress=False, client=client)
             out[name] = root / name
 
@@ -66,8 +74,16 @@ def test_the_report_writes_every_table_as_markdown_and_csv_and_the_plots(runs, t
     names = {p.name for p in result.files}
     for stem in ("table1_composition", "table1_lifecycle"):
         assert f"{stem}.csv" in names
-    for prefix in ("table2_main__D6_", "table2_main__D12_", "table4_evidence_recall__", "table5_staleness__D6-to-D12_",
-                   "cost__D6_", "mcnemar__D6_", "failures__D6_", "table6_ablation__D6_"):  # fmt: skip
+    for prefix in (
+        "table2_main__D6_",
+        "table2_main__D12_",
+        "table4_evidence_recall__",
+        "table5_staleness__D6-to-D12_",
+        "cost__D6_",
+        "mcnemar__D6_",
+        "failures__D6_",
+        "table6_ablation__D6_",
+    ):
         assert any(n.startswith(prefix) for n in names), prefix
     for png in ("em_vs_tokens.png", "evrec_by_size.png"):
         assert (tmp_path / "rep" / png).read_bytes()[:4] == b"\x89PNG"

@@ -31,8 +31,15 @@ FAST = ("closed", "bm25", "react", "lens")
 
 
 def plan(bench_data, out, config, *, systems=FAST, snapshot="D6", **kw):
-    return plan_run(snapshot=bench_data[snapshot], questions_file=bench_data["questions"], systems=systems, out=out,
-                    config=config, index_dir=bench_data["root"] / "indexes", **kw)  # fmt: skip
+    return plan_run(
+        snapshot=bench_data[snapshot],
+        questions_file=bench_data["questions"],
+        systems=systems,
+        out=out,
+        config=config,
+        index_dir=bench_data["root"] / "indexes",
+        **kw,
+    )
 
 
 def run(p, client, **kw):
@@ -218,10 +225,30 @@ def _clean_env() -> dict[str, str]:
 
 
 def _cli(bench_data, out, base_url):
-    return [sys.executable, "-m", "lens._cli", "bench", "run", "--snapshot", str(bench_data["D12"]),
-            "--questions", str(bench_data["questions"]), "--systems", ",".join(FAST), "--out", str(out),
-            "--base-url", base_url, "--preset", "fast", "--concurrency", "2", "--no-progress",
-            "--set", "llm.max_retries=0"]  # fmt: skip
+    return [
+        sys.executable,
+        "-m",
+        "lens._cli",
+        "bench",
+        "run",
+        "--snapshot",
+        str(bench_data["D12"]),
+        "--questions",
+        str(bench_data["questions"]),
+        "--systems",
+        ",".join(FAST),
+        "--out",
+        str(out),
+        "--base-url",
+        base_url,
+        "--preset",
+        "fast",
+        "--concurrency",
+        "2",
+        "--no-progress",
+        "--set",
+        "llm.max_retries=0",
+    ]
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
@@ -230,8 +257,9 @@ def test_a_killed_run_resumes_with_every_row_exactly_once(bench_data, tmp_path, 
     responder = Responder()
     responder.delay = 0.02
     with StubServer(responder) as server:
-        proc = subprocess.Popen(_cli(bench_data, out, server.base_url), env=_clean_env(),
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
+        proc = subprocess.Popen(
+            _cli(bench_data, out, server.base_url), env=_clean_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        )
         rows_file = out / "rows.jsonl"
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and proc.poll() is None:
@@ -285,10 +313,34 @@ def test_a_poisoned_run_writes_no_rows_exits_2_and_resumes_once_the_endpoint_rec
     responder = Responder()
     responder.fault = fault
     responder.timeout_s = 1.5
-    cmd = [sys.executable, "-m", "lens._cli", "bench", "run", "--snapshot", str(bench_data["D6"]),
-           "--questions", str(bench_data["questions"]), "--systems", ",".join(FAST), "--out", str(out),
-           "--preset", "fast", "--concurrency", "2", "--no-progress", "--limit", "2",
-           "--set", "llm.max_retries=1", "--set", "llm.retry_backoff_s=0", "--set", "llm.call_timeout_s=0.5"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "lens._cli",
+        "bench",
+        "run",
+        "--snapshot",
+        str(bench_data["D6"]),
+        "--questions",
+        str(bench_data["questions"]),
+        "--systems",
+        ",".join(FAST),
+        "--out",
+        str(out),
+        "--preset",
+        "fast",
+        "--concurrency",
+        "2",
+        "--no-progress",
+        "--limit",
+        "2",
+        "--set",
+        "llm.max_retries=1",
+        "--set",
+        "llm.retry_backoff_s=0",
+        "--set",
+        "llm.call_timeout_s=0.5",
+    ]
     with StubServer(responder) as server:
         bad = subprocess.run(
             [*cmd, "--base-url", server.base_url], env=_clean_env(), capture_output=True, text=True, timeout=300

@@ -3,11 +3,34 @@
 import harness.bench.systems as systems
 
 PUBLIC = {
-    "SYSTEM_NAMES", "ArmPlan", "ArmSettings", "BM25Retriever", "ClosedBookSystem", "HybridRetriever", "IndexBuild",
-    "IndexStore", "LensSystem", "LiveSearch", "Passage", "Prediction", "QuestionBudget", "RAGSystem", "ReActSystem",
-    "RetrievedDoc", "RunLevelError", "SnapshotCorpus", "SnapshotDoc", "System", "build_systems", "index_free",
-    "parse_step", "parse_systems", "prediction_from_result", "prepare_indexes", "reads_corpus",
-}  # fmt: skip
+    "SYSTEM_NAMES",
+    "ArmPlan",
+    "ArmSettings",
+    "BM25Retriever",
+    "ClosedBookSystem",
+    "HybridRetriever",
+    "IndexBuild",
+    "IndexStore",
+    "LensSystem",
+    "LiveSearch",
+    "Passage",
+    "Prediction",
+    "QuestionBudget",
+    "RAGSystem",
+    "ReActSystem",
+    "RetrievedDoc",
+    "RunLevelError",
+    "SnapshotCorpus",
+    "SnapshotDoc",
+    "System",
+    "build_systems",
+    "index_free",
+    "parse_step",
+    "parse_systems",
+    "prediction_from_result",
+    "prepare_indexes",
+    "reads_corpus",
+}
 
 
 def test_all_is_exactly_the_public_names():
