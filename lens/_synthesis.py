@@ -106,9 +106,9 @@ def clean_answer(answer: str, question: str) -> str:
         a = a[:-1]
     if is_yes_no_question(question):
         low = a.lower()
-        if low.startswith("yes"):
+        if re.match(r"yes\b", low):
             return "yes"
-        if low.startswith("no"):
+        if re.match(r"no\b", low):  # "No, it is not" is no; "Norway" is not
             return "no"
     return a
 

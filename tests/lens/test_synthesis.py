@@ -186,16 +186,15 @@ def test_ids_and_refusals_are_no_answer(raw):
     assert clean_answer(raw, "Who built it?") == ""
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "suspected bug: clean_answer maps a yes/no question's answer to yes/no by a bare prefix test "
-        "(low.startswith('no') / 'yes') with no word boundary, so 'Norway' becomes 'no' and 'Yesterday' 'yes'"
-    ),
-)
 @pytest.mark.parametrize("raw", ["Norway", "Yesterday", "Nobody knows"])
 def test_yes_no_prefix_needs_a_word_boundary(raw):
+    # regression: a bare prefix test made "Norway" a "no" and "Yesterday" a "yes"
     assert clean_answer(raw, "Is Oslo the capital of Norway?") == raw
+
+
+@pytest.mark.parametrize("raw, expected", [("No, it is not.", "no"), ("Yes", "yes"), ("yes, both are", "yes")])
+def test_yes_no_words_still_map_to_yes_no(raw, expected):
+    assert clean_answer(raw, "Is Oslo the capital of Norway?") == expected
 
 
 # ---------------------------------------------------------------- is_yes_no_question / needs_calibration
