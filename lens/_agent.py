@@ -78,17 +78,16 @@ class Agent:
     # ------------------------------------------------------------------ one oracle call from the fixed pool
     def _fixed_call(
         self,
-        budget: Budget,
-        meter: CostMeter,
+        q: "_Question",
         messages,
         schema,
         max_tokens: int,
         *,
         keep: int,
-        stages: list,
         stage: str,
     ):
         """A fixed-pool JSON call, leaving ``keep`` calls for later stages; None when it can't be made or fails."""
+        budget, meter, stages = q.budget, q.meter, q.stages
         est = sum(estimate_tokens(m["content"]) for m in messages) + max_tokens
         if not budget.can_call("fixed", est, calls=1 + keep):
             stages.append({"stage": stage, "skipped": "budget"})
@@ -138,8 +137,8 @@ class Agent:
             raise LensError(
                 f"llm.cache_dir {cfg.llm.cache_dir}: inside the document folder {path}; lens never writes there"
             )
-        q = _Question(question, time.monotonic(), CostMeter())
-        q.budget = Budget(cfg.budget, q.meter)
+        meter = CostMeter()
+        q = _Question(question, time.monotonic(), meter, Budget(cfg.budget, meter))
         scan = scan_corpus(path, cfg.reader)
         if not scan.documents:
             raise LensError(f"{path}: no readable documents (skipped: {dict(scan.skipped) or 'none'})")
@@ -208,9 +207,7 @@ class Agent:
         """Requirements: one budgeted call (one more kept for the answer), a code decomposition if it fails."""
 
         def call(messages, schema, max_tokens):
-            return self._fixed_call(
-                q.budget, q.meter, messages, schema, max_tokens, keep=1, stages=q.stages, stage="decomposition"
-            )
+            return self._fixed_call(q, messages, schema, max_tokens, keep=1, stage="decomposition")
 
         return decompose(q.question, call)
 
@@ -256,48 +253,53 @@ class Agent:
         unresolved = [r.id for r in decomposition.requirements if r.id not in certified]
         if unresolved and explore and evidence:
             cov = self._fixed_call(
-                q.budget,
-                q.meter,
+                q,
                 coverage_messages(q.question, decomposition, state.values, evidence),
                 CoverageReply,
                 _COVER_TOKENS,
                 keep=1,
-                stages=q.stages,
                 stage="coverage",
             )
             if cov is not None:
                 missing = {m.strip().upper() for m in cov.missing} & set(unresolved)
                 covered = set(unresolved) - missing if (cov.complete or cov.missing) else set()
                 if missing and q.budget.rounds < cfg.budget.max_rounds:
-                    stop = self._self_correct(loop, missing, stop, q.stages)
+                    stop, certified, evidence = self._reenter(q, loop, missing, stop)
                     reentered = True
-                    certified = loop.certified(cfg.loop.relaxed_factor)
-                    evidence = self._consolidate(loop, certified)
 
         answer, missing = self._synthesize(q, state, evidence)
         if missing and not reentered and explore and q.budget.rounds < cfg.budget.max_rounds:
             # self-correction: one bounded re-entry with a relaxed threshold, then re-synthesis
             if q.budget.can_call("fixed", 0, calls=1):
-                stop = self._self_correct(loop, missing, stop, q.stages)
-                certified = loop.certified(cfg.loop.relaxed_factor)
-                evidence = self._consolidate(loop, certified)
+                stop, certified, evidence = self._reenter(q, loop, missing, stop)
                 answer2, missing = self._synthesize(q, state, evidence)
                 answer = answer2 or answer
 
         if answer and needs_calibration(q.question, answer):
             cal = self._fixed_call(
-                q.budget,
-                q.meter,
+                q,
                 calibration_messages(q.question, answer, evidence),
                 CalibrationReply,
                 _CALIB_TOKENS,
                 keep=0,
-                stages=q.stages,
                 stage="calibration",
             )
             if cal is not None and cal.answer.strip() and len(cal.answer) <= len(answer):
                 answer = clean_answer(cal.answer, q.question)
         return answer, stop, certified, covered, evidence, missing
+
+    def _reenter(self, q: "_Question", loop: Loop, missing: set[str], stop: str):
+        """Self-correction: the loop re-enters once for the missing facts with a relaxed threshold and a wider
+        candidate set; returns (stop, certified under the relaxed threshold, consolidated evidence)."""
+        cfg = self.config
+        for req in loop.state.requirements:
+            if req.id in missing:
+                limit = 2 * loop.state.prior_limit.get(req.id, cfg.prior.candidates)
+                loop.refresh(req, fresh=False, limit=limit)
+        new_stop = loop.run(threshold_scale=cfg.loop.relaxed_factor, focus=set(missing))
+        q.stages.append({"stage": "self-correction", "missing": sorted(missing), "stop": new_stop})
+        certified = loop.certified(cfg.loop.relaxed_factor)
+        return f"{stop}; self-correction: {new_stop}", certified, self._consolidate(loop, certified)
 
     def _consolidate(self, loop: Loop, certified: set[str]) -> list[Evidence]:
         return consolidate(
@@ -323,16 +325,6 @@ class Agent:
         return out
 
     # ------------------------------------------------------------------ helpers
-    def _self_correct(self, loop: Loop, missing: set[str], stop: str, stages: list) -> str:
-        cfg = self.config
-        for req in loop.state.requirements:
-            if req.id in missing:
-                limit = 2 * loop.state.prior_limit.get(req.id, cfg.prior.candidates)
-                loop.refresh(req, fresh=False, limit=limit)
-        new_stop = loop.run(threshold_scale=cfg.loop.relaxed_factor, focus=set(missing))
-        stages.append({"stage": "self-correction", "missing": sorted(missing), "stop": new_stop})
-        return f"{stop}; self-correction: {new_stop}"
-
     def _synthesize(self, q: "_Question", state: LoopState, evidence: list[Evidence]) -> tuple[str, set[str]]:
         question, decomposition = q.question, state.decomposition
         computed = code_answer(question, decomposition, state.values)
@@ -340,9 +332,7 @@ class Agent:
             q.stages.append({"stage": "synthesis", "in_code": computed[1]})
             return computed[0], set()
         messages, _ = synthesis_messages(question, decomposition, state.values, evidence)
-        reply = self._fixed_call(
-            q.budget, q.meter, messages, SynthesisReply, _SYNTH_TOKENS, keep=0, stages=q.stages, stage="synthesis"
-        )
+        reply = self._fixed_call(q, messages, SynthesisReply, _SYNTH_TOKENS, keep=0, stage="synthesis")
         if reply is None:
             # best effort without a synthesis call: the last requirement's verified value, if any
             last = decomposition.requirements[-1].id
@@ -409,6 +399,6 @@ class _Question:
     question: str
     started: float
     meter: CostMeter
-    budget: Budget = field(default=None)  # type: ignore[assignment]
+    budget: Budget  # over ``meter``
     stages: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)

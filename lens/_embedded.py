@@ -35,6 +35,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 
+from lens._embedded_server import RUNTIME_TAG
 from lens._errors import LensError
 from lens._files import atomic_write
 
@@ -367,8 +368,8 @@ class EmbeddedServer:
         try:
             with open(self.log_path or "", "r", encoding="utf-8", errors="replace") as fh:
                 for line in fh:
-                    if line.startswith("LENS-RUNTIME "):
-                        return json.loads(line[len("LENS-RUNTIME ") :])
+                    if line.startswith(RUNTIME_TAG):
+                        return json.loads(line[len(RUNTIME_TAG) :])
         except (OSError, ValueError):
             pass
         return {}
