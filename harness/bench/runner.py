@@ -34,7 +34,6 @@ Errors
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
@@ -72,7 +71,7 @@ from harness.bench.snapshots import read_manifest
 from harness.bench.systems.corpus import SnapshotCorpus
 from harness.bench.systems.prediction import Prediction
 from harness.bench.systems.registry import ArmPlan, ArmSettings, index_free, prepare_indexes, reads_corpus
-from harness.files import sha256_file
+from harness.files import canonical_json, sha256_bytes, sha256_file
 
 __all__ = [
     "Job",
@@ -90,9 +89,8 @@ ENDPOINT_BREAKER = 10  # endpoint failures in a row (no success between) that st
 
 
 def canonical_hash(obj: Any) -> str:
-    return hashlib.sha256(
-        json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
-    ).hexdigest()
+    """sha256 of the canonical JSON form (``harness.files.canonical_json``): binding and system hashes."""
+    return sha256_bytes(canonical_json(obj))
 
 
 def _now() -> str:

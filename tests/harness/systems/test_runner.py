@@ -224,31 +224,13 @@ def _clean_env() -> dict[str, str]:
     return env
 
 
-def _cli(bench_data, out, base_url):
-    return [
-        sys.executable,
-        "-m",
-        "lens._cli",
-        "bench",
-        "run",
-        "--snapshot",
-        str(bench_data["D12"]),
-        "--questions",
-        str(bench_data["questions"]),
-        "--systems",
-        ",".join(FAST),
-        "--out",
-        str(out),
-        "--base-url",
-        base_url,
-        "--preset",
-        "fast",
-        "--concurrency",
-        "2",
-        "--no-progress",
-        "--set",
-        "llm.max_retries=0",
-    ]
+def _cli(bench_data, out, base_url, *, snapshot="D12", sets=("llm.max_retries=0",), extra=()):
+    cmd = [sys.executable, "-m", "lens._cli", "bench", "run", "--snapshot", str(bench_data[snapshot])]
+    cmd += ["--questions", str(bench_data["questions"]), "--systems", ",".join(FAST), "--out", str(out)]
+    cmd += ["--base-url", base_url, "--preset", "fast", "--concurrency", "2", "--no-progress", *extra]
+    for item in sets:
+        cmd += ["--set", item]
+    return cmd
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
@@ -313,38 +295,10 @@ def test_a_poisoned_run_writes_no_rows_exits_2_and_resumes_once_the_endpoint_rec
     responder = Responder()
     responder.fault = fault
     responder.timeout_s = 1.5
-    cmd = [
-        sys.executable,
-        "-m",
-        "lens._cli",
-        "bench",
-        "run",
-        "--snapshot",
-        str(bench_data["D6"]),
-        "--questions",
-        str(bench_data["questions"]),
-        "--systems",
-        ",".join(FAST),
-        "--out",
-        str(out),
-        "--preset",
-        "fast",
-        "--concurrency",
-        "2",
-        "--no-progress",
-        "--limit",
-        "2",
-        "--set",
-        "llm.max_retries=1",
-        "--set",
-        "llm.retry_backoff_s=0",
-        "--set",
-        "llm.call_timeout_s=0.5",
-    ]
+    sets = ("llm.max_retries=1", "llm.retry_backoff_s=0", "llm.call_timeout_s=0.5")
     with StubServer(responder) as server:
-        bad = subprocess.run(
-            [*cmd, "--base-url", server.base_url], env=_clean_env(), capture_output=True, text=True, timeout=300
-        )
+        cmd = _cli(bench_data, out, server.base_url, snapshot="D6", sets=sets, extra=("--limit", "2"))
+        bad = subprocess.run(cmd, env=_clean_env(), capture_output=True, text=True, timeout=300)
         assert bad.returncode == 2, bad.stderr[-2000:]
         assert "lens: error: the endpoint failed every question of this run:" in bad.stderr
         assert "Traceback" not in bad.stderr
@@ -353,9 +307,7 @@ def test_a_poisoned_run_writes_no_rows_exits_2_and_resumes_once_the_endpoint_rec
         assert len(attempts) == 2 * 4 and all(a["error"] for a in attempts)  # every failed attempt on record
 
         responder.fault = None  # the endpoint recovers: the same command now answers every question
-        good = subprocess.run(
-            [*cmd, "--base-url", server.base_url], env=_clean_env(), capture_output=True, text=True, timeout=300
-        )
+        good = subprocess.run(cmd, env=_clean_env(), capture_output=True, text=True, timeout=300)
 
     assert good.returncode == 0, good.stderr[-2000:]
     counts, rows = keys(out)
