@@ -24,6 +24,7 @@ from lens._consolidation import consolidate
 from lens._corpus import scan_corpus
 from lens._cost import CostMeter
 from lens._errors import LensError
+from lens._grading import observation_model
 from lens._llm import LLMClient, LLMError, LLMUnavailableError, open_client, refusal
 from lens._loop import Loop, LoopState
 from lens._memory import Eligibility, MemoryStore, all_past, memory_signal, new_entry
@@ -156,7 +157,9 @@ class Agent:
             prior=Prior(view, cfg.prior, lexical_only=cfg.ablation.lexical_only_prior),
             memory_signal=signal,
         )
-        loop = Loop(state, client=client, config=cfg, budget=q.budget, meter=q.meter, reliability=cfg.reliability())
+        evidence_model = observation_model(cfg)
+        q.stages.append({"stage": "evidence-model", "model": evidence_model.name})
+        loop = Loop(state, client=client, config=cfg, budget=q.budget, meter=q.meter, evidence=evidence_model)
         stop = self._explore(loop)
         answer, stop, certified, covered, evidence, missing = self._answer(q, loop, stop)
         if any(state.bridge_cues.values()):
@@ -172,7 +175,7 @@ class Agent:
             or stop.startswith("budget")
             or failed > 0
         )
-        entries = self._memory_entries(state, decomposition, certified, question, pos)
+        entries = self._memory_entries(state, decomposition, certified, question, pos, cfg.memory.min_posterior)
         if record and use_memory and entries:
             self.memory.append(entries)  # type: ignore[union-attr]
 
@@ -346,16 +349,19 @@ class Agent:
 
     @staticmethod
     def _memory_entries(
-        state: LoopState, decomposition: Decomposition, certified: set[str], question: str, pos: int
+        state: LoopState, decomposition: Decomposition, certified: set[str], question: str, pos: int, admit: float
     ) -> list:
-        """The warm-reuse entries this question confirms: one per certified requirement (its favoured window
-        narrowed to the verified span)."""
+        """The warm-reuse entries this question found: one per requirement whose favoured window holds a
+        verified finding with posterior ≥ ``admit`` (its window narrowed to the verified span), recording the
+        posterior and whether the requirement was certified."""
         entries = []
         for r in decomposition.requirements:
-            if r.id not in certified:
+            belief = state.beliefs[r.id]
+            fav = belief.favoured()
+            if fav is None or fav not in belief.confirmed:
                 continue
-            fav = state.beliefs[r.id].favoured()
-            if fav is None:
+            posterior = belief.posterior().get(fav, 0.0)
+            if posterior < admit and r.id not in certified:
                 continue
             w = state.windows[fav]
             doc = state.view.docs[w.doc_index]
@@ -374,6 +380,8 @@ class Agent:
                     line_end=doc.sentences[last].line_end,
                     value=state.values.get(r.id, ""),
                     sha256=doc.sha256,
+                    posterior=round(posterior, 4),
+                    certified=r.id in certified,
                 )
             )
         return entries

@@ -3,14 +3,16 @@
 For requirement j the hypotheses are "window w is the minimal sufficient window Z*_j" for each candidate w, plus
 "elsewhere" (Z*_j lies outside the candidates; the prior can miss). The prior weights come from Layer 1.
 
-An observation is the oracle's judgement about one window w for requirement j. With the oracle's measured
-reliability (true-positive rate ``tpr``, false-positive rate ``fpr``, per model):
+An observation is the oracle's judgement about one window w for requirement j (a *reading*). Its likelihood
+ratio LR = P(reading | Z* = w) / P(reading | Z* ≠ w) multiplies w's weight and leaves the others as they are
+(then all are renormalised). The graded model (``lens._grading``) gives each reading its own calibrated LR
+from what the loop can observe; the single-rate model uses the oracle's measured reliability (true-positive
+rate ``tpr``, false-positive rate ``fpr``, per model):
 
-    says relevant:      P(obs | Z* = w) = tpr        P(obs | Z* ≠ w) = fpr
-    says not relevant:  P(obs | Z* = w) = 1 − tpr    P(obs | Z* ≠ w) = 1 − fpr
+    says relevant:      LR = tpr / fpr        says not relevant:  LR = (1 − tpr) / (1 − fpr)
 
 so a weak oracle (tpr ≈ fpr) moves beliefs little and a strong one a lot. Only spans verified against the text
-count as "relevant"; an unverifiable claim is no observation at all.
+count as "relevant"; an unverifiable claim is a "not relevant" reading.
 
 GLR_j is the log posterior ratio of the favoured window to the best alternative ("elsewhere" included), and
 is 0 until the favoured window has a verified positive observation (nothing is certified unseen). The loop
@@ -82,17 +84,21 @@ class Belief:
                 self.log_w[k] = math.log((1.0 - self.elsewhere_mass) * w / total)
 
     def observe(self, key: str, relevant: bool, reliability: OracleReliability) -> None:
-        """Bayes update for one judgement about window ``key`` (unknown keys are ignored)."""
+        """Bayes update for one single-rate judgement about window ``key`` (see ``update``)."""
+        tpr, fpr = reliability.tpr, reliability.fpr
+        log_lr = math.log(tpr / fpr) if relevant else math.log((1.0 - tpr) / (1.0 - fpr))
+        self.update(key, log_lr, confirmed=relevant)
+
+    def update(self, key: str, log_lr: float, *, confirmed: bool) -> None:
+        """Bayes update for one reading of window ``key`` with log likelihood ratio
+        log P(reading | Z* = key) − log P(reading | Z* ≠ key); ``confirmed``: the reading is a verified
+        positive. Only the ratio matters, so only ``key``'s weight moves before normalising (unknown keys are
+        ignored)."""
         if key not in self.log_w:
             return
-        tpr, fpr = reliability.tpr, reliability.fpr
-        if relevant:
-            hit, miss = math.log(tpr), math.log(fpr)
+        if confirmed:
             self.confirmed.add(key)
-        else:
-            hit, miss = math.log(1.0 - tpr), math.log(1.0 - fpr)
-        for k in self.log_w:
-            self.log_w[k] += hit if k == key else miss
+        self.log_w[key] += log_lr
         self.observations += 1
         self._normalise()
 

@@ -1,14 +1,38 @@
-"""Calibration of the oracle's reliability: how often a *verified* relevance claim is right.
+"""Calibration of the observation model on labelled HotpotQA questions: ``lens calibrate run`` and ``fit``.
 
-The loop's likelihoods need, per model, P(verified positive | window from a gold article) (tpr) and
-P(verified positive | window from any other article) (fpr). This command measures them with the loop's own
-machinery on labelled HotpotQA questions: the question is decomposed, the prior ranks the article pool (no
-LLM), the top ``--candidates`` windows are observed in batches with the production observation prompt, every
-claim is verified against the text, and each observed window is labelled by whether its article is a gold
-supporting article of the question. Labels are used only here, to count; they never reach the calls.
+**run** answers nothing: for each question it runs the loop exactly as ``lens ask`` does (the agent's
+decomposition, the prior over the article pool, the production observation prompt, ``max_tokens`` and
+verification, the configured observation model) for at most ``--rounds`` rounds, and records every *reading*
+(one requirement × one window judged, with its features — ``lens._grading``) together with a label. Labels
+are used only here, to count; they never reach a call. One row per question is appended to
+``OUT/readings.jsonl`` as it completes, so a crashed run resumes where it stopped (questions already in the
+file are skipped).
 
-Rates are doc-level (the data says which articles are gold, not which requirement each serves) and smoothed
-with a Beta(1, 1) prior. Calibrate on questions you will not evaluate on (``--offset``, ``--exclude``).
+**Labels, at the requirement level, from HotpotQA's sentence-level supporting facts (title, sent_id).** Each
+requirement is assigned the gold articles of its hop:
+
+1. the gold articles whose title the requirement's wording (as asked, bridge value filled in) names;
+2. else, in a bridge question, a requirement that depends on another gets the *second-hop* article and one
+   that others depend on gets the *first-hop* article, where the second-hop article is the gold article whose
+   title the other gold article's supporting sentences name (the bridge entity); when that is ambiguous
+   (both or neither name the other), every gold article;
+3. else every gold article (a single requirement asks the whole question).
+
+A reading with a verified finding is **positive** when one of the sentences its quote was verified in
+overlaps a gold supporting sentence of one of those articles (normalised text, one contained in the other)
+and — for the final requirement of a bridge question whose answer is not yes/no — when its value equals the
+gold answer under the official normalisation (lowercase, no punctuation or articles). A verified quote of a
+non-supporting sentence is a negative, and so is a finding for a hop it was not asked about. A reading
+with nothing found is positive (a miss) when the window holds such a gold sentence. Unasked hops are never
+positives: only the requirements the loop asked about have readings.
+
+**fit** fits, on the rows of one or more runs, the graded model (logistic regression, L2, by Newton steps;
+with and without the log-probability feature), the rank-only baseline and the single (tpr, fpr) pair, and
+reports, cross-validated by question (folds of whole questions), the AUC, Brier score and a reliability table
+of both models' posteriors (the baseline's rank odds times each model's likelihood ratio), plus the
+certification outcome of the rows a run recorded (share certified, precision of certified values). It prints
+the preset block (``[loop.reliability."<model>"]`` and its ``graded`` table). Calibrate on questions outside
+every evaluation sample (``--exclude``, ``--require-gold-in-pool``).
 """
 
 from __future__ import annotations
@@ -16,19 +40,131 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
+import os
+import re
+import string
 import sys
 import time
 from pathlib import Path
+from typing import Any, Iterable, Sequence
 
-__all__ = ["calibrate", "calibrate_command"]
+from lens._errors import LensError
+
+__all__ = [
+    "calibrate",
+    "calibrate_command",
+    "fit_command",
+    "fit_readings",
+    "hop_articles",
+    "label_readings",
+    "logistic_fit",
+    "auc",
+]
+
+READINGS = "readings.jsonl"
+ROW_FORMAT = "lens-calibration/2"
 
 
-def _pool_view(articles_path: str):
-    """A CorpusView over the article pool, one document per article (title line, one sentence per line)."""
+# ---------------------------------------------------------------------------------------------------- labels
+def _norm_answer(s: str) -> str:
+    """HotpotQA's official answer normalisation."""
+    s = s.lower()
+    s = "".join(ch for ch in s if ch not in set(string.punctuation))
+    s = re.sub(r"\b(a|an|the)\b", " ", s)
+    return " ".join(s.split())
+
+
+def _names(text: str, title: str) -> bool:
+    from lens._observation import normalise
+    from lens._terms import STOPWORDS, tokens
+
+    words = [w for w in tokens(title) if w not in STOPWORDS] or tokens(title)
+    have = set(tokens(text))
+    return bool(words) and (all(w in have for w in words) or f" {normalise(title)} " in f" {normalise(text)} ")
+
+
+def hop_articles(record: dict, articles: dict[str, list[str]]) -> dict[str, Any]:
+    """The question's gold articles split into hops: ``{"gold": {title: [sentences]}, "first": [...],
+    "second": [...]}`` (first/second empty when the hops cannot be told apart; see the module docstring)."""
+    gold: dict[str, list[str]] = {}
+    for title, sid in record["supporting_facts"]:
+        sents = articles.get(title)
+        if sents is None or not isinstance(sid, int) or not 0 <= sid < len(sents):
+            continue
+        gold.setdefault(title, []).append(sents[sid])
+    first: list[str] = []
+    second: list[str] = []
+    if record.get("type") == "bridge" and len(gold) == 2:
+        a, b = list(gold)
+        a_names_b = any(_names(s, b) for s in gold[a])
+        b_names_a = any(_names(s, a) for s in gold[b])
+        if a_names_b != b_names_a:
+            first, second = ([a], [b]) if a_names_b else ([b], [a])
+    return {"gold": gold, "first": first, "second": second}
+
+
+def _requirement_titles(req: dict, text: str, hops: dict[str, Any], dependents: set[str]) -> list[str]:
+    named = [t for t in hops["gold"] if _names(text, t)]
+    if named:
+        return named
+    if hops["second"] and req.get("depends_on"):
+        return hops["second"]
+    if hops["first"] and req["id"] in dependents:
+        return hops["first"]
+    return list(hops["gold"])
+
+
+def _overlaps(a: str, b: str) -> bool:
+    from lens._observation import normalise
+
+    na, nb = normalise(a), normalise(b)
+    return bool(na) and bool(nb) and (f" {na} " in f" {nb} " or f" {nb} " in f" {na} ")
+
+
+def label_readings(record: dict, requirements: list[dict], readings: list[dict], windows: dict[str, dict], articles):
+    """Label each reading (dict with ``requirement_id``, ``requirement``, ``window``, ``found``, ``value``,
+    ``sentences``) in place: ``label`` 0/1 and ``why``. ``windows`` maps window keys to ``{"title",
+    "sentences": {id: text}}``."""
+    hops = hop_articles(record, articles)
+    dependents = {r["depends_on"] for r in requirements if r.get("depends_on")}
+    final = requirements[-1]["id"] if requirements else None
+    answer = _norm_answer(str(record.get("answer", "")))
+    value_rule = record.get("type") == "bridge" and answer not in {"yes", "no"}
+    by_id = {r["id"]: r for r in requirements}
+    for rd in readings:
+        req = by_id.get(rd["requirement_id"], {"id": rd["requirement_id"]})
+        titles = _requirement_titles(req, rd["requirement"], hops, dependents)
+        win = windows[rd["window"]]
+        gold_sents = [s for t in titles if _title_eq(t, win["title"]) for s in hops["gold"][t]]
+        if not rd["found"]:
+            holds = any(_overlaps(txt, g) for txt in win["sentences"].values() for g in gold_sents)
+            rd["label"], rd["why"] = int(holds), "miss: window holds the fact" if holds else "nothing here, none there"
+            continue
+        quoted = [win["sentences"].get(str(i), win["sentences"].get(i, "")) for i in rd["sentences"]]
+        if not any(_overlaps(txt, g) for txt in quoted for g in gold_sents):
+            rd["label"], rd["why"] = 0, "quote not in a supporting sentence of this hop"
+        elif value_rule and rd["requirement_id"] == final and _norm_answer(rd.get("value", "")) != answer:
+            rd["label"], rd["why"] = 0, "final value is not the gold answer"
+        else:
+            rd["label"], rd["why"] = 1, "quote in a supporting sentence of this hop"
+    return readings
+
+
+def _title_eq(a: str, b: str) -> bool:
+    from lens._terms import title_key
+
+    return title_key(a) == title_key(b)
+
+
+# ---------------------------------------------------------------------------------------------------- run
+def _pool(articles_path: str):
+    """A CorpusView over the article pool, one document per article (title line, one sentence per line), and
+    the articles' sentence lists by title."""
     from lens._corpus import CorpusScan, Document
     from lens._view import CorpusView
 
-    docs = []
+    docs, sentences = [], {}
     with open(articles_path, encoding="utf-8") as fh:
         for n, line in enumerate(fh, 1):
             if not line.strip():
@@ -38,11 +174,10 @@ def _pool_view(articles_path: str):
                 title = a["title"]
                 sents = a.get("sentences") or a.get("text")
             except (json.JSONDecodeError, KeyError) as exc:
-                from lens._errors import LensError
-
                 raise LensError(f"{articles_path}: line {n}: not an article record ({exc})") from None
             if isinstance(sents, str):
                 sents = [sents]
+            sentences[title] = list(sents)
             text = title + "\n" + "\n".join(s.strip() for s in sents)
             docs.append(
                 Document(
@@ -53,101 +188,360 @@ def _pool_view(articles_path: str):
                     sha256=hashlib.sha256(text.encode()).hexdigest(),
                 )
             )
-    return CorpusView(CorpusScan(root=Path(articles_path), documents=docs, files=len(docs)))
+    return CorpusView(CorpusScan(root=Path(articles_path), documents=docs, files=len(docs))), sentences
 
 
-def calibrate(config, questions: list[dict], articles_path: str, *, candidates: int = 8, progress=None) -> dict:
-    """Measure tpr/fpr of verified observations; returns the calibration record."""
+def done_ids(out_dir: str | os.PathLike[str]) -> set[str]:
+    """Question ids already in ``OUT/readings.jsonl`` (a torn last line is ignored)."""
+    path = Path(out_dir) / READINGS
+    ids: set[str] = set()
+    if not path.exists():
+        return ids
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            ids.add(json.loads(line)["id"])
+        except (json.JSONDecodeError, KeyError, TypeError):
+            continue
+    return ids
+
+
+def calibrate(config, questions: list[dict], articles_path: str, out_dir: str, *, rounds: int = 3, progress=None):
+    """Run the loop on each question not yet in ``out_dir`` and append its labelled readings; returns the
+    number of rows written now."""
     from lens._agent import Agent
+    from lens._beliefs import stopping_threshold
+    from lens._budget import Budget
     from lens._cost import CostMeter
-    from lens._llm import LLMError
-    from lens._observation import observe
+    from lens._grading import observation_model
+    from lens._llm import LLMError, LLMUnavailableError
+    from lens._loop import Loop, LoopState
     from lens._prior import Prior
     from lens._requirements import decompose
-    from lens._terms import content_terms, title_key
-    from lens._windows import windows_for
 
-    view = _pool_view(articles_path)
-    prior = Prior(view, config.prior)
-    agent = Agent(config)
+    cfg = config.model_copy(deep=True)
+    cfg.budget.max_rounds = min(rounds, cfg.budget.max_rounds)
+    view, articles = _pool(articles_path)
+    prior = Prior(view, cfg.prior)
+    agent = Agent(cfg)
     client = agent.client
-    meter = CostMeter()
-
-    def call(messages, schema, max_tokens):
-        try:
-            return client.chat_json(messages, schema, max_tokens=max_tokens, meter=meter).parsed
-        except LLMError:
-            return None
-
-    tp = fn = fp = tn = 0
-    per_question = []
-    t0 = time.monotonic()
+    model = observation_model(cfg)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    skip = done_ids(out)
+    written = 0
     for qi, q in enumerate(questions):
-        question = q["question"]
-        gold = {title_key(t) for t, _ in q["supporting_facts"]}
-        dec = decompose(question, call)  # the agent's decomposition: same prompt, max_tokens and checks
-        ready = [r for r in dec.requirements if not r.depends_on]
-        cues = [c for r in ready for c in r.cues]
-        ranked = prior.score(question, cues, limit=candidates)
-        terms = list(dict.fromkeys(t for c in cues + [question] for t in content_terms(c)))
-        wins = [
-            w
-            for c in ranked
-            for w in windows_for(view.docs[c.index], c.index, terms, config.prior.window_sentences)[:1]
+        if q["_id"] in skip:
+            continue
+        t0 = time.monotonic()
+        meter = CostMeter()
+        budget = Budget(cfg.budget, meter)
+
+        def call(messages, schema, max_tokens):
+            try:
+                return client.chat_json(messages, schema, max_tokens=max_tokens, meter=meter).parsed
+            except LLMUnavailableError:
+                raise
+            except LLMError:
+                return None
+
+        dec = decompose(q["question"], call)
+        state = LoopState(question=q["question"], decomposition=dec, view=view, prior=prior)
+        loop = Loop(state, client=client, config=cfg, budget=budget, meter=meter, evidence=model)
+        loop.seed()
+        stop = loop.run()
+        reqs = [r.to_dict() for r in dec.requirements]
+        readings = [
+            {
+                "requirement_id": r.requirement_id,
+                "requirement": r.requirement,
+                "window": r.window_key,
+                "round": r.round,
+                "found": r.found,
+                "value": r.value,
+                "quote": r.quote,
+                "sentences": list(r.sentences),
+                "features": dict(r.features),
+                "logprobs": r.logprobs,
+                "log_lr": r.log_lr,
+            }
+            for r in state.readings
         ]
-        facts = [(r.id, r.resolved_text({})) for r in ready]
-        subjects = {r.id: subj for r in ready if (subj := r.subject({}))}  # as the loop checks them
-        q_tp = q_fp = q_pos = q_neg = 0
-        step = config.loop.windows_per_round
-        for i in range(0, len(wins), step):
-            batch = wins[i : i + step]
-            docs = [view.docs[w.doc_index] for w in batch]
-            # the loop's observation: same prompt, max_tokens and verification
-            obs = observe(question, facts, batch, docs, call, subjects=subjects)
-            if obs is None:
-                continue  # an unusable reply is no observation, as in the loop
-            positive = {f.window_key for f in obs.findings}
-            for w in batch:
-                is_gold = title_key(view.docs[w.doc_index].title) in gold
-                said = w.key in positive
-                if is_gold:
-                    q_pos += 1
-                    q_tp += said
-                else:
-                    q_neg += 1
-                    q_fp += said
-        tp += q_tp
-        fn += q_pos - q_tp
-        fp += q_fp
-        tn += q_neg - q_fp
-        per_question.append({"id": q.get("_id"), "gold_windows": q_pos, "tp": q_tp, "other_windows": q_neg, "fp": q_fp})
+        windows = {}
+        for rd in readings:
+            w = state.windows[rd["window"]]
+            doc = view.docs[w.doc_index]
+            windows[rd["window"]] = {"title": doc.title, "sentences": {str(i): t for i, t in w.sentences(doc)}}
+        label_readings(q, reqs, readings, windows, articles)
+        threshold = stopping_threshold(len(state.trace), dec.intent, cfg.loop)
+        outcome = []
+        for r in dec.requirements:
+            b = state.beliefs[r.id]
+            fav = b.favoured()
+            fav_labels = [rd["label"] for rd in readings if rd["requirement_id"] == r.id and rd["window"] == fav]
+            fav_found = [
+                rd["label"] for rd in readings if rd["requirement_id"] == r.id and rd["window"] == fav and rd["found"]
+            ]
+            outcome.append(
+                {
+                    "id": r.id,
+                    "certified": b.glr() >= threshold,
+                    "glr": round(b.glr(), 3),
+                    "posterior": round(b.posterior().get(fav, 0.0), 4) if fav else 0.0,
+                    "value": state.values.get(r.id, ""),
+                    "favoured_label": max(fav_found) if fav_found else (max(fav_labels) if fav_labels else None),
+                }
+            )
+        row = {
+            "format": ROW_FORMAT,
+            "id": q["_id"],
+            "type": q.get("type"),
+            "question": q["question"],
+            "model": client.model,
+            "observation_model": model.name,
+            "config_hash": cfg.canonical_hash(),
+            "requirements": reqs,
+            "outcome": outcome,
+            "stop": stop,
+            "rounds": len(state.trace),
+            "threshold": round(threshold, 3),
+            "readings": [{k: v for k, v in rd.items()} for rd in readings],
+            "windows": {k: v["title"] for k, v in windows.items()},
+            "cost": meter.cost.to_dict(),
+            "seconds": round(time.monotonic() - t0, 1),
+        }
+        from lens._files import append_line
+
+        append_line(out / READINGS, json.dumps(row, ensure_ascii=False))
+        written += 1
         if progress:
-            progress(qi + 1, len(questions), tp, fn, fp, tn)
-    tpr = (tp + 1) / (tp + fn + 2)
-    fpr = (fp + 1) / (fp + tn + 2)
-    cost = meter.cost.to_dict()
+            progress(qi + 1, len(questions), row)
+    return written
+
+
+# ---------------------------------------------------------------------------------------------------- fit
+def logistic_fit(X, y, l2: float = 1.0, iters: int = 50):
+    """L2-penalised logistic regression by Newton steps (the intercept is not penalised); returns
+    (coefficients, intercept)."""
+    import numpy as np
+
+    X = np.asarray(X, dtype=float)
+    y = np.asarray(y, dtype=float)
+    n, d = X.shape
+    A = np.hstack([X, np.ones((n, 1))])
+    w = np.zeros(d + 1)
+    pen = np.full(d + 1, l2)
+    pen[-1] = 0.0
+    for _ in range(iters):
+        z = A @ w
+        p = 1.0 / (1.0 + np.exp(-np.clip(z, -30, 30)))
+        g = A.T @ (p - y) + pen * w
+        H = (A * (p * (1 - p))[:, None]).T @ A + np.diag(pen) + 1e-9 * np.eye(d + 1)
+        step = np.linalg.solve(H, g)
+        w -= step
+        if np.max(np.abs(step)) < 1e-8:
+            break
+    return w[:-1].tolist(), float(w[-1])
+
+
+def auc(scores: Sequence[float], labels: Sequence[int]) -> float | None:
+    """Area under the ROC curve (Mann–Whitney, ties counted half); None without both classes."""
+    pos = [s for s, y in zip(scores, labels) if y]
+    neg = [s for s, y in zip(scores, labels) if not y]
+    if not pos or not neg:
+        return None
+    order = sorted((s, y) for s, y in zip(scores, labels))
+    # rank sum with average ranks for ties
+    ranks, i = {}, 0
+    while i < len(order):
+        j = i
+        while j < len(order) and order[j][0] == order[i][0]:
+            j += 1
+        ranks[order[i][0]] = (i + j + 1) / 2
+        i = j
+    r_pos = sum(ranks[s] for s in pos)
+    return (r_pos - len(pos) * (len(pos) + 1) / 2) / (len(pos) * len(neg))
+
+
+def _sigmoid(z: float) -> float:
+    return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
+
+
+def _reliability(probs: Sequence[float], labels: Sequence[int], bins: int = 5) -> list[dict]:
+    out = []
+    for b in range(bins):
+        lo, hi = b / bins, (b + 1) / bins
+        idx = [i for i, p in enumerate(probs) if lo <= p < hi or (b == bins - 1 and p == 1.0)]
+        if not idx:
+            out.append({"bin": f"{lo:.1f}-{hi:.1f}", "n": 0, "predicted": None, "observed": None})
+            continue
+        out.append(
+            {
+                "bin": f"{lo:.1f}-{hi:.1f}",
+                "n": len(idx),
+                "predicted": round(sum(probs[i] for i in idx) / len(idx), 3),
+                "observed": round(sum(labels[i] for i in idx) / len(idx), 3),
+            }
+        )
+    return out
+
+
+class _Fitted:
+    """One fit of the three models on a set of readings."""
+
+    def __init__(self, readings: list[dict], l2: float):
+        from lens._grading import FEATURES
+
+        self.features = list(FEATURES)
+        self.nolp = [f for f in FEATURES if f != "logprob"]
+        y = [r["label"] for r in readings]
+        lp = [r for r in readings if r["logprobs"]]
+        self.coef, self.intercept = logistic_fit(
+            [[r["features"].get(f, 0.0) for f in self.features] for r in (lp or readings)],
+            [r["label"] for r in (lp or readings)],
+            l2,
+        )
+        self.coef_nolp, self.intercept_nolp = logistic_fit(
+            [[r["features"].get(f, 0.0) for f in self.nolp] for r in readings], y, l2
+        )
+        (self.base_coef,), self.base_intercept = logistic_fit([[r["features"]["log_rank"]] for r in readings], y, l2)
+        pos = [r for r in readings if r["label"]]
+        neg = [r for r in readings if not r["label"]]
+        # Beta(1, 1)-smoothed single rates at the requirement level
+        self.tpr = (sum(r["found"] for r in pos) + 1) / (len(pos) + 2)
+        self.fpr = (sum(r["found"] for r in neg) + 1) / (len(neg) + 2)
+
+    def base_logit(self, r: dict) -> float:
+        return self.base_intercept + self.base_coef * r["features"]["log_rank"]
+
+    def graded_logit(self, r: dict) -> float:
+        if r["logprobs"]:
+            return self.intercept + sum(c * r["features"].get(f, 0.0) for f, c in zip(self.features, self.coef))
+        return self.intercept_nolp + sum(c * r["features"].get(f, 0.0) for f, c in zip(self.nolp, self.coef_nolp))
+
+    def single_logit(self, r: dict) -> float:
+        t, f = self.tpr, self.fpr
+        lr = math.log(t / f) if r["found"] else math.log((1 - t) / (1 - f))
+        return self.base_logit(r) + lr
+
+    def graded(self, n: int, auc_value: float | None, max_log_lr: float = 4.6) -> dict:
+        return {
+            "features": self.features,
+            "coef": [round(c, 4) for c in self.coef],
+            "intercept": round(self.intercept, 4),
+            "coef_no_logprob": [round(c, 4) for c in self.coef_nolp],
+            "intercept_no_logprob": round(self.intercept_nolp, 4),
+            "base_coef": round(self.base_coef, 4),
+            "base_intercept": round(self.base_intercept, 4),
+            "max_log_lr": max_log_lr,
+            "n": n,
+            "auc": None if auc_value is None else round(auc_value, 4),
+        }
+
+
+def fit_readings(rows: list[dict], *, folds: int = 5, l2: float = 1.0) -> dict:
+    """Fit and cross-validate the graded and single-rate models on calibration rows (see the module
+    docstring); returns the report with the preset's parameters."""
+    readings = [r for row in rows for r in row["readings"]]
+    if len({r["label"] for r in readings}) < 2:
+        raise LensError("calibration rows need both positive and negative readings to fit")
+    ids = sorted({row["id"] for row in rows}, key=lambda i: hashlib.sha256(i.encode()).hexdigest())
+    fold_of = {qid: k % folds for k, qid in enumerate(ids)}
+    held: dict[str, list[float]] = {"graded": [], "single": [], "base": []}
+    labels: list[int] = []
+    for k in range(folds):
+        train = [r for row in rows if fold_of[row["id"]] != k for r in row["readings"]]
+        test = [r for row in rows if fold_of[row["id"]] == k for r in row["readings"]]
+        if not test or len({r["label"] for r in train}) < 2:
+            continue
+        m = _Fitted(train, l2)
+        for r in test:
+            held["graded"].append(_sigmoid(m.graded_logit(r)))
+            held["single"].append(_sigmoid(m.single_logit(r)))
+            held["base"].append(_sigmoid(m.base_logit(r)))
+            labels.append(r["label"])
+    metrics = {}
+    for name, probs in held.items():
+        metrics[name] = {
+            "auc": None if (a := auc(probs, labels)) is None else round(a, 4),
+            "brier": round(sum((p - y) ** 2 for p, y in zip(probs, labels)) / len(labels), 4) if labels else None,
+            "reliability": _reliability(probs, labels),
+        }
+    full = _Fitted(readings, l2)
+    outcomes = [(row["observation_model"], o) for row in rows for o in row.get("outcome", [])]
+    certification = {}
+    for name in sorted({n for n, _ in outcomes}):
+        mine = [o for n, o in outcomes if n == name]
+        cert = [o for o in mine if o["certified"]]
+        right = [o for o in cert if o.get("favoured_label") == 1]
+        certification[name] = {
+            "requirements": len(mine),
+            "certified": len(cert),
+            "certified_share": round(len(cert) / len(mine), 4) if mine else None,
+            "certified_precision": round(len(right) / len(cert), 4) if cert else None,
+        }
+    model = rows[0].get("model")
     return {
-        "model": client.model,
-        "tpr": round(tpr, 4),
-        "fpr": round(fpr, 4),
-        "n": tp + fn + fp + tn,
-        "counts": {"tp": tp, "fn": fn, "fp": fp, "tn": tn},
-        "precision": round(tp / (tp + fp), 4) if tp + fp else None,
-        "recall": round(tp / (tp + fn), 4) if tp + fn else None,
-        "questions": len(questions),
-        "candidates": candidates,
-        "config_hash": config.canonical_hash(),
-        "seconds": round(time.monotonic() - t0, 1),
-        "cost": cost,
-        "per_question": per_question,
+        "model": model,
+        "questions": len(rows),
+        "readings": len(readings),
+        "positives": sum(r["label"] for r in readings),
+        "found": sum(r["found"] for r in readings),
+        "with_logprobs": sum(bool(r["logprobs"]) for r in readings),
+        "folds": folds,
+        "l2": l2,
+        "cross_validated": metrics,
+        "certification": certification,
+        "single_rate": {"tpr": round(full.tpr, 4), "fpr": round(full.fpr, 4), "n": len(readings)},
+        "graded": full.graded(len(readings), metrics["graded"]["auc"]),
+        "question_ids": ids,
     }
 
 
-def calibrate_command(args: argparse.Namespace) -> int:
-    from lens._cli import config_from_args
-    from lens._errors import LensError
+def _read_rows(paths: Iterable[str]) -> list[dict]:
+    rows, seen = [], set()
+    for p in paths:
+        path = Path(p)
+        if path.is_dir():
+            path = path / READINGS
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except OSError as exc:
+            raise LensError(f"{path}: cannot read calibration rows ({exc.strerror or exc})") from None
+        for n, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                if n == len(lines):
+                    continue  # a torn last line from a crash
+                raise LensError(f"{path}:{n}: malformed JSON ({exc.msg})") from None
+            for key in ("id", "readings", "observation_model"):
+                if key not in row:
+                    raise LensError(f"{path}:{n}: field {key!r} missing")
+            if row["id"] not in seen:
+                seen.add(row["id"])
+                rows.append(row)
+    return rows
 
-    config = config_from_args(args)
+
+def _preset_block(report: dict) -> str:
+    s, g = report["single_rate"], report["graded"]
+    lines = [
+        f'[loop.reliability."{report["model"]}"]',
+        f"tpr = {s['tpr']}",
+        f"fpr = {s['fpr']}",
+        f"n = {s['n']}",
+        "",
+        f'[loop.reliability."{report["model"]}".graded]',
+    ]
+    for key, value in g.items():
+        lines.append(f"{key} = {json.dumps(value)}" if value is not None else f"# {key}: none")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------------- CLI
+def _questions(args) -> list[dict]:
     try:
         data = json.loads(Path(args.questions).read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
@@ -157,7 +551,8 @@ def calibrate_command(args: argparse.Namespace) -> int:
     skip: set[str] = set()
     for path in args.exclude or []:
         try:
-            other = json.loads(Path(path).read_text(encoding="utf-8"))
+            text = Path(path).read_text(encoding="utf-8")
+            other = json.loads(text) if path.endswith(".json") else text.split()
         except (OSError, json.JSONDecodeError) as exc:
             raise LensError(f"{path}: cannot read the --exclude file ({exc})") from None
         skip |= {q["_id"] if isinstance(q, dict) else str(q) for q in other}
@@ -165,42 +560,78 @@ def calibrate_command(args: argparse.Namespace) -> int:
         for key in ("_id", "question", "supporting_facts"):
             if not isinstance(q, dict) or key not in q:
                 raise LensError(f"{args.questions}: record {i}: field {key!r} missing")
-    pool_titles = None
+    chosen = [q for q in data if q["_id"] not in skip]
     if args.require_gold_in_pool:
         from lens._terms import title_key
 
         with open(args.articles, encoding="utf-8") as fh:
-            pool_titles = {title_key(json.loads(line)["title"]) for line in fh if line.strip()}
-    chosen = [q for q in data if q["_id"] not in skip]
-    if pool_titles is not None:
-        chosen = [q for q in chosen if all(title_key(t) in pool_titles for t, _ in q["supporting_facts"])]
+            pool = {title_key(json.loads(line)["title"]) for line in fh if line.strip()}
+        chosen = [q for q in chosen if all(title_key(t) in pool for t, _ in q["supporting_facts"])]
     chosen = chosen[args.offset : args.offset + args.limit]
     if not chosen:
         raise LensError("no questions left to calibrate on after --exclude/--offset/--limit")
+    return chosen
 
-    def progress(i, n, tp, fn, fp, tn):
-        print(f"\r  {i}/{n} questions  tp {tp} fn {fn} fp {fp} tn {tn}", end="", file=sys.stderr, flush=True)
 
-    record = calibrate(config, chosen, args.articles, candidates=args.candidates, progress=progress)
-    print(file=sys.stderr)
-    record["questions_file"] = args.questions
-    record["question_ids"] = [q["_id"] for q in chosen]
+def calibrate_command(args: argparse.Namespace) -> int:
+    from lens._cli import config_from_args
+
+    config = config_from_args(args)
+    chosen = _questions(args)
+
+    def progress(i, n, row):
+        found = sum(r["found"] for r in row["readings"])
+        pos = sum(r["label"] for r in row["readings"])
+        cert = sum(o["certified"] for o in row["outcome"])
+        print(
+            f"  {i}/{n} {row['id']}: {len(row['readings'])} readings, {found} found, {pos} positive, "
+            f"{cert}/{len(row['outcome'])} certified, {row['seconds']} s",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    before = len(done_ids(args.out))
+    written = calibrate(config, chosen, args.articles, args.out, rounds=args.rounds, progress=progress)
+    print(f"{written} questions written now, {before} before; rows in {Path(args.out) / READINGS}")
+    return 0
+
+
+def fit_command(args: argparse.Namespace) -> int:
+    rows = _read_rows(args.runs)
+    if not rows:
+        raise LensError("no calibration rows to fit")
+    models = {row.get("model") for row in rows}
+    if len(models) > 1:
+        raise LensError(f"calibration rows of more than one model: {sorted(map(str, models))}")
+    report = fit_readings(rows, folds=args.folds, l2=args.l2)
+    report["runs"] = list(args.runs)
     if args.out:
         from lens._files import atomic_write
 
-        data = (json.dumps(record, indent=2) + "\n").encode("utf-8")
+        data = (json.dumps(report, indent=2) + "\n").encode("utf-8")
         atomic_write(args.out, lambda fh: fh.write(data))
     if args.json:
-        json.dump({k: v for k, v in record.items() if k != "per_question"}, sys.stdout, indent=2)
+        json.dump({k: v for k, v in report.items() if k != "question_ids"}, sys.stdout, indent=2)
         print()
-    else:
-        c = record["counts"]
+        return 0
+    cv = report["cross_validated"]
+    print(
+        f"model {report['model']}: {report['questions']} questions, {report['readings']} readings "
+        f"({report['positives']} positive, {report['found']} found, {report['with_logprobs']} with logprobs); "
+        f"{report['folds']}-fold cross-validation by question"
+    )
+    for name in ("graded", "single", "base"):
+        print(f"  {name:7s} AUC {cv[name]['auc']}  Brier {cv[name]['brier']}")
+    print("  reliability (bin: n, predicted, observed) — graded | single:")
+    for g, s in zip(cv["graded"]["reliability"], cv["single"]["reliability"]):
         print(
-            f"model {record['model']}: tpr {record['tpr']}  fpr {record['fpr']}  "
-            f"(tp {c['tp']} fn {c['fn']} fp {c['fp']} tn {c['tn']}; precision {record['precision']}, "
-            f"recall {record['recall']}; {record['questions']} questions, {record['seconds']} s)"
+            f"    {g['bin']}: {g['n']}, {g['predicted']}, {g['observed']} | {s['n']}, {s['predicted']}, {s['observed']}"
         )
-        print("add to the preset:")
-        print(f'[loop.reliability."{record["model"]}"]')
-        print(f"tpr = {record['tpr']}\nfpr = {record['fpr']}\nn = {record['n']}")
+    for name, c in report["certification"].items():
+        print(
+            f"  rows run with {name}: {c['certified']}/{c['requirements']} requirements certified, "
+            f"precision {c['certified_precision']}"
+        )
+    print("add to the preset:")
+    print(_preset_block(report))
     return 0

@@ -166,3 +166,9 @@ def calibrate(args: argparse.Namespace) -> int:
     from lens._calibration import calibrate_command
 
     return calibrate_command(args)
+
+
+def calibrate_fit(args: argparse.Namespace) -> int:
+    from lens._calibration import fit_command
+
+    return fit_command(args)

@@ -30,6 +30,7 @@ __all__ = [
     "PriorSettings",
     "LoopSettings",
     "OracleReliability",
+    "GradedEvidence",
     "MemorySettings",
     "ReaderSettings",
     "AblationSettings",
@@ -59,6 +60,7 @@ class LLMSettings(_Section):
     seed: int = 0
     max_output_tokens: int = Field(512, ge=1)
     call_timeout_s: float = Field(120.0, gt=0)
+    logprobs: bool = Field(True, description="Ask observation calls for token log-probabilities (graded evidence).")
     # transport: how hard to try, not what is asked; a resume may change them
     max_retries: int = Field(3, ge=0, json_schema_extra=_NOT_HASHED)
     retry_backoff_s: float = Field(1.0, ge=0, json_schema_extra=_NOT_HASHED)
@@ -116,12 +118,42 @@ class PriorSettings(_Section):
     temperature: float = Field(1.0, gt=0, description="Prior weight of a document = exp(score / temperature).")
 
 
+class GradedEvidence(_Section):
+    """The graded observation model fitted by ``lens calibrate fit`` (see ``lens._grading``): logistic
+    coefficients over ``features`` (with and without the log-probability feature) and the rank-only baseline
+    whose log-odds a reading's log likelihood ratio is measured against."""
+
+    features: list[str]
+    coef: list[float]
+    intercept: float
+    coef_no_logprob: list[float]
+    intercept_no_logprob: float
+    base_coef: float
+    base_intercept: float
+    max_log_lr: float = Field(4.6, gt=0, description="|log LR| cap of one reading.")
+    n: int = Field(0, ge=0, description="Labelled readings behind the fit.")
+    auc: float | None = Field(None, description="Cross-validated AUC (reported, not used).")
+
+    @field_validator("coef_no_logprob")
+    @classmethod
+    def _lengths(cls, v: list[float], info) -> list[float]:
+        feats = info.data.get("features", [])
+        coef = info.data.get("coef", [])
+        if feats and len(coef) != len(feats):
+            raise ValueError(f"coef has {len(coef)} values for {len(feats)} features")
+        if feats and len(v) != len([f for f in feats if f != "logprob"]):
+            raise ValueError("coef_no_logprob needs one value per feature other than logprob")
+        return v
+
+
 class OracleReliability(_Section):
-    """P(oracle says relevant | window relevant) and P(says relevant | not relevant), measured per model."""
+    """P(oracle says relevant | window relevant) and P(says relevant | not relevant), measured per model, and
+    the graded model when one was fitted."""
 
     tpr: float = Field(0.6, gt=0, lt=1)
     fpr: float = Field(0.2, gt=0, lt=1)
     n: int = Field(0, ge=0, description="Labelled judgements behind the estimate (0 = uncalibrated prior).")
+    graded: GradedEvidence | None = None
 
 
 class LoopSettings(_Section):
@@ -140,11 +172,17 @@ class LoopSettings(_Section):
     evidence_docs: int = Field(4, ge=1, description="Documents kept in the consolidated evidence set E*.")
     window_token_cap: int = Field(1500, ge=64)
     reliability: dict[str, OracleReliability] = Field(default_factory=dict)
+    observation_model: Literal["graded", "single-rate"] = Field(
+        "graded", description="How a reading moves a belief; graded falls back to single-rate when uncalibrated."
+    )
 
 
 class MemorySettings(_Section):
     enabled: bool = True
     capacity: int = Field(32, ge=0)
+    min_posterior: float = Field(
+        0.5, ge=0, le=1, description="A verified finding enters the memory when its window's posterior is this high."
+    )
     dir: str | None = Field(None, json_schema_extra=_NOT_HASHED)
 
 

@@ -103,6 +103,8 @@ class LLMResponse(Generic[T]):
     seconds: float
     model: str
     parsed: Any = None
+    # (token, log-probability) of each generated token, when asked for and the endpoint returns them
+    logprobs: tuple[tuple[str, float], ...] | None = None
 
     @property
     def tokens(self) -> int:
@@ -172,6 +174,7 @@ class LLMClient:
             self._http.close()
             raise LLMUnavailableError(f"{base_url}: not a usable endpoint URL ({exc})") from None
         self._openai = openai
+        self._logprobs_supported = True  # until the endpoint rejects the parameter once
 
     def close(self) -> None:
         self._http.close()
@@ -187,20 +190,26 @@ class LLMClient:
         json_mode: bool = False,
         deadline: float | None = None,
         meter: CostMeter | None = None,
+        logprobs: bool = False,
     ) -> LLMResponse:
-        """One chat completion (cached, retried). ``deadline`` is a ``time.monotonic()`` instant."""
+        """One chat completion (cached, retried). ``deadline`` is a ``time.monotonic()`` instant. ``logprobs``
+        asks for the generated tokens' log-probabilities; an endpoint that rejects the parameter is asked again
+        without it (and not asked again), and one that ignores it gives ``logprobs=None``."""
+        logprobs = logprobs and self._logprobs_supported
         params = {
             "temperature": self.settings.temperature if temperature is None else temperature,
             "max_tokens": max_tokens or self.settings.max_output_tokens,
             "seed": self.settings.seed,
             "json": json_mode,
         }
+        if logprobs:
+            params["logprobs"] = True  # only when asked: the keys of every other request stay as they were
         request = {"model": self.model, "messages": list(messages), "params": params}
         key = request_key(request)
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None and isinstance(hit.get("text"), str):
-                resp = LLMResponse(hit["text"], 0, 0, True, 0.0, self.model)
+                resp = LLMResponse(hit["text"], 0, 0, True, 0.0, self.model, logprobs=_token_logprobs(hit))
                 if meter is not None:
                     meter.add(prompt_tokens=0, completion_tokens=0, cache_hit=True, seconds=0.0)
                 log.debug("llm cache hit %s", key[:12])
@@ -208,6 +217,21 @@ class LLMClient:
         t0 = time.monotonic()
         try:
             completion = self._call_with_retries(messages, params, deadline, meter)
+        except LLMRequestError as exc:
+            if logprobs and exc.status in (400, 422):
+                log.info("%s rejected logprobs (%s); asking without them from now on", self.base_url, exc)
+                self._logprobs_supported = False
+                return self.chat(
+                    messages,
+                    max_tokens=max_tokens,
+                    temperature=temperature,
+                    json_mode=json_mode,
+                    deadline=deadline,
+                    meter=meter,
+                )
+            if meter is not None:
+                meter.add_error(str(exc), endpoint=is_endpoint_failure(exc))
+            raise
         except LLMError as exc:
             if meter is not None:
                 meter.add_error(str(exc), endpoint=is_endpoint_failure(exc))
@@ -215,6 +239,7 @@ class LLMClient:
         seconds = time.monotonic() - t0
         choice = completion.choices[0] if completion.choices else None
         text = (choice.message.content if choice and choice.message else None) or ""
+        token_lps = _choice_logprobs(choice) if logprobs else None
         usage = completion.usage
         if usage is None:
             log.warning("endpoint returned no usage; tokens for this call count as 0")
@@ -223,9 +248,12 @@ class LLMClient:
         if meter is not None:
             meter.add(prompt_tokens=pt, completion_tokens=ct, cache_hit=False, seconds=seconds)
         if self.cache is not None:
-            self.cache.put(key, request, {"text": text, "prompt_tokens": pt, "completion_tokens": ct})
+            stored: dict[str, Any] = {"text": text, "prompt_tokens": pt, "completion_tokens": ct}
+            if token_lps is not None:
+                stored["logprobs"] = [list(t) for t in token_lps]
+            self.cache.put(key, request, stored)
         log.debug("llm call model=%s prompt=%d completion=%d %.2fs", self.model, pt, ct, seconds)
-        return LLMResponse(text, pt, ct, False, seconds, self.model)
+        return LLMResponse(text, pt, ct, False, seconds, self.model, logprobs=token_lps)
 
     def chat_json(
         self,
@@ -237,10 +265,18 @@ class LLMClient:
         deadline: float | None = None,
         meter: CostMeter | None = None,
         repair: bool = True,
+        logprobs: bool = False,
     ) -> LLMResponse:
         """A chat completion parsed into ``schema``; one repair request on failure (unless ``repair`` is
         False, e.g. when the caller's call budget has no room for it), then LLMFormatError."""
-        kw = dict(max_tokens=max_tokens, temperature=temperature, json_mode=True, deadline=deadline, meter=meter)
+        kw = dict(
+            max_tokens=max_tokens,
+            temperature=temperature,
+            json_mode=True,
+            deadline=deadline,
+            meter=meter,
+            logprobs=logprobs,
+        )
         resp = self.chat(messages, **kw)
         parsed, problem = self._parse(resp.text, schema)
         if parsed is not None:
@@ -322,6 +358,8 @@ class LLMClient:
         }
         if params["json"]:
             kwargs["response_format"] = {"type": "json_object"}
+        if params.get("logprobs"):
+            kwargs["logprobs"] = True
         try:
             return self._client.chat.completions.create(**kwargs)
         except oa.APITimeoutError as exc:
@@ -371,7 +409,31 @@ def _with_parsed(resp: LLMResponse, parsed: Any, extra: LLMResponse | None = Non
     ct = resp.completion_tokens + (extra.completion_tokens if extra else 0)
     secs = resp.seconds + (extra.seconds if extra else 0.0)
     hit = resp.cache_hit and (extra.cache_hit if extra else True)
-    return LLMResponse(resp.text, pt, ct, hit, secs, resp.model, parsed)
+    return LLMResponse(resp.text, pt, ct, hit, secs, resp.model, parsed, resp.logprobs)
+
+
+def _choice_logprobs(choice: Any) -> tuple[tuple[str, float], ...] | None:
+    """(token, logprob) pairs of a completion choice, or None when the endpoint sent none."""
+    content = getattr(getattr(choice, "logprobs", None), "content", None)
+    if not content:
+        return None
+    out = []
+    for item in content:
+        token, lp = getattr(item, "token", None), getattr(item, "logprob", None)
+        if not isinstance(token, str) or not isinstance(lp, (int, float)):
+            return None
+        out.append((token, float(lp)))
+    return tuple(out)
+
+
+def _token_logprobs(stored: dict[str, Any]) -> tuple[tuple[str, float], ...] | None:
+    items = stored.get("logprobs")
+    if not isinstance(items, list):
+        return None
+    try:
+        return tuple((str(t), float(lp)) for t, lp in items)
+    except (TypeError, ValueError):
+        return None
 
 
 # 4xx statuses that say something about this one request (too long, malformed), not about the endpoint

@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 
 from lens._beliefs import ELSEWHERE, Belief, stopping_threshold
 from lens._budget import Budget
-from lens._config import LensConfig, OracleReliability
+from lens._config import LensConfig
 from lens._corpus import Document
 from lens._cost import CostMeter
+from lens._grading import ObservationModel, Reading, reading_features
 from lens._llm import LLMClient, LLMDeadlineError, LLMError, LLMFormatError, LLMUnavailableError, refusal
-from lens._observation import Finding, observe
+from lens._observation import Finding, Observation, normalise, observe
 from lens._prior import Prior
 from lens._requirements import Decomposition, Requirement
 from lens._result import RoundTrace
@@ -56,6 +57,7 @@ class LoopState:
     bridged: dict[str, str] = field(default_factory=dict)  # bridge requirement -> source value its prior used
     # cues the loop learned for a bridge requirement (names in observations); the decomposition stays as decided
     bridge_cues: dict[str, list[str]] = field(default_factory=dict)
+    readings: list[Reading] = field(default_factory=list)  # every judgement of a window, with its features
 
     @property
     def requirements(self) -> list[Requirement]:
@@ -74,14 +76,14 @@ class Loop:
         config: LensConfig,
         budget: Budget,
         meter: CostMeter,
-        reliability: OracleReliability,
+        evidence: ObservationModel,
     ):
         self.state = state
         self.client = client
         self.config = config
         self.budget = budget
         self.meter = meter
-        self.reliability = reliability
+        self.evidence = evidence  # what one reading is worth (graded or single-rate)
 
     # ------------------------------------------------------------------ prior → beliefs
     def _cues(self, req: Requirement) -> list[str]:
@@ -235,7 +237,8 @@ class Loop:
                     deadline=self.budget.deadline,
                     meter=self.meter,
                     repair=repair,
-                ).parsed
+                    logprobs=cfg.llm.logprobs,
+                )
             except LLMDeadlineError:
                 outcome.update(error="time budget spent", stop="budget:time")
             except LLMFormatError as exc:
@@ -265,11 +268,15 @@ class Loop:
                 tag = f"{req.id}:{req.resolved_text(s.values)}"
                 s.observed.update((w.key, tag) for w in windows)
         if obs is not None:
-            self._update(outstanding, windows, obs.findings)
+            readings = self._update(outstanding, windows, obs)
             obs_record = {
                 "findings": [f.__dict__ | {"sentences": list(f.sentences)} for f in obs.findings],
                 "rejected": obs.rejected,
                 "mentions": obs.mentions,
+                "readings": [
+                    {"fact": r.requirement_id, "window": r.window_key, "found": r.found, "log_lr": round(r.log_lr, 3)}
+                    for r in readings
+                ],
             }
             self._bridge(obs.mentions)
         glrs = {r.id: round(s.beliefs[r.id].glr(), 3) for r in s.requirements}
@@ -299,17 +306,65 @@ class Loop:
         )
         return stop
 
-    def _update(self, outstanding: list[Requirement], windows: list[Window], findings: list[Finding]) -> None:
-        """One observation updates the belief of every outstanding requirement."""
+    def _update(self, outstanding: list[Requirement], windows: list[Window], obs: Observation) -> list[Reading]:
+        """One observation updates the belief of every outstanding requirement: each (requirement, window)
+        reading moves the window's weight by its likelihood ratio (``self.evidence``)."""
         s = self.state
-        positive = {(f.requirement_id, f.window_key) for f in findings}
+        found = {(f.requirement_id, f.window_key): f for f in obs.findings}
+        rnd = len(s.trace) + 1
+        readings: list[Reading] = []
         for req in outstanding:
-            tag = f"{req.id}:{req.resolved_text(s.values)}"
+            text = req.resolved_text(s.values)
+            tag = f"{req.id}:{text}"
+            kind, subject = answer_type(text), self._subject(req)
+            ranking = s.prior_ranking.get(req.id, [])
+            known = s.findings.get(req.id, []) + [f for f in obs.findings if f.requirement_id == req.id]
             belief = s.beliefs[req.id]
             for w in windows:
-                belief.observe(w.key, (req.id, w.key) in positive, self.reliability)
+                f = found.get((req.id, w.key))
+                rank = ranking.index(w.doc_index) if w.doc_index in ranking else len(ranking)
+                agree = (
+                    f is not None
+                    and bool(f.value)
+                    and any(
+                        g.value
+                        and normalise(g.value) == normalise(f.value)
+                        and s.windows[g.window_key].doc_index != w.doc_index
+                        for g in known
+                    )
+                )
+                feats = reading_features(
+                    found=f is not None,
+                    exact=f is not None and f.match == "exact",
+                    value=f.value if f else "",
+                    quote=f.quote if f else "",
+                    kind=kind,
+                    requirement=text,
+                    subject=subject,
+                    window_text=w.text(s.view.docs[w.doc_index]),
+                    rank=rank,
+                    agree=agree,
+                    logprob=f.logprob if f else None,
+                )
+                with_lp = obs.logprobs and (f is None or f.logprob is not None)
+                log_lr = self.evidence.log_lr(feats, logprobs=with_lp)
+                belief.update(w.key, log_lr, confirmed=f is not None)
                 s.observed.add((w.key, tag))
-        for f in findings:
+                reading = Reading(
+                    rnd,
+                    req.id,
+                    text,
+                    w.key,
+                    f is not None,
+                    feats,
+                    log_lr,
+                    with_lp,
+                    f.value if f else "",
+                    f.sentences if f else (),
+                )
+                readings.append(reading)
+        s.readings.extend(readings)
+        for f in obs.findings:
             s.findings.setdefault(f.requirement_id, []).append(f)
         # the value of a requirement is the one read in its favoured confirmed window
         for req in outstanding:
@@ -318,6 +373,7 @@ class Loop:
                 if f.window_key == fav and f.value:
                     s.values[req.id] = f.value
                     break
+        return readings
 
     def _subject(self, req: Requirement) -> str | None:
         return req.subject(self.state.values)

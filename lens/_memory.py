@@ -1,9 +1,12 @@
 """Warm-reuse memory: an append-only log of confirmed evidence, read through an eligibility predicate.
 
-After a query, each certified requirement appends one entry: the requirement text and its lexical terms (and an
-embedding when the caller supplies one), the window it was confirmed in (path, document id, sentence and line
-range), the observed value, the sha256 of the file content it was read from, and when it was observed (wall
-time and stream position). Entries are never edited or removed.
+After a query, each requirement whose favoured window holds a verified finding with calibrated posterior at
+least ``memory.min_posterior`` appends one entry (certified or not — certified-only stays empty with a weak
+oracle): the requirement text and its lexical terms (and an embedding when the caller supplies one), the window
+it was found in (path, document id, sentence and line range), the observed value, the posterior and whether
+the requirement was certified, the sha256 of the file content it was read from, and when it was observed (wall
+time and stream position). Entries are never edited or removed; logs written before posteriors were recorded
+read as certified with posterior 1.
 
 Later queries read the log only through an **eligibility predicate** supplied by the caller — by default "every
 entry from an earlier position"; the PIT audit passes Stateless / PIT / Future-h / Future views. Ineligible
@@ -61,6 +64,8 @@ class MemoryEntry:
     value: str
     sha256: str
     embedding: tuple[float, ...] | None = None
+    posterior: float = 1.0  # the window's calibrated posterior for the requirement when it was written
+    certified: bool = True  # whether the requirement was certified (GLR over the stopping threshold)
 
     def to_json(self) -> str:
         d = asdict(self)
@@ -87,6 +92,8 @@ class MemoryEntry:
                 value=str(d["value"]),
                 sha256=str(d["sha256"]),
                 embedding=tuple(float(x) for x in emb) if emb is not None else None,
+                posterior=float(d.get("posterior", 1.0)),
+                certified=bool(d.get("certified", True)),
             )
         except KeyError as exc:
             raise MemoryLogError(f"{where}: field {exc.args[0]!r} missing") from None
@@ -235,6 +242,8 @@ def new_entry(
     value: str,
     sha256: str,
     embedding: Sequence[float] | None = None,
+    posterior: float = 1.0,
+    certified: bool = True,
 ) -> MemoryEntry:
     return MemoryEntry(
         position=position,
@@ -251,4 +260,6 @@ def new_entry(
         value=value,
         sha256=sha256,
         embedding=tuple(embedding) if embedding is not None else None,
+        posterior=float(posterior),
+        certified=bool(certified),
     )

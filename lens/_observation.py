@@ -11,7 +11,10 @@ the extracted value, plus names that later (bridge) facts may be about. Code the
 - a value must itself occur in the window's text as whole words (yes/no values excepted), else it is dropped;
 - mentions are kept only if they occur in an observed window as whole words.
 
-An unverifiable claim is discarded: it is neither a positive nor a negative observation.
+An unverifiable claim is discarded: the window counts as read with nothing found. Each kept finding records
+how its quote matched (``exact``, ``fuzzy``, or ``cited``: only the value in the cited sentences) and, where
+the endpoint returned token log-probabilities, the mean log-probability of its value (or quote) — features of
+the graded evidence model (``lens._grading``).
 """
 
 from __future__ import annotations
@@ -130,6 +133,8 @@ class Finding:
     sentences: tuple[int, ...]
     quote: str
     value: str
+    match: str = "exact"  # "exact" | "fuzzy" | "cited"
+    logprob: float | None = None  # mean token log-probability of the claim, where the endpoint returns them
 
 
 @dataclass
@@ -137,6 +142,7 @@ class Observation:
     findings: list[Finding] = field(default_factory=list)
     rejected: list[dict] = field(default_factory=list)  # claims that failed verification, with the reason
     mentions: list[str] = field(default_factory=list)
+    logprobs: bool = False  # whether the reply carried token log-probabilities
 
 
 def normalise(text: str) -> str:
@@ -255,11 +261,12 @@ def verify_reply(
         where = [i for i, t in normed if quote and _contains(t, quote)]
         if quote and not where:
             where = _sentences_spanned(normed, _span(window_text, quote))
+        match = "exact" if quote and f" {quote} " in f" {window_text} " else "fuzzy"
         if not where:
             cited = [i for i, t in normed if i in set(f.sentences)]
             cited_text = " ".join(t for i, t in normed if i in set(f.sentences))
             if value and value not in {"yes", "no"} and cited and _contains(cited_text, value):
-                where = cited
+                where, match = cited, "cited"
         if not where:
             obs.rejected.append({**claim, "reason": "quote not found in the passage"})
             continue
@@ -269,7 +276,7 @@ def verify_reply(
             value = ""  # "Which shipyard...?" answered with a year
         seen.add((rid, win.key))
         obs.findings.append(
-            Finding(rid, win.key, tuple(sorted(set(where))), f.quote.strip(), f.value.strip() if value else "")
+            Finding(rid, win.key, tuple(sorted(set(where))), f.quote.strip(), f.value.strip() if value else "", match)
         )
     all_text = " ".join(normalise(w.text(docs_by_key[w.key])) for w in labels.values())
     for m in reply.mentions:
@@ -295,17 +302,27 @@ def observe(
     subjects: dict[str, str] | None = None,
 ) -> Observation | None:
     """One observation: the oracle reads ``windows`` for every outstanding fact (id, text) in one call made
-    through ``call(messages, ObservationReply, max_tokens)`` (None: no reply), and its claims are verified
-    against the text (quotes, values, answer types — ``kinds``, by default from each fact's wording —, the
-    fact's subject). The loop,
-    ``lens calibrate`` and the audit all observe through this function."""
+    through ``call(messages, ObservationReply, max_tokens)``, which returns the LLM response (``.parsed``,
+    ``.logprobs``) or None (no reply), and its claims are verified against the text (quotes, values, answer
+    types — ``kinds``, by default from each fact's wording —, the fact's subject). The loop (and so
+    ``lens calibrate``, which runs the loop) observes through this function."""
+    from dataclasses import replace
+
+    from lens._grading import claim_logprob
     from lens._values import answer_type
 
     messages, labels = observation_messages(question, facts, windows, docs)
-    reply = call(messages, ObservationReply, observation_tokens(len(facts)))
-    if reply is None:
+    resp = call(messages, ObservationReply, observation_tokens(len(facts)))
+    if resp is None or resp.parsed is None:
         return None
     if kinds is None:
         kinds = {rid: answer_type(text) for rid, text in facts}
     docs_by_key = {w.key: d for w, d in zip(windows, docs)}
-    return verify_reply(reply, labels, docs_by_key, {rid for rid, _ in facts}, kinds, subjects)
+    obs = verify_reply(resp.parsed, labels, docs_by_key, {rid for rid, _ in facts}, kinds, subjects)
+    lps = getattr(resp, "logprobs", None)
+    if lps:
+        obs.logprobs = True
+        obs.findings = [
+            replace(f, logprob=claim_logprob(lps, f.requirement_id, f.value or f.quote)) for f in obs.findings
+        ]
+    return obs

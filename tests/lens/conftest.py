@@ -81,3 +81,43 @@ def make_client(tmp_path):
     yield make
     for c in clients:
         c.close()
+
+
+def _write(root, rel: str, text: str) -> None:
+    p = root / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text, encoding="utf-8")
+
+
+@pytest.fixture
+def harbour(tmp_path) -> Any:
+    root = tmp_path / "harbour"
+    _write(
+        root,
+        "ferries/marren-gull.md",
+        "# Marren Gull\n\nThe Marren Gull is a passenger ferry on the coast.\n"
+        "She was built by Osk Yard and launched in 1931.\nShe carries 120 passengers.\n",
+    )
+    _write(
+        root,
+        "yards/osk-yard.txt",
+        "Osk Yard\n\nOsk Yard is a boatbuilder in Harrowmouth.\n"
+        "It was founded in 1887 by Ilse Osk.\nIt builds small boats.\n",
+    )
+    _write(
+        root,
+        "yards/tally.txt",
+        "Tally Boatworks\n\nTally Boatworks is a boatbuilder in Dunmere.\nIt was founded in 1902.\n",
+    )
+    _write(
+        root,
+        "ferries/timetable.md",
+        "# Ferry timetable\n\nThe ferry Marren Gull leaves at nine.\nThe ferry Brisk Tern leaves at ten.\n",
+    )
+    _write(
+        root,
+        "notes/shipyard-history.txt",
+        "Shipyards of the coast\n\nMany a shipyard was founded in the "
+        "year of the great storm.\nA shipyard built the ferry slip.\n",
+    )
+    return root

@@ -38,6 +38,7 @@ class ScriptedOracle:
     requests: list[dict] = field(default_factory=list)  # raw request bodies
     observed_sources: list[list[str]] = field(default_factory=list)  # passage sources per observation
     malformed: bool = False  # reply with broken JSON to every call
+    logprob: float | None = None  # observation replies carry this log-probability for every token
 
     def reply(self, request: httpx.Request) -> httpx.Response:
         body = json.loads(request.content)
@@ -62,7 +63,8 @@ class ScriptedOracle:
             text = json.dumps({"answer": user.split("Long answer:", 1)[1].split("\n")[0].strip()})
         else:
             text = "{}"
-        return _completion(text, prompt_tokens=len(system + user) // 4, completion_tokens=len(text) // 4)
+        lps = self.logprob if kind == "observation" and body.get("logprobs") else None
+        return _completion(text, prompt_tokens=len(system + user) // 4, completion_tokens=len(text) // 4, logprob=lps)
 
     @staticmethod
     def _kind(system: str) -> str:
@@ -116,7 +118,13 @@ class ScriptedOracle:
         return out
 
 
-def _completion(text: str, prompt_tokens: int, completion_tokens: int) -> httpx.Response:
+def _completion(text: str, prompt_tokens: int, completion_tokens: int, logprob: float | None = None) -> httpx.Response:
+    choice: dict = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+    if logprob is not None:  # OpenAI's shape: one entry per generated token (here: 3-character pieces)
+        pieces = [text[i : i + 3] for i in range(0, len(text), 3)]
+        choice["logprobs"] = {
+            "content": [{"token": t, "logprob": logprob, "bytes": None, "top_logprobs": []} for t in pieces]
+        }
     return httpx.Response(
         200,
         json={
@@ -124,7 +132,7 @@ def _completion(text: str, prompt_tokens: int, completion_tokens: int) -> httpx.
             "object": "chat.completion",
             "created": 0,
             "model": "scripted",
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "choices": [choice],
             "usage": {
                 "prompt_tokens": prompt_tokens,
                 "completion_tokens": completion_tokens,

@@ -63,40 +63,6 @@ def run_agent(make_client):
 
 
 @pytest.fixture
-def harbour(tmp_path) -> Path:
-    root = tmp_path / "harbour"
-    write(
-        root,
-        "ferries/marren-gull.md",
-        "# Marren Gull\n\nThe Marren Gull is a passenger ferry on the coast.\n"
-        "She was built by Osk Yard and launched in 1931.\nShe carries 120 passengers.\n",
-    )
-    write(
-        root,
-        "yards/osk-yard.txt",
-        "Osk Yard\n\nOsk Yard is a boatbuilder in Harrowmouth.\n"
-        "It was founded in 1887 by Ilse Osk.\nIt builds small boats.\n",
-    )
-    write(
-        root,
-        "yards/tally.txt",
-        "Tally Boatworks\n\nTally Boatworks is a boatbuilder in Dunmere.\nIt was founded in 1902.\n",
-    )
-    write(
-        root,
-        "ferries/timetable.md",
-        "# Ferry timetable\n\nThe ferry Marren Gull leaves at nine.\nThe ferry Brisk Tern leaves at ten.\n",
-    )
-    write(
-        root,
-        "notes/shipyard-history.txt",
-        "Shipyards of the coast\n\nMany a shipyard was founded in the "
-        "year of the great storm.\nA shipyard built the ferry slip.\n",
-    )
-    return root
-
-
-@pytest.fixture
 def lights(tmp_path) -> Path:
     root = tmp_path / "lights"
     write(

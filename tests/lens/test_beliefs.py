@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from lens._beliefs import ELSEWHERE, Belief, beta
 from lens._config import LensConfig, OracleReliability
+from lens._grading import ObservationModel
 
 STRONG = OracleReliability(tpr=0.8, fpr=0.1)
 
@@ -245,7 +246,9 @@ def _stuck_loop(beliefs: dict[str, Belief]):
     state.beliefs = dict(beliefs)
     state.prior_limit = {rid: 4 * cfg.prior.candidates for rid in beliefs}
     meter = CostMeter()
-    return Loop(state, client=None, config=cfg, budget=Budget(cfg.budget, meter), meter=meter, reliability=STRONG)
+    return Loop(
+        state, client=None, config=cfg, budget=Budget(cfg.budget, meter), meter=meter, evidence=ObservationModel(STRONG)
+    )
 
 
 def _certain(rid: str) -> Belief:

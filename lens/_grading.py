@@ -1,0 +1,201 @@
+"""Graded evidence: a likelihood ratio for each reading of a window, from what the loop can observe.
+
+A *reading* is one oracle judgement about one window for one requirement: either a verified finding (quote,
+sentences, value) or "nothing here" (no claim, or only claims that failed verification). A single pair of
+rates (tpr, fpr) gives every positive reading the same likelihood ratio tpr/fpr; with a small model that
+ratio is close to 1 and nothing ever certifies, although some readings are far more telling than others
+(an exact quote holding a value of the right type, of the entity the requirement names, that a second
+document agrees on, generated with high token probability). The graded model scores each reading by its
+features (``FEATURES``):
+
+- ``found`` a verified finding; ``exact`` its quote matched the text exactly (not only fuzzily, and not only
+  through the value in the cited sentences); ``value`` it kept a verified value; ``value_in_quote`` the value
+  lies inside the quote; ``type_match`` the value has the requirement's answer type (a year for "when", a
+  number for "how many"); ``cue_overlap`` the share of the requirement's content terms that the quote
+  contains; ``agree`` another document gave the same value for the requirement; ``logprob`` the mean token
+  log-probability of the claim's value (or quote) in the reply, clipped to [-5, 0] — present only where the
+  endpoint returns log-probabilities;
+- for every reading, positive or not: ``subject_window`` the requirement's subject is named in the window;
+  ``log_rank`` log(1 + rank of the window's document in the requirement's prior ranking).
+
+Calibration (``lens calibrate``) fits a logistic regression P(window holds the requirement's fact | features)
+on labelled readings and, on the same readings, one over ``log_rank`` alone (the prior's own information).
+Because the belief already holds the prior, a reading's log likelihood ratio is the difference of the two
+log-odds — the evidence the reading adds beyond the window's rank:
+
+    log LR(x) = logit P(fact | x) − logit P(fact | log_rank(x))
+
+clipped to ±``max_log_lr`` (no single reading is trusted beyond what the calibration data can show). Where
+the endpoint gave no log-probabilities the model fitted without ``logprob`` is used. The single-rate model
+(``loop.observation_model = "single-rate"``) is kept for comparison: log(tpr/fpr) for a positive reading and
+log((1 − tpr)/(1 − fpr)) for a negative one.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from lens._config import GradedEvidence, LensConfig, OracleReliability
+
+__all__ = [
+    "FEATURES",
+    "Reading",
+    "ObservationModel",
+    "reading_features",
+    "claim_logprob",
+    "observation_model",
+]
+
+FEATURES = (
+    "found",
+    "exact",
+    "value",
+    "value_in_quote",
+    "type_match",
+    "cue_overlap",
+    "agree",
+    "logprob",
+    "subject_window",
+    "log_rank",
+)
+LOGPROB_FLOOR = -5.0
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One judgement of window ``window_key`` for requirement ``requirement_id`` in round ``round``, with its
+    features and the log likelihood ratio the loop applied."""
+
+    round: int
+    requirement_id: str
+    requirement: str
+    window_key: str
+    found: bool
+    features: Mapping[str, float]
+    log_lr: float
+    logprobs: bool  # whether the reply carried token log-probabilities
+    value: str = ""
+    sentences: tuple[int, ...] = ()
+    quote: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "round": self.round,
+            "requirement_id": self.requirement_id,
+            "requirement": self.requirement,
+            "window": self.window_key,
+            "found": self.found,
+            "features": {k: round(float(v), 4) for k, v in self.features.items()},
+            "log_lr": round(self.log_lr, 4),
+            "logprobs": self.logprobs,
+            "value": self.value,
+            "sentences": list(self.sentences),
+            "quote": self.quote,
+        }
+
+
+def reading_features(
+    *,
+    found: bool,
+    exact: bool = False,
+    value: str = "",
+    quote: str = "",
+    kind: str = "any",
+    requirement: str,
+    subject: str | None,
+    window_text: str,
+    rank: int,
+    agree: bool = False,
+    logprob: float | None = None,
+) -> dict[str, float]:
+    """The feature vector of one reading (see the module docstring); ``logprob`` None: not available."""
+    from lens._observation import normalise
+    from lens._terms import content_terms, tokens
+    from lens._values import fits_type
+
+    nwin = f" {normalise(window_text)} "
+    subject_window = 0.0
+    if subject:
+        words = [w for w in content_terms(subject)] or tokens(subject)
+        wins = set(tokens(window_text))
+        subject_window = float(f" {normalise(subject)} " in nwin or (bool(words) and all(w in wins for w in words)))
+    out = dict.fromkeys(FEATURES, 0.0)
+    out["subject_window"] = subject_window
+    out["log_rank"] = math.log1p(max(rank, 0))
+    if not found:
+        return out
+    nq, nv = normalise(quote), normalise(value)
+    terms = content_terms(requirement)
+    qwords = set(tokens(quote))
+    out.update(
+        found=1.0,
+        exact=float(exact),
+        value=float(bool(nv)),
+        value_in_quote=float(bool(nv) and f" {nv} " in f" {nq} "),
+        type_match=float(bool(nv) and kind != "any" and fits_type(value, kind)),  # type: ignore[arg-type]
+        cue_overlap=(sum(t in qwords for t in terms) / len(terms)) if terms else 0.0,
+        agree=float(agree),
+    )
+    if logprob is not None:
+        out["logprob"] = max(LOGPROB_FLOOR, min(0.0, logprob))
+    return out
+
+
+def claim_logprob(logprobs: Sequence[tuple[str, float]] | None, fact_id: str, fragment: str) -> float | None:
+    """Mean log-probability of the tokens that spell ``fragment`` in the reply, searched after the first
+    occurrence of the fact's key (``"R1"``); None without log-probabilities or when it cannot be located."""
+    if not logprobs or not fragment.strip():
+        return None
+    text = "".join(t for t, _ in logprobs)
+    start = text.find(f'"{fact_id}"')
+    at = text.find(fragment.strip(), max(start, 0))
+    if at < 0:
+        return None
+    end = at + len(fragment.strip())
+    pos, picked = 0, []
+    for tok, lp in logprobs:
+        nxt = pos + len(tok)
+        if nxt > at and pos < end:
+            picked.append(lp)
+        pos = nxt
+        if pos >= end:
+            break
+    return sum(picked) / len(picked) if picked else None
+
+
+@dataclass
+class ObservationModel:
+    """What one reading is worth: the graded model when calibrated for the model and selected, else the
+    single rate. ``name`` says which one ran (it goes into the result's trace)."""
+
+    reliability: OracleReliability
+    graded: GradedEvidence | None = None
+    name: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.name = "graded" if self.graded is not None else "single-rate"
+
+    def log_lr(self, features: Mapping[str, float], *, logprobs: bool) -> float:
+        if self.graded is None:
+            tpr, fpr = self.reliability.tpr, self.reliability.fpr
+            if features.get("found"):
+                return math.log(tpr / fpr)
+            return math.log((1.0 - tpr) / (1.0 - fpr))
+        g = self.graded
+        if logprobs and g.coef:
+            full = g.intercept + sum(c * features.get(f, 0.0) for f, c in zip(g.features, g.coef))
+        else:
+            names = [f for f in g.features if f != "logprob"]
+            full = g.intercept_no_logprob + sum(c * features.get(f, 0.0) for f, c in zip(names, g.coef_no_logprob))
+        base = g.base_intercept + g.base_coef * features.get("log_rank", 0.0)
+        return max(-g.max_log_lr, min(g.max_log_lr, full - base))
+
+
+def observation_model(config: LensConfig) -> ObservationModel:
+    """The observation model for the served model: graded if ``loop.observation_model`` asks for it and the
+    preset holds a graded calibration for this model, else the single rate."""
+    rel = config.reliability()
+    graded = rel.graded if config.loop.observation_model == "graded" else None
+    return ObservationModel(rel, graded)
