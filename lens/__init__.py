@@ -49,6 +49,11 @@ _EXPORTS = {
     "EndpointRefusedError": "lens._llm",
     "is_endpoint_failure": "lens._llm",
     "answer_text": "lens._synthesis",
+    # the oracle interface: a simulated oracle (Agent.explore(observer=...)) returns verified findings
+    "Observation": "lens._observation",
+    "Finding": "lens._observation",
+    "Observer": "lens._loop",
+    "SupportingFacts": "lens._calibration",
     "render": "lens._prompts",
     "fence_passage": "lens._prompts",
     "merge_overrides": "lens._config",

@@ -26,7 +26,7 @@ from lens._cost import CostMeter
 from lens._errors import LensError
 from lens._grading import observation_model
 from lens._llm import LLMClient, LLMError, LLMUnavailableError, open_client, refusal
-from lens._loop import Loop, LoopState
+from lens._loop import Loop, LoopState, Observer
 from lens._memory import Eligibility, MemoryStore, all_past, memory_signal, new_entry
 from lens._prior import Prior
 from lens._requirements import Decomposition, decompose
@@ -132,34 +132,9 @@ class Agent:
         to the memory. Raises CorpusError for an unusable folder and LLMError when the LLM is unreachable.
         """
         cfg = self.config
-        if not question or not question.strip():
-            raise LensError("the question is empty")
-        if cfg.llm.cache and cfg.llm.cache_dir and _inside(Path(cfg.llm.cache_dir), Path(path)):
-            raise LensError(
-                f"llm.cache_dir {cfg.llm.cache_dir}: inside the document folder {path}; lens never writes there"
-            )
-        meter = CostMeter()
-        q = _Question(question, time.monotonic(), meter, Budget(cfg.budget, meter))
-        scan = scan_corpus(path, cfg.reader)
-        if not scan.documents:
-            raise LensError(f"{path}: no readable documents (skipped: {dict(scan.skipped) or 'none'})")
-        view = CorpusView(scan)
-        client = self.client
-
-        decomposition = self._decompose(q)
-        pos = position if position is not None else (self.memory.next_position() if self.memory else 0)
-        use_memory = self.memory is not None and cfg.memory.enabled and not cfg.ablation.no_memory
-        signal = self._read_memory(q, decomposition, view, eligible or all_past(pos)) if use_memory else {}
-        state = LoopState(
-            question=question,
-            decomposition=decomposition,
-            view=view,
-            prior=Prior(view, cfg.prior, lexical_only=cfg.ablation.lexical_only_prior),
-            memory_signal=signal,
-        )
-        evidence_model = observation_model(cfg)
-        q.stages.append({"stage": "evidence-model", "model": evidence_model.name})
-        loop = Loop(state, client=client, config=cfg, budget=q.budget, meter=q.meter, evidence=evidence_model)
+        q, scan, loop, pos, use_memory = self._begin(question, path, eligible, position)
+        state = loop.state
+        decomposition = state.decomposition
         stop = self._explore(loop)
         answer, stop, certified, covered, evidence, missing = self._answer(q, loop, stop)
         if any(state.bridge_cues.values()):
@@ -178,7 +153,10 @@ class Agent:
         entries = self._memory_entries(state, decomposition, certified, question, pos, cfg.memory.min_posterior)
         if record and use_memory and entries:
             self.memory.append(entries)  # type: ignore[union-attr]
+        return self._result(q, scan, loop, answer, stop, statuses, evidence, entries, best_effort=best_effort)
 
+    def _result(self, q, scan, loop, answer, stop, statuses, evidence, entries, *, best_effort: bool) -> AskResult:
+        state, cfg = loop.state, self.config
         cost = q.meter.cost.to_dict()
         cost.update(
             seconds=round(time.monotonic() - q.started, 3),
@@ -187,23 +165,77 @@ class Agent:
             budget=q.budget.to_dict(),
         )
         return AskResult(
-            question=question,
+            question=q.question,
             answer=answer,
             best_effort=best_effort,
-            intent=decomposition.intent,
+            intent=state.decomposition.intent,
             requirements=statuses,
             evidence=evidence,
             trace=state.trace,
             cost=cost,
             corpus={k: v for k, v in scan.stats().items() if k != "problems"},
             config_hash=cfg.canonical_hash(),
-            model=client.model,
+            model=loop.client.model if loop.client is not None else cfg.llm.served_model,
             stop_reason=stop,
             notes=q.notes,
-            decomposition=decomposition.to_dict(),
+            decomposition=state.decomposition.to_dict(),
             stages=q.stages,
             memory_entries=[json.loads(e.to_json()) for e in entries],
         )
+
+    def explore(
+        self,
+        question: str,
+        path: str | os.PathLike[str],
+        *,
+        decomposition: Decomposition | None = None,
+        observer: Observer | None = None,
+    ) -> AskResult:
+        """The loop without an answer: the requirements (``decomposition``, else the LLM's), the prior, the
+        propose–observe–update loop — observed by ``observer`` instead of the LLM when given (a simulated
+        oracle; with both ``decomposition`` and ``observer`` no LLM is touched) —, and the consolidated evidence. No synthesis and no memory
+        write; ``answer`` is empty and ``best_effort`` says whether every requirement certified."""
+        q, scan, loop, _, _ = self._begin(question, path, None, None, decomposition=decomposition, observer=observer)
+        stop = self._explore(loop)
+        certified = loop.certified()
+        evidence = self._consolidate(loop, certified)
+        statuses = self._statuses(loop.state, certified, set(), evidence)
+        return self._result(q, scan, loop, "", stop, statuses, evidence, [], best_effort=len(certified) < len(statuses))
+
+    def _begin(self, question, path, eligible, position, *, decomposition=None, observer=None):
+        """What every question starts with: checks, the scan, the requirements, the memory signal, the loop."""
+        cfg = self.config
+        if not question or not question.strip():
+            raise LensError("the question is empty")
+        if cfg.llm.cache and cfg.llm.cache_dir and _inside(Path(cfg.llm.cache_dir), Path(path)):
+            raise LensError(
+                f"llm.cache_dir {cfg.llm.cache_dir}: inside the document folder {path}; lens never writes there"
+            )
+        meter = CostMeter()
+        q = _Question(question, time.monotonic(), meter, Budget(cfg.budget, meter))
+        scan = scan_corpus(path, cfg.reader)
+        if not scan.documents:
+            raise LensError(f"{path}: no readable documents (skipped: {dict(scan.skipped) or 'none'})")
+        view = CorpusView(scan)
+        if decomposition is None:
+            decomposition = self._decompose(q)
+        pos = position if position is not None else (self.memory.next_position() if self.memory else 0)
+        use_memory = self.memory is not None and cfg.memory.enabled and not cfg.ablation.no_memory
+        signal = self._read_memory(q, decomposition, view, eligible or all_past(pos)) if use_memory else {}
+        state = LoopState(
+            question=question,
+            decomposition=decomposition,
+            view=view,
+            prior=Prior(view, cfg.prior, lexical_only=cfg.ablation.lexical_only_prior),
+            memory_signal=signal,
+        )
+        evidence_model = observation_model(cfg)
+        q.stages.append({"stage": "evidence-model", "model": evidence_model.name})
+        client = self.client if observer is None else self._client
+        loop = Loop(
+            state, client=client, config=cfg, budget=q.budget, meter=q.meter, evidence=evidence_model, observer=observer
+        )
+        return q, scan, loop, pos, use_memory
 
     # ------------------------------------------------------------------ the stages
     def _decompose(self, q: "_Question") -> Decomposition:

@@ -57,6 +57,7 @@ __all__ = [
     "fit_command",
     "fit_readings",
     "hop_articles",
+    "SupportingFacts",
     "label_readings",
     "logistic_fit",
     "auc",
@@ -122,29 +123,53 @@ def _overlaps(a: str, b: str) -> bool:
     return bool(na) and bool(nb) and (f" {na} " in f" {nb} " or f" {nb} " in f" {na} ")
 
 
+class SupportingFacts:
+    """One HotpotQA question's sentence-level supporting facts, split into hops, as the calibration labels
+    read them (module docstring): which gold sentences a requirement asks for, whether a window holds one,
+    whether a quote is one."""
+
+    def __init__(self, record: dict, articles: dict[str, list[str]], requirements: list[dict]):
+        self.record = record
+        self.hops = hop_articles(record, articles)
+        self.requirements = {r["id"]: r for r in requirements}
+        self.dependents = {r["depends_on"] for r in requirements if r.get("depends_on")}
+        self.final = requirements[-1]["id"] if requirements else None
+        self.answer = _norm_answer(str(record.get("answer", "")))
+        self.value_rule = record.get("type") == "bridge" and self.answer not in {"yes", "no"}
+
+    def titles(self, rid: str, text: str) -> list[str]:
+        """The gold articles of requirement ``rid`` as asked (``text``: its wording, bridge value filled in)."""
+        return _requirement_titles(self.requirements.get(rid, {"id": rid}), text, self.hops, self.dependents)
+
+    def gold_sentences(self, rid: str, text: str, title: str) -> list[str]:
+        """The supporting sentences of ``rid``'s hop in the article ``title`` (none for another article)."""
+        return [s for t in self.titles(rid, text) if _title_eq(t, title) for s in self.hops["gold"][t]]
+
+    def holds(self, rid: str, text: str, title: str, sentences: Iterable[str]) -> bool:
+        """Whether any of ``sentences`` (of the article ``title``) is a supporting sentence of ``rid``'s hop."""
+        gold = self.gold_sentences(rid, text, title)
+        return any(_overlaps(s, g) for s in sentences for g in gold)
+
+    def value_ok(self, rid: str, value: str) -> bool:
+        """The final requirement of a bridge question (answer not yes/no) must give the gold answer."""
+        return not (self.value_rule and rid == self.final) or _norm_answer(value) == self.answer
+
+
 def label_readings(record: dict, requirements: list[dict], readings: list[dict], windows: dict[str, dict], articles):
     """Label each reading (dict with ``requirement_id``, ``requirement``, ``window``, ``found``, ``value``,
     ``sentences``) in place: ``label`` 0/1 and ``why``. ``windows`` maps window keys to ``{"title",
     "sentences": {id: text}}``."""
-    hops = hop_articles(record, articles)
-    dependents = {r["depends_on"] for r in requirements if r.get("depends_on")}
-    final = requirements[-1]["id"] if requirements else None
-    answer = _norm_answer(str(record.get("answer", "")))
-    value_rule = record.get("type") == "bridge" and answer not in {"yes", "no"}
-    by_id = {r["id"]: r for r in requirements}
+    facts = SupportingFacts(record, articles, requirements)
     for rd in readings:
-        req = by_id.get(rd["requirement_id"], {"id": rd["requirement_id"]})
-        titles = _requirement_titles(req, rd["requirement"], hops, dependents)
-        win = windows[rd["window"]]
-        gold_sents = [s for t in titles if _title_eq(t, win["title"]) for s in hops["gold"][t]]
+        rid, text, win = rd["requirement_id"], rd["requirement"], windows[rd["window"]]
         if not rd["found"]:
-            holds = any(_overlaps(txt, g) for txt in win["sentences"].values() for g in gold_sents)
+            holds = facts.holds(rid, text, win["title"], win["sentences"].values())
             rd["label"], rd["why"] = int(holds), "miss: window holds the fact" if holds else "nothing here, none there"
             continue
-        quoted = [win["sentences"].get(str(i), win["sentences"].get(i, "")) for i in rd["sentences"]]
-        if not any(_overlaps(txt, g) for txt in quoted for g in gold_sents):
+        quoted = [win["sentences"].get(str(i), "") for i in rd["sentences"]]
+        if not facts.holds(rid, text, win["title"], quoted):
             rd["label"], rd["why"] = 0, "quote not in a supporting sentence of this hop"
-        elif value_rule and rd["requirement_id"] == final and _norm_answer(rd.get("value", "")) != answer:
+        elif not facts.value_ok(rid, rd.get("value", "")):
             rd["label"], rd["why"] = 0, "final value is not the gold answer"
         else:
             rd["label"], rd["why"] = 1, "quote in a supporting sentence of this hop"

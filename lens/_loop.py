@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass, field
+from typing import Callable
 
 from lens._beliefs import ELSEWHERE, Belief, stopping_threshold
 from lens._budget import Budget
@@ -31,7 +32,13 @@ from lens._values import answer_type
 from lens._view import CorpusView
 from lens._windows import Window, estimate_tokens, windows_for
 
-__all__ = ["LoopState", "Loop"]
+__all__ = ["LoopState", "Loop", "Observer"]
+
+# An oracle other than the LLM: (question, facts [(id, text)], windows, documents, answer kinds by fact id,
+# subjects by fact id) -> the verified Observation, or None for no reply. The oracle-strength simulation uses it.
+Observer = Callable[
+    [str, list[tuple[str, str]], list[Window], list[Document], dict[str, str], dict[str, str]], "Observation | None"
+]
 
 log = logging.getLogger("lens.loop")
 
@@ -77,6 +84,7 @@ class Loop:
         budget: Budget,
         meter: CostMeter,
         evidence: ObservationModel,
+        observer: "Observer | None" = None,
     ):
         self.state = state
         self.client = client
@@ -84,6 +92,7 @@ class Loop:
         self.budget = budget
         self.meter = meter
         self.evidence = evidence  # what one reading is worth (graded or single-rate)
+        self.observer = observer  # replaces the LLM's observation (a simulated oracle); None: the LLM observes
 
     # ------------------------------------------------------------------ prior → beliefs
     def _cues(self, req: Requirement) -> list[str]:
@@ -256,7 +265,10 @@ class Loop:
 
         kinds = {r.id: answer_type(r.resolved_text(s.values)) for r in outstanding}
         subjects = {r.id: subj for r in outstanding if (subj := self._subject(r))}
-        obs = observe(s.question, facts, windows, docs, call, kinds=kinds, subjects=subjects)
+        if self.observer is not None:
+            obs = self.observer(s.question, facts, windows, docs, kinds, subjects)
+        else:
+            obs = observe(s.question, facts, windows, docs, call, kinds=kinds, subjects=subjects)
         stop: str | None = outcome.get("stop")
         if "error" in outcome:
             obs_record["error"] = outcome["error"]
