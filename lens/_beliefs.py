@@ -14,8 +14,12 @@ rate ``tpr``, false-positive rate ``fpr``, per model):
 so a weak oracle (tpr ≈ fpr) moves beliefs little and a strong one a lot. Only spans verified against the text
 count as "relevant"; an unverifiable claim is a "not relevant" reading.
 
-GLR_j is the log posterior ratio of the favoured window to the best alternative ("elsewhere" included), and
-is 0 until the favoured window has a verified positive observation (nothing is certified unseen). The loop
+Hypotheses about the same *fact* are grouped: confirmed windows that verified the same value (normalised) form
+one group — two documents stating that the Marren Gull was built by Osk Yard are not rival answers, and with
+the windows kept apart their posterior would split and never certify. Every other window, and "elsewhere",
+is a group of its own. The favoured window is the heaviest window of the heaviest group. GLR_j is the log
+posterior ratio of the favoured group to the best alternative group ("elsewhere" included), and is 0 until
+the favoured window has a verified positive observation (nothing is certified unseen). The loop
 stops when min_j GLR_j ≥ β(t, δ)·γ(I): the weakest requirement certifies the conjunction.
 """
 
@@ -51,6 +55,7 @@ class Belief:
     elsewhere_mass: float = 0.2
     log_w: dict[str, float] = field(default_factory=dict)
     confirmed: set[str] = field(default_factory=set)  # windows with a verified positive observation
+    values: dict[str, str] = field(default_factory=dict)  # confirmed window -> the (normalised) value it verified
     observations: int = 0
 
     def __post_init__(self) -> None:
@@ -89,15 +94,19 @@ class Belief:
         log_lr = math.log(tpr / fpr) if relevant else math.log((1.0 - tpr) / (1.0 - fpr))
         self.update(key, log_lr, confirmed=relevant)
 
-    def update(self, key: str, log_lr: float, *, confirmed: bool) -> None:
+    def update(self, key: str, log_lr: float, *, confirmed: bool, value: str = "") -> None:
         """Bayes update for one reading of window ``key`` with log likelihood ratio
         log P(reading | Z* = key) − log P(reading | Z* ≠ key); ``confirmed``: the reading is a verified
         positive. Only the ratio matters, so only ``key``'s weight moves before normalising (unknown keys are
-        ignored)."""
+        ignored). ``value``: the value the confirmed reading verified (groups windows; see the module docstring)."""
         if key not in self.log_w:
             return
         if confirmed:
             self.confirmed.add(key)
+            if value and value.strip():
+                from lens._observation import normalise
+
+                self.values[key] = normalise(value)
         self.log_w[key] += log_lr
         self.observations += 1
         self._normalise()
@@ -116,20 +125,43 @@ class Belief:
         z = sum(ws.values())
         return {k: w / z for k, w in ws.items()}
 
+    def _group(self, key: str) -> tuple[str, str]:
+        if key == ELSEWHERE:
+            return ("elsewhere", "")
+        value = self.values.get(key) if key in self.confirmed else None
+        return ("value", value) if value else ("window", key)
+
+    def _groups(self) -> dict[tuple[str, str], float]:
+        """Log mass of each group (log-sum-exp of its windows' log weights)."""
+        out: dict[tuple[str, str], float] = {}
+        for k, v in self.log_w.items():
+            g = self._group(k)
+            if g in out:
+                hi, lo = max(out[g], v), min(out[g], v)
+                out[g] = hi + math.log1p(math.exp(lo - hi))
+            else:
+                out[g] = v
+        return out
+
     def favoured(self) -> str | None:
-        """The most probable candidate window (never "elsewhere"), ties broken by key."""
+        """The heaviest window (never "elsewhere") of the heaviest group of candidate windows, ties broken by
+        key."""
         cands = [(v, k) for k, v in self.log_w.items() if k != ELSEWHERE]
         if not cands:
             return None
-        return max(cands, key=lambda x: (x[0], _neg(x[1])))[1]
+        groups = self._groups()
+        best = max(cands, key=lambda x: (groups[self._group(x[1])], x[0], _neg(x[1])))
+        return best[1]
 
     def glr(self) -> float:
-        """log p(favoured) − log max p(alternative), 0 unless the favoured window is confirmed."""
+        """log p(favoured group) − log max p(alternative group), 0 unless the favoured window is confirmed."""
         fav = self.favoured()
         if fav is None or fav not in self.confirmed:
             return 0.0
-        alt = max((v for k, v in self.log_w.items() if k != fav), default=-math.inf)
-        return max(0.0, self.log_w[fav] - alt)
+        groups = self._groups()
+        mine = self._group(fav)
+        alt = max((v for g, v in groups.items() if g != mine), default=-math.inf)
+        return max(0.0, groups[mine] - alt)
 
     def summary(self, top: int = 3) -> dict:
         post = self.posterior()

@@ -360,7 +360,7 @@ class Loop:
                 )
                 with_lp = obs.logprobs and (f is None or f.logprob is not None)
                 log_lr = self.evidence.log_lr(feats, logprobs=with_lp)
-                belief.update(w.key, log_lr, confirmed=f is not None)
+                belief.update(w.key, log_lr, confirmed=f is not None, value=f.value if f else "")
                 s.observed.add((w.key, tag))
                 reading = Reading(
                     rnd,

@@ -33,6 +33,7 @@ def add_bench_parser(sub: argparse._SubParsersAction, handler: Handler) -> None:
     _add_run(b_sub, handler)
     _add_lifecycle(b_sub, handler)
     _add_report(b_sub, handler)
+    _add_simulate(b_sub, handler)
 
 
 def _add_sample(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
@@ -162,3 +163,26 @@ def _add_report(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
     q.add_argument("--seed", type=int, default=42, help="bootstrap seed (default 42)")
     q.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     handler(q, "harness.bench.commands:report")
+
+
+def _add_simulate(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
+    from lens import add_config_args
+
+    q = b_sub.add_parser(
+        "simulate",
+        help="oracle-strength simulation: the real loop with a supporting-fact oracle at chosen (tpr, fpr); uses gold",
+        description="Run the LENS loop (scan, prior, propose-observe-update, GLR stop, consolidation; no LLM, no "
+        "synthesis) over a snapshot with an oracle driven by the supporting facts at each (tpr, fpr) point. Every "
+        "row is tagged uses_gold=true; it never enters a headline table.",
+    )
+    q.add_argument("--snapshot", required=True, metavar="DIR", help="snapshot folder D<n>")
+    q.add_argument("--questions", required=True, metavar="FILE", help="official HotpotQA JSON holding the questions")
+    q.add_argument("--sample", required=True, metavar="DIR_OR_FILE", help="sample.json (or its folder)")
+    q.add_argument("--stage", type=int, required=True, metavar="N", help="the stage G_N to run")
+    q.add_argument("--points", default=None, help="tpr:fpr pairs, comma-separated (default: 0.37:0.22 ... 0.95:0.02)")
+    q.add_argument("--seed", type=int, default=0, help="seed of the oracle's draws (default 0)")
+    q.add_argument(
+        "--out", required=True, metavar="DIR", help="folder for rows.jsonl (resumed), summary.json, table.md"
+    )
+    add_config_args(q)
+    handler(q, "harness.bench.commands:simulate")

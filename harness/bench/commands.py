@@ -447,3 +447,35 @@ def report(args: argparse.Namespace) -> int:
     for r in result.refusals:
         print(f"refused: {r}", file=sys.stderr)
     return 1 if result.refusals else 0
+
+
+def simulate(args: argparse.Namespace) -> int:
+    from harness.bench.datasets import load_questions
+    from harness.bench.samples import read_samples
+    from harness.bench.simulation import DEFAULT_POINTS, parse_points, simulate, summarise, table, write_summary
+    from harness.files import write_text_atomic
+    from lens import config_from_args
+
+    try:
+        points = parse_points(args.points) if args.points else list(DEFAULT_POINTS)
+    except ValueError as exc:
+        raise DataError(str(exc)) from None
+    config = config_from_args(args)
+    questions = read_samples(args.sample).questions(load_questions(args.questions), args.stage)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    total = len(points) * len(questions)
+    count = [0]
+
+    def progress(row):
+        count[0] += 1
+        if count[0] % 50 == 0:
+            print(f"  {count[0]} rows (tpr {row['tpr']}, fpr {row['fpr']})", file=sys.stderr, flush=True)
+
+    rows = simulate(questions, args.snapshot, points, config, seed=args.seed, out=out / "rows.jsonl", progress=progress)
+    summary = summarise(rows)
+    write_summary(out / "summary.json", summary)
+    write_text_atomic(out / "table.md", table(summary))
+    print(table(summary), end="")
+    print(f"{len(rows)}/{total} rows in {out / 'rows.jsonl'}", file=sys.stderr)
+    return 0

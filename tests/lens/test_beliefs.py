@@ -313,3 +313,27 @@ def test_posterior_stays_a_probability_distribution(weights, elsewhere, tpr, fpr
         assert b.glr() >= 0.0
         assert b.favoured() in weights
     assert b.observations == sum(1 for k, _ in steps if k in weights)
+
+
+def test_windows_that_verified_the_same_value_are_one_hypothesis():
+    """Two documents stating the same fact are not rival answers: their mass is pooled, so it can certify."""
+    split = Belief("R1")
+    split.init({"a": 1.0, "b": 1.0, "c": 1.0})
+    for key in ("a", "b"):
+        split.update(key, math.log(40), confirmed=True, value="Osk Yard")
+    rivals = Belief("R1")
+    rivals.init({"a": 1.0, "b": 1.0, "c": 1.0})
+    rivals.update("a", math.log(40), confirmed=True, value="Osk Yard")
+    rivals.update("b", math.log(40), confirmed=True, value="Tally Boatworks")
+    assert rivals.glr() == pytest.approx(0.0)  # two different answers, equally supported
+    post = split.posterior()
+    expected = math.log(post["a"] + post["b"]) - math.log(max(post["c"], post[ELSEWHERE]))
+    assert split.glr() == pytest.approx(expected) and split.glr() > 3
+    assert split.favoured() in {"a", "b"}
+    # the heaviest group wins over a single heavier window
+    g = Belief("R1")
+    g.init({"a": 1.0, "b": 1.0, "c": 1.5})
+    g.update("a", math.log(10), confirmed=True, value="x")
+    g.update("b", math.log(10), confirmed=True, value="X")  # same value once normalised
+    g.update("c", math.log(10), confirmed=True, value="y")
+    assert g.favoured() in {"a", "b"} and g.glr() > 0
