@@ -77,9 +77,11 @@ def _norm_answer(s: str) -> str:
 
 
 def _names(text: str, title: str) -> bool:
+    """Whether ``text`` names the article ``title`` (its words, without a trailing "(film)"-like part)."""
     from lens._observation import normalise
-    from lens._terms import STOPWORDS, tokens
+    from lens._terms import STOPWORDS, base_title, tokens
 
+    title = base_title(title)
     words = [w for w in tokens(title) if w not in STOPWORDS] or tokens(title)
     have = set(tokens(text))
     return bool(words) and (all(w in have for w in words) or f" {normalise(title)} " in f" {normalise(text)} ")

@@ -12,7 +12,8 @@ mechanics at a scale the local model cannot reach.
 The simulated oracle, for each (requirement, window) of an observation: the truth is the calibration's label
 (``lens.SupportingFacts``: the window holds a supporting sentence of the requirement's hop). With probability
 tpr a true window is reported (quote = that supporting sentence, value = the bridge entity — the second-hop
-title — for a requirement others depend on, the gold answer for the final requirement), with probability fpr
+title, or when the hops are ambiguous the gold title the question does not name — for a requirement others
+depend on, the gold answer for the final requirement of a bridge question), with probability fpr
 a false one is (quote = the window's first content sentence, value = the window's title). Draws are seeded by
 (seed, question, requirement, window), so a point is reproducible and points differ only in their rates.
 
@@ -101,15 +102,18 @@ class SimulatedOracle:
         self.dependents = {r.depends_on for r in decomposition.requirements if r.depends_on}
         self.final = decomposition.requirements[-1].id
         self.calls = 0
+        # the bridge entity: the second-hop title, or (hops ambiguous) the gold title the question does not name
+        second = self.facts.hops["second"]
+        unnamed = [t for t in sorted(self.facts.hops["gold"]) if t.lower() not in q.question.lower()]
+        self.bridge = (second or unnamed or sorted(self.facts.hops["gold"]) or [""])[0]
 
     def _draw(self, rid: str, key: str) -> float:
         h = hashlib.sha256(f"{self.seed}:{self.q.id}:{rid}:{key}".encode()).digest()
         return random.Random(h).random()
 
-    def _value(self, rid: str, text: str, title: str) -> str:
+    def _value(self, rid: str) -> str:
         if rid in self.dependents:
-            second = self.facts.hops["second"] or [t for t in self.facts.hops["gold"] if t != title]
-            return second[0] if second else ""
+            return self.bridge
         if rid == self.final and self.facts.value_rule:
             return self.q.answer
         return ""
@@ -124,7 +128,7 @@ class SimulatedOracle:
                 u = self._draw(rid, w.key)
                 if gold and u < self.tpr:
                     i, s = gold[0]
-                    out.findings.append(Finding(rid, w.key, (i,), s, self._value(rid, text, doc.title)))
+                    out.findings.append(Finding(rid, w.key, (i,), s, self._value(rid)))
                 elif not gold and u < self.fpr and len(sents) > 1:
                     i, s = sents[1]  # the first sentence after the title line
                     out.findings.append(Finding(rid, w.key, (i,), s, doc.title))
