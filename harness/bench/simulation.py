@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from harness.bench.datasets import Question
+from harness.bench.datasets import DataError, Question
 from harness.bench.metrics import evidence_recall
 from harness.bench.systems.corpus import read_snapshot_doc
 from harness.files import json_text
@@ -163,12 +163,16 @@ def simulate(
     folder = Path(snapshot)
     done: dict[tuple[float, float, str], dict] = {}
     if out is not None and Path(out).exists():
-        for line in Path(out).read_text(encoding="utf-8").splitlines():
+        data = Path(out).read_bytes()
+        if data and not data.endswith(b"\n"):  # a row a kill interrupted: cut it off, it is rerun
+            with open(out, "r+b") as fh:
+                fh.truncate(data.rfind(b"\n") + 1)
+        for n, line in enumerate(Path(out).read_text(encoding="utf-8").splitlines(), 1):
             try:
                 r = json.loads(line)
                 done[(r["tpr"], r["fpr"], r["id"])] = r
-            except (json.JSONDecodeError, KeyError):
-                continue  # a torn last line
+            except (json.JSONDecodeError, KeyError) as exc:
+                raise DataError(f"{out}:{n}: not a simulation row ({exc})") from None
     rows = []
     for tpr, fpr in points:
         cfg = _config(config, tpr, fpr)

@@ -40,6 +40,14 @@ def test_a_rerun_keeps_the_rows_it_has(bench_data, tmp_path):
     before = out.read_text()
     rows = simulate(qs, bench_data["D6"], [(0.9, 0.05)], make_config("deep"), out=out)
     assert out.read_text() == before and len(rows) == 2
+    # a row a kill interrupted is cut off and rerun: no row twice
+    out.write_text(before.splitlines()[0] + "\n" + before.splitlines()[1][:20])
+    rows = simulate(qs, bench_data["D6"], [(0.9, 0.05)], make_config("deep"), out=out)
+
+    def ids(text):
+        return [json.loads(line)["id"] for line in text.splitlines()]
+
+    assert ids(out.read_text()) == ids(before) and out.read_text().startswith(before.splitlines()[0])
 
 
 def test_a_bridge_question_gets_a_first_hop_and_a_dependent_requirement(bench_data):
