@@ -10,7 +10,9 @@ What one question confirmed becomes that question's warm-reuse memory entries, e
 sha256 of the file content read). Two row layouts are read, best first:
 
 1. ``prediction.details["memory_entries"]`` — the entries the agent itself would append (``Agent._remember``):
-   a list of objects with ``requirement, path, doc_id, first, last, line_start, line_end, value, sha256``;
+   a list of objects with ``requirement, path, doc_id, first, last, line_start, line_end, value, sha256`` and,
+   since entries are admitted by calibrated posterior rather than certification, ``posterior`` and
+   ``certified`` (absent in older rows: read as certified, posterior 1), which the log keeps;
 2. ``prediction.details["requirements"]`` (``RequirementStatus.to_dict()``: ``id, text, status, value,
    evidence``) with ``prediction.details["evidence"]`` (``Evidence.to_dict()``: ``id, path, doc_id,
    first_sentence, last_sentence, line_start, line_end, sha256, requirements, status``): every *certified*
@@ -85,6 +87,8 @@ class ConfirmedEntry:
     line_end: int
     value: str
     sha256: str
+    posterior: float = 1.0  # the calibrated posterior the agent recorded (rows before it: certified, 1.0)
+    certified: bool = True
 
 
 @dataclass(frozen=True)
@@ -105,6 +109,12 @@ def _int(v: Any, where: str) -> int:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or int(v) != v:
         raise LensRunError(f"{where}: expected an integer, got {v!r}")
     return int(v)
+
+
+def _float(v: Any, where: str) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= float(v) <= 1.0:
+        raise LensRunError(f"{where}: field 'posterior': expected a probability, got {v!r}")
+    return float(v)
 
 
 def _str(v: Any, where: str) -> str:
@@ -135,6 +145,8 @@ def _from_memory_entries(items: Any, where: str) -> tuple[ConfirmedEntry, ...]:
                 _int(e["line_end"], w),
                 _str(e["value"] or "", w),
                 _str(e["sha256"], w),
+                _float(e.get("posterior", 1.0), w),
+                bool(e.get("certified", True)),
             )
         )
     return tuple(out)
@@ -387,6 +399,8 @@ class LensEventLog(AppendOnlyLog):
                 line_end=c.line_end,
                 value=c.value,
                 sha256=c.sha256,
+                posterior=c.posterior,
+                certified=c.certified,
             )
             self._entries.append(dataclasses.replace(e, observed_at=float(j)))
         self._query_ids.append(str(query_id))
