@@ -332,6 +332,8 @@ def calibrate(config, questions: list[dict], articles_path: str, out_dir: str, *
             "rounds": len(state.trace),
             "threshold": round(threshold, 3),
             "readings": [{k: v for k, v in rd.items()} for rd in readings],
+            # claims the verification discarded, per round (why a window read as "nothing here")
+            "rejected": [{"round": t.round, **r} for t in state.trace for r in t.observation.get("rejected", [])],
             "windows": {k: v["title"] for k, v in windows.items()},
             "cost": meter.cost.to_dict(),
             "seconds": round(time.monotonic() - t0, 1),
