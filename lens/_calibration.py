@@ -418,10 +418,10 @@ class _Fitted:
     """One fit of the three models on a set of readings."""
 
     def __init__(self, readings: list[dict], l2: float):
-        from lens._grading import FEATURES
+        from lens._grading import FEATURES, LOGPROB_FEATURES
 
         self.features = list(FEATURES)
-        self.nolp = [f for f in FEATURES if f != "logprob"]
+        self.nolp = [f for f in FEATURES if f not in LOGPROB_FEATURES]
         y = [r["label"] for r in readings]
         lp = [r for r in readings if r["logprobs"]]
         self.coef, self.intercept = logistic_fit(

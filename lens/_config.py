@@ -141,8 +141,8 @@ class GradedEvidence(_Section):
         coef = info.data.get("coef", [])
         if feats and len(coef) != len(feats):
             raise ValueError(f"coef has {len(coef)} values for {len(feats)} features")
-        if feats and len(v) != len([f for f in feats if f != "logprob"]):
-            raise ValueError("coef_no_logprob needs one value per feature other than logprob")
+        if feats and len(v) != len([f for f in feats if f not in ("logprob", "null_confidence")]):
+            raise ValueError("coef_no_logprob needs one value per feature other than logprob and null_confidence")
         return v
 
 

@@ -12,11 +12,16 @@ features (``FEATURES``):
   through the value in the cited sentences); ``value`` it kept a verified value; ``value_in_quote`` the value
   lies inside the quote; ``type_match`` the value has the requirement's answer type (a year for "when", a
   number for "how many"); ``cue_overlap`` the share of the requirement's content terms that the quote
-  contains; ``agree`` another document gave the same value for the requirement; ``logprob`` the mean token
-  log-probability of the claim's value (or quote) in the reply, clipped to [-5, 0] — present only where the
-  endpoint returns log-probabilities;
-- for every reading, positive or not: ``subject_window`` the requirement's subject is named in the window;
-  ``log_rank`` log(1 + rank of the window's document in the requirement's prior ranking).
+  contains; ``agree`` another document gave the same value for the requirement; ``logprob`` the model's own
+  log-probability of having pointed at this window for this fact — the token that opened the finding
+  (``{`` rather than ``null``) plus the tokens of its passage label —, clipped to [-5, 0];
+- for a reading with nothing found: ``elsewhere`` the model reported the fact in another window of the same
+  call; ``null_confidence`` the probability of the ``null`` the model wrote for the fact (0 when it wrote
+  none);
+- for every reading: ``subject_window`` the requirement's subject is named in the window; ``log_rank``
+  log(1 + rank of the window's document in the requirement's prior ranking).
+
+``logprob`` and ``null_confidence`` exist only where the endpoint returns token log-probabilities.
 
 Calibration (``lens calibrate``) fits a logistic regression P(window holds the requirement's fact | features)
 on labelled readings and, on the same readings, one over ``log_rank`` alone (the prior's own information).
@@ -26,7 +31,7 @@ log-odds — the evidence the reading adds beyond the window's rank:
     log LR(x) = logit P(fact | x) − logit P(fact | log_rank(x))
 
 clipped to ±``max_log_lr`` (no single reading is trusted beyond what the calibration data can show). Where
-the endpoint gave no log-probabilities the model fitted without ``logprob`` is used. The single-rate model
+the endpoint gave no log-probabilities the model fitted without them (``LOGPROB_FEATURES``) is used. The single-rate model
 (``loop.observation_model = "single-rate"``) is kept for comparison: log(tpr/fpr) for a positive reading and
 log((1 − tpr)/(1 − fpr)) for a negative one.
 """
@@ -44,7 +49,8 @@ __all__ = [
     "Reading",
     "ObservationModel",
     "reading_features",
-    "claim_logprob",
+    "reply_confidence",
+    "LOGPROB_FEATURES",
     "observation_model",
 ]
 
@@ -57,9 +63,12 @@ FEATURES = (
     "cue_overlap",
     "agree",
     "logprob",
+    "elsewhere",
+    "null_confidence",
     "subject_window",
     "log_rank",
 )
+LOGPROB_FEATURES = ("logprob", "null_confidence")
 LOGPROB_FLOOR = -5.0
 
 
@@ -109,8 +118,11 @@ def reading_features(
     rank: int,
     agree: bool = False,
     logprob: float | None = None,
+    elsewhere: bool = False,
+    null_logprob: float | None = None,
 ) -> dict[str, float]:
-    """The feature vector of one reading (see the module docstring); ``logprob`` None: not available."""
+    """The feature vector of one reading (see the module docstring); ``logprob`` / ``null_logprob`` None: not
+    available (or, for ``null_logprob``, the model wrote no ``null`` for the fact)."""
     from lens._observation import normalise
     from lens._terms import content_terms, tokens
     from lens._values import fits_type
@@ -125,6 +137,9 @@ def reading_features(
     out["subject_window"] = subject_window
     out["log_rank"] = math.log1p(max(rank, 0))
     if not found:
+        out["elsewhere"] = float(elsewhere)
+        if null_logprob is not None:
+            out["null_confidence"] = math.exp(max(LOGPROB_FLOOR, min(0.0, null_logprob)))
         return out
     nq, nv = normalise(quote), normalise(value)
     terms = content_terms(requirement)
@@ -143,26 +158,30 @@ def reading_features(
     return out
 
 
-def claim_logprob(logprobs: Sequence[tuple[str, float]] | None, fact_id: str, fragment: str) -> float | None:
-    """Mean log-probability of the tokens that spell ``fragment`` in the reply, searched after the first
-    occurrence of the fact's key (``"R1"``); None without log-probabilities or when it cannot be located."""
-    if not logprobs or not fragment.strip():
+def reply_confidence(logprobs: Sequence[tuple[str, float]] | None, fact_id: str) -> tuple[float, float, bool] | None:
+    """For fact ``fact_id`` of a keyed observation reply (``{"R1": {"passage": "P2", ...} | null, ...}``):
+    (log-probability of the token that decided the fact — ``{`` or ``null`` —, log-probability of the tokens of
+    its passage label (0 for a ``null``), whether it was a ``null``); None without log-probabilities or when
+    the fact is not in the reply."""
+    if not logprobs:
         return None
     text = "".join(t for t, _ in logprobs)
-    start = text.find(f'"{fact_id}"')
-    at = text.find(fragment.strip(), max(start, 0))
-    if at < 0:
+    owner: list[int] = []  # the token index of every character
+    for k, (tok, _) in enumerate(logprobs):
+        owner.extend([k] * len(tok))
+    import re
+
+    m = re.search(r'"#?' + re.escape(fact_id) + r'"\s*:\s*(\S)', text)
+    if m is None:
         return None
-    end = at + len(fragment.strip())
-    pos, picked = 0, []
-    for tok, lp in logprobs:
-        nxt = pos + len(tok)
-        if nxt > at and pos < end:
-            picked.append(lp)
-        pos = nxt
-        if pos >= end:
-            break
-    return sum(picked) / len(picked) if picked else None
+    decided = logprobs[owner[m.start(1)]][1]
+    if m.group(1) != "{":
+        return decided, 0.0, m.group(1) == "n"
+    label = re.compile(r'"passage"\s*:\s*"?([^",}]*)').search(text, m.start(1))
+    if label is None or not label.group(1):
+        return decided, 0.0, False
+    tokens = sorted({owner[i] for i in range(label.start(1), label.end(1))})
+    return decided, sum(logprobs[k][1] for k in tokens if k != owner[m.start(1)]), False
 
 
 @dataclass
@@ -187,7 +206,7 @@ class ObservationModel:
         if logprobs and g.coef:
             full = g.intercept + sum(c * features.get(f, 0.0) for f, c in zip(g.features, g.coef))
         else:
-            names = [f for f in g.features if f != "logprob"]
+            names = [f for f in g.features if f not in LOGPROB_FEATURES]
             full = g.intercept_no_logprob + sum(c * features.get(f, 0.0) for f, c in zip(names, g.coef_no_logprob))
         base = g.base_intercept + g.base_coef * features.get("log_rank", 0.0)
         return max(-g.max_log_lr, min(g.max_log_lr, full - base))

@@ -357,6 +357,8 @@ class Loop:
                     rank=rank,
                     agree=agree,
                     logprob=f.logprob if f else None,
+                    elsewhere=f is None and any(g.requirement_id == req.id for g in obs.findings),
+                    null_logprob=obs.nulls.get(req.id),
                 )
                 with_lp = obs.logprobs and (f is None or f.logprob is not None)
                 log_lr = self.evidence.log_lr(feats, logprobs=with_lp)

@@ -134,7 +134,7 @@ class Finding:
     quote: str
     value: str
     match: str = "exact"  # "exact" | "fuzzy" | "cited"
-    logprob: float | None = None  # mean token log-probability of the claim, where the endpoint returns them
+    logprob: float | None = None  # log P(the model pointed at this window for this fact), where the endpoint says
 
 
 @dataclass
@@ -143,6 +143,7 @@ class Observation:
     rejected: list[dict] = field(default_factory=list)  # claims that failed verification, with the reason
     mentions: list[str] = field(default_factory=list)
     logprobs: bool = False  # whether the reply carried token log-probabilities
+    nulls: dict[str, float] = field(default_factory=dict)  # fact id -> log-probability of the null it got
 
 
 def normalise(text: str) -> str:
@@ -308,7 +309,7 @@ def observe(
     ``lens calibrate``, which runs the loop) observes through this function."""
     from dataclasses import replace
 
-    from lens._grading import claim_logprob
+    from lens._grading import reply_confidence
     from lens._values import answer_type
 
     messages, labels = observation_messages(question, facts, windows, docs)
@@ -322,7 +323,10 @@ def observe(
     lps = getattr(resp, "logprobs", None)
     if lps:
         obs.logprobs = True
+        conf = {rid: reply_confidence(lps, rid) for rid, _ in facts}
+        found = {f.requirement_id for f in obs.findings}
+        obs.nulls = {rid: c[0] for rid, c in conf.items() if c is not None and rid not in found and c[2]}
         obs.findings = [
-            replace(f, logprob=claim_logprob(lps, f.requirement_id, f.value or f.quote)) for f in obs.findings
+            replace(f, logprob=None if (c := conf.get(f.requirement_id)) is None else c[0] + c[1]) for f in obs.findings
         ]
     return obs

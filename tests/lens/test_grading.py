@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from lens._agent import Agent
 from lens._config import GradedEvidence, OracleReliability, load_config
-from lens._grading import FEATURES, ObservationModel, claim_logprob, reading_features
+from lens._grading import FEATURES, LOGPROB_FEATURES, ObservationModel, reading_features, reply_confidence
 from lens._memory import MemoryStore
 
 from .conftest import BASE_URL, CHAT_URL, MODEL, completion, error
@@ -24,7 +24,7 @@ from .test_agent import BRIDGE_Q, bridge_oracle
 
 def graded(**coef) -> dict:
     """A graded model: ``coef`` by feature name (others 0), intercept -3, rank-only baseline -1.5 − 0.5·log_rank."""
-    nolp = [f for f in FEATURES if f != "logprob"]
+    nolp = [f for f in FEATURES if f not in LOGPROB_FEATURES]
     return {
         "features": list(FEATURES),
         "coef": [coef.get(f, 0.0) for f in FEATURES],
@@ -92,14 +92,19 @@ def test_features_of_a_found_and_of_a_nothing_here_reading():
     assert far["logprob"] == -5.0  # clipped
 
 
-def test_the_claims_log_probability_is_read_from_its_own_tokens():
-    pieces = ['{"', "R1", '":', ' {"', "value", '":', ' "', "Osk", " Yard", '"},', ' "', "R2", '":', ' {"', "value"]
-    pieces += ['":', ' "', "18", "87", '"}}']
-    lps = [(t, -3.0 if t in {"18", "87"} else -0.1) for t in pieces]
-    assert claim_logprob(lps, "R2", "1887") == pytest.approx(-3.0)
-    assert claim_logprob(lps, "R1", "Osk Yard") == pytest.approx(-0.1)
-    assert claim_logprob(lps, "R1", "absent") is None
-    assert claim_logprob(None, "R1", "Osk Yard") is None
+def test_the_models_confidence_is_read_from_the_tokens_that_decided_the_fact():
+    pieces = ['{"', "R1", '":', " {", '"passage', '":', ' "', "P", "2", '",', ' "value', '":', ' "', "Osk", '"},']
+    pieces += [' "', "R2", '":', " null", "}"]
+    lps = {" {": -0.2, "P": -0.5, "2": -0.3, " null": -0.05}
+    tokens = [(t, lps.get(t, -0.01)) for t in pieces]
+    decided, label, null = reply_confidence(tokens, "R1")
+    assert (decided, null) == (-0.2, False) and label == pytest.approx(-0.5 - 0.3)  # the tokens of "P2"
+    assert reply_confidence(tokens, "R2") == (-0.05, 0.0, True)
+    assert reply_confidence(tokens, "R3") is None and reply_confidence(None, "R1") is None
+    f = reading_features(found=False, requirement="r", subject=None, window_text="", rank=0, null_logprob=-0.05)
+    assert f["null_confidence"] == pytest.approx(math.exp(-0.05)) and f["elsewhere"] == 0.0
+    g = reading_features(found=False, requirement="r", subject=None, window_text="", rank=0, elsewhere=True)
+    assert g["elsewhere"] == 1.0 and g["null_confidence"] == 0.0
 
 
 def test_the_ratio_is_the_evidence_beyond_the_rank_and_is_capped():
