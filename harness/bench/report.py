@@ -680,7 +680,27 @@ def _stale_table(stale: Group, groups: Sequence[Group]) -> tuple[Table | None, l
     ), []
 
 
-def _ablation_table(base: Group, variants: Sequence[Group]) -> Table | None:
+def _lens_details(g: Group, ids: Sequence[str]) -> dict[str, Any]:
+    """What the agent reported about itself on ``ids``: cited documents, certified share, stop reasons."""
+    details = [g.rows["lens"][i]["prediction"].get("details", {}) or {} for i in ids]
+    cited = [len({e.get("path") for e in d.get("evidence", [])}) for d in details]
+    reqs = [r for d in details for r in d.get("requirements", [])]
+    stops: dict[str, int] = {}
+    for d in details:
+        first = str(d.get("stop_reason") or "—").split(";")[0]
+        stops[first] = stops.get(first, 0) + 1
+    return {
+        "cited": _mean([float(c) for c in cited]),
+        "certified": _mean([float(r.get("status") == "certified") for r in reqs]) if reqs else None,
+        "stops": stops,
+    }
+
+
+def _ablation_table(base: Group, variants: Sequence[Group], resamples: int = 10_000, seed: int = 42) -> Table | None:
+    """Full LENS against each ablation on the questions all of them answered: EM, F1, Ev.Rec, Ground, cited
+    documents, certified share, tokens (and their ratio to the full system), oracle calls, seconds, and for each
+    variant the exact McNemar test on EM and a paired bootstrap interval of the Ev.Rec difference (full −
+    variant); stop reasons in the notes."""
     if "lens" not in base.rows or not any("lens" in v.rows for v in variants):
         return None
     ids = set(base.rows["lens"])
@@ -688,13 +708,28 @@ def _ablation_table(base: Group, variants: Sequence[Group]) -> Table | None:
         if "lens" in v.rows:
             ids &= set(v.rows["lens"])
     order = sorted(ids, key=lambda i: base.rows["lens"][i]["position"])
-    rows = []
+    rows, notes = [], []
+    full = _metrics(base, "lens", order)
+    full_em = [bool(base.rows["lens"][i]["scores"]["em"]) for i in order]
+    full_ev = [base.rows["lens"][i]["scores"]["ev_rec"] for i in order]
     for g, label in [(base, "LENS (full)")] + [
         (v, "LENS (" + ", ".join(k.replace("_", " ") for k, on in v.manifest["config"]["ablation"].items() if on) + ")")
         for v in variants
         if "lens" in v.rows
     ]:
         m = _metrics(g, "lens", order)
+        d = _lens_details(g, order)
+        test, ci = "—", "—"
+        if g is not base and order:
+            em = [bool(g.rows["lens"][i]["scores"]["em"]) for i in order]
+            t = mcnemar_exact(full_em, em)
+            test = f"{t.b}:{t.c}, p={t.p_value:.3f}"
+            ev = [g.rows["lens"][i]["scores"]["ev_rec"] for i in order]
+            diff = [float(a) - float(b) for a, b in zip(full_ev, ev) if a is not None and b is not None]
+            if diff:
+                c = bootstrap_ci(diff, resamples=resamples, seed=seed)
+                ci = f"{100 * c.mean:+.1f} [{100 * c.low:+.1f}, {100 * c.high:+.1f}]"
+        ratio = full["tokens"] / m["tokens"] if m["tokens"] else None
         rows.append(
             [
                 label,
@@ -702,17 +737,43 @@ def _ablation_table(base: Group, variants: Sequence[Group]) -> Table | None:
                 _pct(m["f1"]),
                 _pct(m["ev_rec"]),
                 _pct(m["ground"]),
+                f"{d['cited']:.2f}" if d["cited"] is not None else "—",
+                _pct(d["certified"]),
                 f"{m['tokens']:,.0f}",
+                "—" if g is base or ratio is None else f"{ratio:.2f}×",
                 f"{m['oracle_calls']:.2f}",
+                f"{m['seconds']:.1f}" if m["seconds"] is not None else "—",
+                test,
+                ci,
                 f"`{g.config_hash[:8]}`",
             ]
         )
+        notes.append(f"{label} stop reasons: " + ", ".join(f"{k} {v}" for k, v in sorted(d["stops"].items())))
     return Table(
         f"table6_ablation__{_group_slug(base)}",
         f"Table 6 — ablation on {base.corpus} (%, n={len(order)})",
-        f"{base.binding_line()}. Rows share the binding; their configurations differ only in `ablation.*`.",
-        ["Variant", "EM", "F1", "Ev.Rec", "Ground", "Tokens/query", "Oracle calls", "Config"],
+        f"{base.binding_line()}. Rows share the binding; their configurations differ only in `ablation.*`. "
+        f"Full/variant: the full system's tokens per query over the variant's. McNemar b:c on EM (b = only the "
+        f"full system right) and the paired percentile bootstrap of ΔEv.Rec = full − variant (pp; {resamples:,} "
+        f"resamples, seed {seed}).",
+        [
+            "Variant",
+            "EM",
+            "F1",
+            "Ev.Rec",
+            "Ground",
+            "Cited docs",
+            "Certified",
+            "Tokens/query",
+            "Full/variant tokens",
+            "Oracle calls",
+            "s/q",
+            "McNemar EM vs full",
+            "ΔEv.Rec pp [95% CI]",
+            "Config",
+        ],
         rows,
+        notes=notes,
     )
 
 
@@ -878,7 +939,7 @@ def build_report(
                     f"Table 6 for {g.label()}: {'; '.join(conflicts)} — rows of different code never share a table"
                 )
                 continue
-            t = _ablation_table(g, vs)
+            t = _ablation_table(g, vs, resamples, seed)
             if t:
                 tables.append(t)
     for g in [g for g in groups if g.arm == "stale"]:

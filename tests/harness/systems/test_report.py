@@ -184,3 +184,19 @@ def test_runs_made_by_different_code_never_share_a_staleness_table(runs, tmp_pat
 
     assert any("Table 5" in r and "lens differs between D6 and D12 runs in code" in r for r in result.refusals)
     assert not any(t.name.startswith("table5") for t in result.tables)
+
+
+def test_the_ablation_table_pairs_the_variant_with_the_full_system(runs, tmp_path):
+    result = build_report([runs["d6"], runs["ablation"]], tmp_path / "rep", resamples=200)
+
+    t6 = next(t for t in result.tables if t.name.startswith("table6_ablation"))
+    head = t6.headers
+    for col in ("Cited docs", "Certified", "Full/variant tokens", "s/q", "McNemar EM vs full", "ΔEv.Rec pp [95% CI]"):
+        assert col in head, col
+    full, variant = t6.rows[0], t6.rows[1]
+    assert full[head.index("McNemar EM vs full")] == "—" and full[head.index("Full/variant tokens")] == "—"
+    assert ", p=" in variant[head.index("McNemar EM vs full")]
+    assert variant[head.index("Full/variant tokens")].endswith("×")
+    assert variant[head.index("ΔEv.Rec pp [95% CI]")].count("[") == 1
+    assert 0 <= float(full[head.index("Cited docs")]) <= 4
+    assert any(n.startswith("LENS (full) stop reasons: ") for n in t6.notes)
