@@ -31,6 +31,7 @@ from lens._memory import Eligibility, MemoryStore, all_past, memory_signal, new_
 from lens._prior import Prior
 from lens._requirements import Decomposition, decompose
 from lens._result import AskResult, Evidence, RequirementStatus
+from lens._spans import answer_span
 from lens._synthesis import (
     CalibrationReply,
     CoverageReply,
@@ -153,9 +154,15 @@ class Agent:
         entries = self._memory_entries(state, decomposition, certified, question, pos, cfg.memory.min_posterior)
         if record and use_memory and entries:
             self.memory.append(entries)  # type: ignore[union-attr]
-        return self._result(q, scan, loop, answer, stop, statuses, evidence, entries, best_effort=best_effort)
+        spans = [st for st in q.stages if st["stage"] == "answer-span"]
+        verified = bool(answer) and (not spans or spans[-1]["verified"])
+        return self._result(
+            q, scan, loop, answer, stop, statuses, evidence, entries, best_effort=best_effort, answer_verified=verified
+        )
 
-    def _result(self, q, scan, loop, answer, stop, statuses, evidence, entries, *, best_effort: bool) -> AskResult:
+    def _result(
+        self, q, scan, loop, answer, stop, statuses, evidence, entries, *, best_effort: bool, answer_verified=None
+    ) -> AskResult:
         state, cfg = loop.state, self.config
         cost = q.meter.cost.to_dict()
         cost.update(
@@ -181,6 +188,7 @@ class Agent:
             decomposition=state.decomposition.to_dict(),
             stages=q.stages,
             memory_entries=[json.loads(e.to_json()) for e in entries],
+            answer_verified=answer_verified,
         )
 
     def explore(
@@ -321,6 +329,13 @@ class Agent:
             )
             if cal is not None and cal.answer.strip() and len(cal.answer) <= len(answer):
                 answer = clean_answer(cal.answer, q.question)
+        if answer and not any(st.get("in_code") for st in q.stages if st["stage"] == "synthesis"):
+            # the answer as the cited evidence writes it (lens/_spans.py), or marked unverified
+            span = answer_span(answer, q.question, [e.text for e in evidence])
+            q.stages.append({"stage": "answer-span", "how": span.how, "verified": span.verified, "from": answer})
+            if not span.verified:
+                q.notes.append(f"the answer {answer!r} is not a span of the cited evidence: unverified")
+            answer = span.answer
         return answer, stop, certified, covered, evidence, missing
 
     def _reenter(self, q: "_Question", loop: Loop, missing: set[str], stop: str):

@@ -90,12 +90,16 @@ class AskResult:
     decomposition: dict[str, Any] = field(default_factory=dict)
     stages: list[dict] = field(default_factory=list)  # non-loop oracle calls: decomposition, synthesis, ...
     memory_entries: list[dict] = field(default_factory=list)  # what this answer confirms for warm reuse
+    # whether the answer is a span of the cited evidence (computed and yes/no answers count as verified);
+    # None where no answer was made (``Agent.explore``)
+    answer_verified: bool | None = None
 
     def to_dict(self, *, trace: bool = True) -> dict[str, Any]:
         return {
             "question": self.question,
             "answer": self.answer,
             "best_effort": self.best_effort,
+            "answer_verified": self.answer_verified,
             "intent": self.intent,
             "stop_reason": self.stop_reason,
             "requirements": [r.to_dict() for r in self.requirements],

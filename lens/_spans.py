@@ -1,0 +1,105 @@
+"""Answer-span calibration: the final answer is a span of the cited evidence, as the evidence writes it.
+
+Small models paraphrase what they read ("Labor" where the evidence says "Labour", "25" where it says "25
+laps"). Except for yes/no questions, the synthesised answer is mapped onto the evidence text:
+
+1. **exact** — its words occur, in order, in an evidence passage (case, accents and punctuation aside): the
+   answer becomes that stretch of the passage, in the passage's own spelling;
+2. **fuzzy** — otherwise the passage stretch of about the same number of words that matches it best
+   (character similarity ≥ 85, and never for answers of four characters or fewer, where a near match is
+   another word) replaces it;
+3. **unit / range** — a bare number followed in the passage by a unit the question names ("How many laps…"
+   → "25 laps"), or a year inside a range when the question asks for a period ("which years", "between") is
+   widened to the unit or the range the passage states;
+4. otherwise the answer is kept and marked **unverified**: it is never cited as read in the evidence.
+
+Not a length rule: the span kept is the one the evidence uses for what the model answered.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Sequence
+
+__all__ = ["AnswerSpan", "answer_span"]
+
+_WORD = re.compile(r"[0-9A-Za-z\u00c0-\u024f]+(?:'[A-Za-z]+)?")
+_PERIOD = re.compile(r"\b(years|period|between|span|spanned|during which|from when|how long)\b", re.I)
+_RANGE = re.compile(
+    r"(?:from\s+|between\s+)?\b(\d{3,4})\s*(?:–|-|—|to|until|and)\s*(\d{2,4})\b",
+    re.I,
+)
+
+
+@dataclass(frozen=True)
+class AnswerSpan:
+    answer: str
+    verified: bool  # the answer is a span of the evidence
+    how: str  # "exact" | "fuzzy" | "unit" | "range" | "yes/no" | "unverified" | "empty"
+    source: int | None = None  # index of the evidence passage it was read in
+
+
+def _fold(word: str) -> str:
+    import unicodedata
+
+    return "".join(c for c in unicodedata.normalize("NFKD", word.lower()) if not unicodedata.combining(c))
+
+
+def _words(text: str) -> list[tuple[str, int, int]]:
+    return [(_fold(m.group(0)), m.start(), m.end()) for m in _WORD.finditer(text)]
+
+
+def _extend(span: tuple[int, int], words: list[tuple[str, int, int]], last: int, text: str, question: str):
+    """Widen a bare number to the unit the question names, or a year to the range it sits in."""
+    start, end = span
+    core = text[start:end]
+    if re.fullmatch(r"\d{3,4}", core) and _PERIOD.search(question):
+        for m in _RANGE.finditer(text):
+            if m.start(1) <= start < m.end() or m.start(1) <= end - 1 < m.end():
+                return (m.start(1), m.end()), "range"
+    if re.fullmatch(r"[\d.,]+", core) and last + 1 < len(words):
+        unit = words[last + 1][0]
+        qwords = {_fold(w) for w in _WORD.findall(question)}
+        if unit in qwords or unit.rstrip("s") in {w.rstrip("s") for w in qwords}:
+            return (start, words[last + 1][2]), "unit"
+    return span, ""
+
+
+def answer_span(answer: str, question: str, passages: Sequence[str]) -> AnswerSpan:
+    """The evidence span for ``answer`` (see the module docstring)."""
+    from lens._synthesis import is_yes_no_question
+
+    a = answer.strip()
+    if not a:
+        return AnswerSpan("", False, "empty")
+    if is_yes_no_question(question) and a.lower() in {"yes", "no"}:
+        return AnswerSpan(a.lower(), True, "yes/no")
+    target = [w for w, _, _ in _words(a)]
+    if not target:
+        return AnswerSpan(a, False, "unverified")
+    n = len(target)
+    for pi, text in enumerate(passages):  # exact: the answer's words, in order
+        words = _words(text)
+        for i in range(len(words) - n + 1):
+            if [w for w, _, _ in words[i : i + n]] == target:
+                span, how = _extend((words[i][1], words[i + n - 1][2]), words, i + n - 1, text, question)
+                return AnswerSpan(text[span[0] : span[1]], True, how or "exact", pi)
+    if len(a) <= 4:
+        return AnswerSpan(a, False, "unverified")
+    from rapidfuzz import fuzz
+
+    joined = " ".join(target)
+    best: tuple[float, int, int, int] | None = None
+    for pi, text in enumerate(passages):
+        words = _words(text)
+        for size in {max(1, n - 1), n, n + 1}:
+            for i in range(len(words) - size + 1):
+                cand = " ".join(w for w, _, _ in words[i : i + size])
+                score = fuzz.ratio(joined, cand)
+                if score >= 85 and (best is None or score > best[0]):
+                    best = (score, pi, words[i][1], words[i + size - 1][2])
+    if best is not None:
+        _, pi, start, end = best
+        return AnswerSpan(passages[pi][start:end], True, "fuzzy", pi)
+    return AnswerSpan(a, False, "unverified")
