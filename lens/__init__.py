@@ -54,6 +54,8 @@ _EXPORTS = {
     "Finding": "lens._observation",
     "Observer": "lens._loop",
     "SupportingFacts": "lens._calibration",
+    "answer_span": "lens._spans",
+    "AnswerSpan": "lens._spans",
     "render": "lens._prompts",
     "fence_passage": "lens._prompts",
     "merge_overrides": "lens._config",

@@ -43,6 +43,8 @@ PUBLIC = [
     "Finding",
     "Observer",
     "SupportingFacts",
+    "answer_span",
+    "AnswerSpan",
     "ask",
     "available_presets",
     "config_from_args",

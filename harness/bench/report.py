@@ -46,8 +46,11 @@ SYSTEM_LABELS = {
     "hybrid": "Hybrid-RAG",
     "bm25": "BM25-RAG",
     "closed": "Closed-Book",
+    "bm25-span": "BM25-RAG + span",
+    "gold-passages": "Gold passages",
 }
-SYSTEM_ORDER = ("lens", "react", "hybrid", "bm25", "closed")  # the paper's row order
+SYSTEM_ORDER = ("lens", "react", "hybrid", "bm25", "bm25-span", "closed")  # the paper's row order, then controls
+REFERENCE_ARMS = frozenset({"gold-passages"})  # read labels: never in a headline table or a significance test
 
 
 class ReportError(LensError):
@@ -98,7 +101,10 @@ class Group:
         return int(snap.get("size") or self.binding["stage"]["size"] or 0)
 
     def ordered_systems(self) -> list[str]:
-        return [s for s in SYSTEM_ORDER if s in self.rows] + sorted(s for s in self.rows if s not in SYSTEM_ORDER)
+        """The systems of headline tables and tests, in the paper's order: reference arms that read labels
+        (``REFERENCE_ARMS``) are left out; ``_ceiling_table`` reports them."""
+        rest = sorted(s for s in self.rows if s not in SYSTEM_ORDER and s not in REFERENCE_ARMS)
+        return [s for s in SYSTEM_ORDER if s in self.rows] + rest
 
     def common_ids(self, systems: Sequence[str] | None = None) -> list[str]:
         systems = list(systems or self.ordered_systems())
@@ -412,6 +418,35 @@ def _incomplete_notes(g: Group, ids: Sequence[str]) -> list[str]:
     if planned and len(ids) < planned:
         notes.append(f"{len(ids)} of the {planned} planned questions ({g.binding['question_set']}) are in this table")
     return notes
+
+
+def _ceiling_table(g: Group) -> Table | None:
+    """The reading ceiling: the gold-passages reference arm (labels: uses_gold) on the questions it and every
+    headline system answered, and each system's EM as a ratio of it. Never a headline table or a test."""
+    ref = [s for s in sorted(REFERENCE_ARMS) if s in g.rows]
+    systems = g.ordered_systems()
+    if not ref or not systems:
+        return None
+    ids = g.common_ids(systems + ref)
+    rows = []
+    for r in ref:
+        gold = _metrics(g, r, ids)
+        rows.append([f"{SYSTEM_LABELS.get(r, r)} (uses gold)", _pct(gold["em"]), _pct(gold["f1"]), "1.00"])
+        for s in systems:
+            m = _metrics(g, s, ids)
+            ratio = m["em"] / gold["em"] if gold["em"] else None
+            rows.append(
+                [SYSTEM_LABELS.get(s, s), _pct(m["em"]), _pct(m["f1"]), "—" if ratio is None else f"{ratio:.2f}"]
+            )
+    return Table(
+        f"reading_ceiling__{_group_slug(g)}",
+        f"Reading ceiling on {g.corpus} (%, n={len(ids)}; uses gold — not a headline result)",
+        f"{g.binding_line()}. The gold-passages arm answers with the BM25-RAG prompt over the question's gold "
+        "supporting paragraphs (it reads labels); EM ratio = a system's EM over the gold-passage EM on the same "
+        "questions.",
+        ["System", "EM", "F1", "EM / gold-passage EM"],
+        rows,
+    )
 
 
 def _main_table(g: Group) -> Table:
@@ -912,6 +947,9 @@ def build_report(
     main = [g for g in groups if g.arm == "fresh" and id(g) not in variants]
     for g in sorted(main, key=lambda g: (g.size, g.config_hash)):
         tables.append(_main_table(g))
+        ceiling = _ceiling_table(g)
+        if ceiling:
+            tables.append(ceiling)
     for ch in sorted({g.config_hash for g in main}):
         t, r = _evrec_table(main, ch)
         refusals += r

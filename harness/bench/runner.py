@@ -70,7 +70,14 @@ from harness.bench.samples import ids_sha256, read_samples
 from harness.bench.snapshots import read_manifest
 from harness.bench.systems.corpus import SnapshotCorpus
 from harness.bench.systems.prediction import Prediction
-from harness.bench.systems.registry import ArmPlan, ArmSettings, index_free, prepare_indexes, reads_corpus
+from harness.bench.systems.registry import (
+    ArmPlan,
+    ArmSettings,
+    index_free,
+    prepare_indexes,
+    reads_corpus,
+    uses_gold,
+)
 from harness.files import canonical_json, sha256_bytes, sha256_file
 
 __all__ = [
@@ -402,6 +409,7 @@ def _system_entry(name: str, system: Any, plan: RunPlan, indexes: dict[str, tupl
         "params": params,
         "index_free": index_free(name),
         "reads_corpus": reads_corpus(name),
+        "uses_gold": uses_gold(name),
         "indexes": [{**indexes[k][0].to_json(), "built_in_this_run": indexes[k][1]} for k in kinds if k in indexes],
     }
 
@@ -473,12 +481,18 @@ def run_benchmark(
             f"build {build.seconds:.1f} s)",
             file=log,
         )
+    gold_files: dict[str, list[str]] = {}
+    if "gold-passages" in plan.systems:  # the reading-ceiling arm reads labels (uses_gold); no other arm sees them
+        for q in plan.questions:
+            docs = [plan.corpus.by_title(t) for t in q.gold_titles]
+            gold_files[q.question] = [d.name for d in docs if d is not None]
     arm_plan = ArmPlan(
         names=plan.systems,
         folder=str(plan.corpus.folder),
         index_root=str(plan.index_root),
         index_checksum=plan.index_corpus.checksum,
         settings=plan.settings,
+        gold_files=gold_files,
     )
     worker = Worker(arm_plan, cfg, client)
     entries = {name: _system_entry(name, sysm, plan, indexes) for name, sysm in worker.systems.items()}

@@ -19,7 +19,14 @@ from pathlib import Path
 
 __all__ = ["code_fingerprint"]
 
-_BASELINE_PROMPTS = {"react": ("react",), "bm25": ("rag",), "hybrid": ("rag",), "closed": ("closed_book",)}
+_BASELINE_PROMPTS = {
+    "react": ("react",),
+    "bm25": ("rag",),
+    "bm25-span": ("rag",),
+    "hybrid": ("rag",),
+    "closed": ("closed_book",),
+    "gold-passages": ("rag",),
+}
 
 
 def _digest(entries: list[tuple[str, bytes]]) -> str:
@@ -50,6 +57,7 @@ def code_fingerprint(system: str) -> str:
     else:
         lens_root = Path(str(resources.files("lens")))
         entries = _py_files("harness.bench.systems") + _py_files("harness.retrieval")
-        entries += [(f"lens/{n}", (lens_root / n).read_bytes()) for n in ("_llm.py", "_prompts.py", "_cost.py")]
+        lens_files = ("_llm.py", "_prompts.py", "_cost.py") + (("_spans.py",) if system == "bm25-span" else ())
+        entries += [(f"lens/{n}", (lens_root / n).read_bytes()) for n in lens_files]
         entries += _prompts("harness.prompts", _BASELINE_PROMPTS[system])
     return _digest(entries)[:16]

@@ -28,9 +28,9 @@ from harness.bench.systems.corpus import read_snapshot_doc
 from harness.bench.systems.indexes import IndexBuild
 from harness.bench.systems.prediction import Passage, Prediction, RetrievedDoc
 from harness.retrieval import RRF_K, BM25Index, DenseEncoder, DenseIndex, reciprocal_rank_fusion
-from lens import LLMClient, LLMError, fence_passage, render
+from lens import LLMClient, LLMError, answer_span, fence_passage, render
 
-__all__ = ["Retriever", "BM25Retriever", "HybridRetriever", "RAGSystem", "DEFAULT_K", "HYBRID_DEPTH"]
+__all__ = ["Retriever", "BM25Retriever", "HybridRetriever", "GoldRetriever", "RAGSystem", "DEFAULT_K", "HYBRID_DEPTH"]
 
 DEFAULT_K = 5
 HYBRID_DEPTH = 200
@@ -59,6 +59,24 @@ class BM25Retriever:
 
     def params(self) -> dict[str, Any]:
         return {"bm25": asdict(self.index.params), "index_hash": self.index.index_hash}
+
+
+class GoldRetriever:
+    """The gold-passages reference arm's "retriever": the question's gold supporting articles, from labels
+    (``uses_gold``). It reads no index."""
+
+    kind = "gold-passages"
+    K = 10  # every gold article of a question (HotpotQA has 2; a few more at most)
+
+    def __init__(self, gold_files: dict[str, list[str]]) -> None:
+        self.gold_files = gold_files
+        self.builds: list[IndexBuild] = []
+
+    def rank(self, question: str, top: int) -> list[str]:
+        return list(self.gold_files.get(question, []))[:top]
+
+    def params(self) -> dict[str, Any]:
+        return {"uses_gold": True, "source": "supporting_facts titles"}
 
 
 class HybridRetriever:
@@ -134,11 +152,15 @@ class RAGSystem(System):
         question_timeout_s: float,
         max_tokens: int,
         passage_chars: int = PASSAGE_CHARS,
+        span: bool = False,
     ) -> None:
         super().__init__(question_timeout_s=question_timeout_s, max_tokens=max_tokens)
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
-        self.name = retriever.kind  # type: ignore[misc]  # "bm25" | "hybrid"
+        # "bm25" | "bm25-span" | "hybrid" | "gold-passages"
+        self.name = retriever.kind + ("-span" if span else "")  # type: ignore[misc]
+        self.span = span  # the answer goes through LENS's answer-span calibration (lens.answer_span)
+        self.index_free = not retriever.builds  # type: ignore[misc]
         self.retriever = retriever
         self.folder = Path(folder)
         self.client = client
@@ -151,6 +173,7 @@ class RAGSystem(System):
             "prompt": "rag",
             "passage_chars": self.passage_chars,
             "answer_tokens": ANSWER_TOKENS,
+            **({"answer_span": True} if self.span else {}),
             **self.retriever.params(),
             "index_corpus_checksum": [b.corpus_checksum for b in self.retriever.builds],
         }
@@ -188,6 +211,10 @@ class RAGSystem(System):
             pred.answer = call_for_answer(
                 self.client, render("rag", package=PROMPTS, question=question.strip(), passages=passages), budget
             )
+            if self.span and pred.answer:
+                span = answer_span(pred.answer, question, [p.text for p in pred.evidence])
+                pred.details["answer_span"] = {"how": span.how, "verified": span.verified, "from": pred.answer}
+                pred.answer = span.answer
         except RunLevelError:
             raise
         except LLMError as exc:

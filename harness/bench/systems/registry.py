@@ -1,4 +1,10 @@
-"""The five arms by name, and how to build them from plain, picklable settings.
+"""The arms by name, and how to build them from plain, picklable settings.
+
+Beside the five systems of the paper: ``bm25-span`` (BM25-RAG whose answer goes through LENS's answer-span
+calibration, ``lens.answer_span``: the control that shows how much of a gain is formatting alone) and
+``gold-passages`` (one answer call over the question's gold supporting paragraphs with the BM25-RAG prompt: the
+reading ceiling). ``gold-passages`` uses labels (``uses_gold``): the report never puts it in a headline table or
+a significance test.
 
 ``ArmSettings`` and ``ArmPlan`` are plain data, so a plan can be shipped to any worker (a thread here; a Ray
 actor or another machine later) which then calls :func:`build_systems` to get its own arms over its own LLM
@@ -26,14 +32,25 @@ __all__ = [
     "parse_systems",
     "index_free",
     "reads_corpus",
+    "uses_gold",
+    "USES_GOLD",
     "prepare_indexes",
     "build_systems",
 ]
 
-SYSTEM_NAMES = ("lens", "react", "bm25", "hybrid", "closed")
-INDEX_KINDS = {"bm25": ("bm25",), "hybrid": ("bm25", "dense")}  # persisted indexes each arm needs
-_INDEX_FREE = {"lens": True, "react": True, "bm25": False, "hybrid": False, "closed": True}
-_READS_CORPUS = {"lens": True, "react": True, "bm25": True, "hybrid": True, "closed": False}
+SYSTEM_NAMES = ("lens", "react", "bm25", "bm25-span", "hybrid", "closed", "gold-passages")
+INDEX_KINDS = {"bm25": ("bm25",), "bm25-span": ("bm25",), "hybrid": ("bm25", "dense")}  # persisted indexes
+_INDEX_FREE = {
+    "lens": True,
+    "react": True,
+    "bm25": False,
+    "bm25-span": False,
+    "hybrid": False,
+    "closed": True,
+    "gold-passages": True,
+}
+_READS_CORPUS = {n: n != "closed" for n in SYSTEM_NAMES}
+USES_GOLD = frozenset({"gold-passages"})  # arms that read labels: never in a headline table or a test
 
 
 def parse_systems(text: str) -> tuple[str, ...]:
@@ -53,6 +70,10 @@ def index_free(name: str) -> bool:
 
 def reads_corpus(name: str) -> bool:
     return _READS_CORPUS[name]
+
+
+def uses_gold(name: str) -> bool:
+    return name in USES_GOLD
 
 
 @dataclass(frozen=True)
@@ -78,6 +99,8 @@ class ArmPlan:
     index_root: str
     index_checksum: str | None  # corpus the persisted indexes cover (the "from" corpus in the stale arm)
     settings: ArmSettings = field(default_factory=ArmSettings)
+    # gold-passages only: question text -> the file names of its gold supporting articles (labels)
+    gold_files: dict[str, list[str]] = field(default_factory=dict)
 
 
 @functools.lru_cache(maxsize=4)
@@ -118,7 +141,7 @@ def build_systems(plan: ArmPlan, config: Any, client: Any) -> dict[str, System]:
     """The named arms over ``plan.folder`` sharing ``config`` and ``client``; indexes must already exist."""
     from harness.bench.systems.closed_book import ClosedBookSystem
     from harness.bench.systems.lens_arm import LensSystem
-    from harness.bench.systems.rag import BM25Retriever, HybridRetriever, RAGSystem
+    from harness.bench.systems.rag import BM25Retriever, GoldRetriever, HybridRetriever, RAGSystem
     from harness.bench.systems.react import ReActSystem
     from harness.retrieval import IndexFolderError
 
@@ -143,9 +166,13 @@ def build_systems(plan: ArmPlan, config: Any, client: Any) -> dict[str, System]:
             )
         elif name == "closed":
             out[name] = ClosedBookSystem(client, **caps)
-        elif name == "bm25":
+        elif name in ("bm25", "bm25-span"):
             index, build = need("bm25", store.load_bm25(str(plan.index_checksum)))
-            out[name] = RAGSystem(BM25Retriever(index, build), plan.folder, client, k=s.k, **caps)
+            out[name] = RAGSystem(
+                BM25Retriever(index, build), plan.folder, client, k=s.k, span=name == "bm25-span", **caps
+            )
+        elif name == "gold-passages":
+            out[name] = RAGSystem(GoldRetriever(plan.gold_files), plan.folder, client, k=GoldRetriever.K, **caps)
         elif name == "hybrid":
             encoder = _encoder(s)
             bm, bm_build = need("bm25", store.load_bm25(str(plan.index_checksum)))

@@ -38,7 +38,15 @@ def test_all_is_exactly_the_public_names():
     assert all(hasattr(systems, name) for name in PUBLIC)
 
 
-def test_the_five_arms_in_the_papers_terms():
-    assert systems.SYSTEM_NAMES == ("lens", "react", "bm25", "hybrid", "closed")
-    assert [systems.index_free(n) for n in systems.SYSTEM_NAMES] == [True, True, False, False, True]
-    assert [systems.reads_corpus(n) for n in systems.SYSTEM_NAMES] == [True, True, True, True, False]
+def test_the_five_arms_in_the_papers_terms_and_the_two_controls():
+    assert systems.SYSTEM_NAMES == ("lens", "react", "bm25", "bm25-span", "hybrid", "closed", "gold-passages")
+    flags = [(systems.index_free(n), systems.reads_corpus(n)) for n in systems.SYSTEM_NAMES]
+    assert flags == [
+        (True, True),
+        (True, True),
+        (False, True),
+        (False, True),
+        (False, True),
+        (True, False),
+        (True, True),
+    ]
