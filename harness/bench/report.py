@@ -420,6 +420,56 @@ def _incomplete_notes(g: Group, ids: Sequence[str]) -> list[str]:
     return notes
 
 
+NEAR_MISS_CLASSES = ("answer contains gold", "gold contains answer", "spelling variant", "other")
+
+
+def near_miss_class(prediction: str, gold: str) -> str:
+    """How an EM-wrong answer with F1 > 0 misses (both under the official normalisation): it holds the whole gold
+    answer, the gold holds the whole answer, a spelling variant (character similarity ≥ 80), or other."""
+    from rapidfuzz import fuzz
+
+    from harness.bench.metrics import normalize_answer
+
+    p, q = normalize_answer(prediction), normalize_answer(gold)
+    if q and f" {q} " in f" {p} ":
+        return "answer contains gold"
+    if p and f" {p} " in f" {q} ":
+        return "gold contains answer"
+    if fuzz.ratio(p, q) >= 80:
+        return "spelling variant"
+    return "other"
+
+
+def _near_miss_table(g: Group) -> Table | None:
+    """EM-wrong answers with F1 > 0 per system (reference arms included, labelled), by how they miss: the
+    formatting loss of every arm on the same questions."""
+    systems = g.ordered_systems() + [s for s in sorted(REFERENCE_ARMS) if s in g.rows]
+    if not systems:
+        return None
+    ids = g.common_ids(systems)
+    rows = []
+    for s in systems:
+        counts = dict.fromkeys(NEAR_MISS_CLASSES, 0)
+        wrong = 0
+        for i in ids:
+            r = g.rows[s][i]
+            if r["scores"]["em"]:
+                continue
+            wrong += 1
+            if r["scores"]["f1"] > 0:
+                counts[near_miss_class(r["prediction"]["answer"] or "", r["gold_answer"])] += 1
+        label = SYSTEM_LABELS.get(s, s) + (" (uses gold)" if s in REFERENCE_ARMS else "")
+        rows.append([label, str(wrong), str(sum(counts.values())), *(str(counts[c]) for c in NEAR_MISS_CLASSES)])
+    return Table(
+        f"near_misses__{_group_slug(g)}",
+        f"Near misses on {g.corpus} (n={len(ids)})",
+        f"{g.binding_line()}. EM-wrong answers with F1 > 0, classified under the official normalisation: the answer "
+        "holds the gold answer, the gold holds the answer, a spelling variant (character similarity ≥ 80), other.",
+        ["System", "EM wrong", "F1 > 0", *(c.capitalize() for c in NEAR_MISS_CLASSES)],
+        rows,
+    )
+
+
 def _ceiling_table(g: Group) -> Table | None:
     """The reading ceiling: the gold-passages reference arm (labels: uses_gold) on the questions it and every
     headline system answered, and each system's EM as a ratio of it. Never a headline table or a test."""
@@ -947,9 +997,9 @@ def build_report(
     main = [g for g in groups if g.arm == "fresh" and id(g) not in variants]
     for g in sorted(main, key=lambda g: (g.size, g.config_hash)):
         tables.append(_main_table(g))
-        ceiling = _ceiling_table(g)
-        if ceiling:
-            tables.append(ceiling)
+        for extra in (_ceiling_table(g), _near_miss_table(g)):
+            if extra:
+                tables.append(extra)
     for ch in sorted({g.config_hash for g in main}):
         t, r = _evrec_table(main, ch)
         refusals += r

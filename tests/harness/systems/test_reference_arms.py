@@ -95,3 +95,27 @@ def test_the_report_shows_the_ceiling_and_keeps_the_gold_arm_out_of_tables_and_t
     assert ceiling.rows[0][0] == "Gold passages (uses gold)" and ceiling.rows[0][-1] == "1.00"
     assert {r[0] for r in ceiling.rows[1:]} == {"LENS", "BM25-RAG", "BM25-RAG + span"}
     assert "uses gold" in ceiling.title
+
+
+@pytest.mark.parametrize(
+    "prediction, gold, kind",
+    [
+        ("Sonic the Hedgehog", "Sonic", "answer contains gold"),
+        ("25", "25 laps", "gold contains answer"),
+        ("Labor Party", "Labour Party", "spelling variant"),
+        ("herbaceous perennial plants", "genus of plants", "other"),
+    ],
+)
+def test_near_misses_are_classified(prediction, gold, kind):
+    from harness.bench.report import near_miss_class
+
+    assert near_miss_class(prediction, gold) == kind
+
+
+def test_the_near_miss_table_counts_every_arm(ref_run, tmp_path):
+    result = build_report([ref_run["out"]], tmp_path / "rep", resamples=100)
+    t = next(t for t in result.tables if t.name.startswith("near_misses"))
+    labels = [r[0] for r in t.rows]
+    assert labels[-1] == "Gold passages (uses gold)" and "LENS" in labels
+    for r in t.rows:
+        assert int(r[2]) == sum(int(x) for x in r[3:]) <= int(r[1])
