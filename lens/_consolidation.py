@@ -1,8 +1,10 @@
 """Consolidation: from per-requirement beliefs to one compact, source-grounded evidence set E*.
 
-1. Every certified requirement contributes its verified span in its favoured window, widened by one sentence on
-   each side (inside the window) so it reads on its own.
-2. Documents are then admitted by evidence weight: first those holding certified spans, then the rest by
+1. Every requirement, in hop order, whose favoured window holds a verified finding contributes that finding's
+   span, widened by one sentence on each side (inside the window) so it reads on its own — "confirmed" when the
+   requirement certified, "found" when it did not: synthesis reads, per requirement, the sentence the finding
+   came from and its context rather than the whole window (focused reading).
+2. Documents are then admitted by evidence weight: first those holding such spans, then the rest by
    Σ_j P_j(document) — the expected number of requirements a document serves under the posterior (which, with no
    observation, is the prior). At most ``max_docs`` documents are kept. A document without a certified span
    contributes its most probable window, marked "candidate".
@@ -37,18 +39,16 @@ def consolidate(
         regions[doc_idx].append([first, last, set(reqs), status])
 
     for req in state.requirements:
-        if req.id not in certified:
-            continue
         belief = state.beliefs[req.id]
         fav = belief.favoured()
-        if fav is None:
+        if fav is None or (req.id not in certified and fav not in belief.confirmed):
             continue
         win = state.windows[fav]
         spans = [f for f in state.findings.get(req.id, []) if f.window_key == fav]
         sents = sorted({i for f in spans for i in f.sentences}) or list(range(win.first, win.last + 1))
         first = max(win.first, sents[0] - 1)
         last = min(win.last, sents[-1] + 1)
-        add(win.doc_index, first, last, {req.id}, "confirmed")
+        add(win.doc_index, first, last, {req.id}, "confirmed" if req.id in certified else "found")
 
     ranked = sorted(doc_weight.items(), key=lambda kv: (-kv[1], kv[0]))
     for doc_idx, _ in ranked:
@@ -83,7 +83,7 @@ def consolidate(
                 m = merged[-1]
                 m[1] = max(m[1], last)
                 m[2] |= reqs
-                m[3] = "confirmed" if "confirmed" in (m[3], status) else status
+                m[3] = next(st for st in ("confirmed", "found", "candidate") if st in (m[3], status))
             else:
                 merged.append([first, last, set(reqs), status])
         for first, last, reqs, status in merged:

@@ -24,7 +24,7 @@ class Evidence:
     text: str
     sha256: str  # of the file content (or container line) read for this answer
     requirements: tuple[str, ...]  # ids of the requirements it supports
-    status: str  # "confirmed" (verified span, certified) | "candidate" (prior/posterior, not certified)
+    status: str  # "confirmed" (verified span, certified) | "found" (verified span, not certified) | "candidate"
 
     @property
     def citation(self) -> str:

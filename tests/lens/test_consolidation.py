@@ -308,3 +308,19 @@ def test_evidence_dict_carries_citation_and_hash(view):
     assert d["sha256"] == hashlib.sha256(FILES["cedar.txt"].encode()).hexdigest()
     assert d["requirements"] == ["R1"]
     assert d["status"] == "confirmed"
+
+
+# ---------------------------------------------------------------- focused reading
+
+
+def test_an_uncertified_verified_finding_is_read_as_its_span_not_the_window(view):
+    state = make_state(view, ("R1", "R2"))
+    w1, w2 = window(view, ALDER, 0, 10), window(view, BIRCH, 0, 6)
+    believe(state, "R1", {w1: 1.0})
+    believe(state, "R2", {w2: 1.0})
+    state.beliefs["R1"].update(w1.key, 1.0, confirmed=True, value="value")
+    find(state, "R1", w1, 5)  # verified but not certified
+    ev = consolidate(state, {BIRCH: 2.0, ALDER: 1.0}, certified=set(), max_docs=3)
+    assert [(e.path, e.status) for e in ev] == [("alder.txt", "found"), ("birch.txt", "candidate")]
+    assert (ev[0].first_sentence, ev[0].last_sentence) == (4, 6)  # the finding and a sentence of context
+    assert (ev[1].first_sentence, ev[1].last_sentence) == (0, 6)  # no finding: the window as before
