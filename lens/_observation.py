@@ -9,7 +9,8 @@ the extracted value, plus names that later (bridge) facts may be about. Code the
   quote, the value must occur in the sentences it cites;
 - sentence ids are re-derived from where the quote actually occurs;
 - a value must itself occur in the window's text as whole words (yes/no values excepted), else it is dropped;
-- mentions are kept only if they occur in an observed window as whole words.
+- mentions are kept only if they occur in an observed window as whole words;
+- a claim whose value says the fact is not there ("null", "none", "unknown", "not stated"…) is no finding.
 
 An unverifiable claim is discarded: the window counts as read with nothing found. Each kept finding records
 how its quote matched (``exact``, ``fuzzy``, or ``cited``: only the value in the cited sentences) and, where
@@ -146,6 +147,12 @@ class Observation:
     nulls: dict[str, float] = field(default_factory=dict)  # fact id -> log-probability of the null it got
 
 
+# values that say "not stated" rather than state a value: the claim is no finding
+NOT_STATED = frozenset(
+    {"null", "none", "nil", "unknown", "n a", "na", "not found", "not stated", "not mentioned", "not given"}
+)
+
+
 def normalise(text: str) -> str:
     """Lowercase, unify quotes, drop punctuation and collapse spaces: the form in which quotes are checked."""
     text = text.lower().replace("’", "'").replace("“", '"').replace("”", '"')
@@ -247,6 +254,10 @@ def verify_reply(
             continue
         if win is None:
             obs.rejected.append({**claim, "reason": "unknown passage"})
+            continue
+        if normalise(f.value) in NOT_STATED:
+            # small models fill the format and then say so in the value: {"quote": "...", "value": "null"}
+            obs.rejected.append({**claim, "reason": "the oracle's value says the fact is not stated"})
             continue
         if (rid, win.key) in seen:
             continue

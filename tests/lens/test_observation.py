@@ -277,3 +277,35 @@ def test_observation_messages_label_windows_in_order(doc, win):
     assert "R1: height of Skerrow Light" in text
     assert "The tower is 38 metres tall." in text and "Nothing to see here." in text
     assert text.index("The tower is 38 metres tall.") < text.index("Nothing to see here.")
+
+
+def test_a_claim_whose_value_says_not_stated_is_no_finding():
+    """The 1.5B fills the format and writes "null" as the value; that is "nothing here", not a finding."""
+    from lens._observation import ObservationReply, verify_reply
+
+    doc = _doc_for_not_stated()
+    win = _win_for(doc)
+    reply = ObservationReply.model_validate(
+        {"R1": {"passage": "P1", "sentence": 1, "quote": "Tally Boatworks is in Dunmere.", "value": "null"}}
+    )
+    obs = verify_reply(reply, {"P1": win}, {win.key: doc}, {"R1"})
+    assert obs.findings == [] and obs.rejected[0]["reason"].startswith("the oracle's value says")
+    ok = ObservationReply.model_validate(
+        {"R1": {"passage": "P1", "sentence": 1, "quote": "Tally Boatworks is in Dunmere.", "value": "Dunmere"}}
+    )
+    assert len(verify_reply(ok, {"P1": win}, {win.key: doc}, {"R1"}).findings) == 1
+
+
+def _doc_for_not_stated():
+    import hashlib
+
+    from lens._corpus import Document
+
+    text = "Tally Boatworks\nTally Boatworks is in Dunmere.\n"
+    return Document("t.txt", "t.txt", "Tally Boatworks", text, hashlib.sha256(text.encode()).hexdigest())
+
+
+def _win_for(doc):
+    from lens._windows import Window
+
+    return Window(0, doc.doc_id, doc.path, doc.title, 0, len(doc.sentences) - 1, doc.sha256, 20)
