@@ -29,7 +29,8 @@ positives: only the requirements the loop asked about have readings.
 **fit** fits, on the rows of one or more runs, the graded model (logistic regression, L2, by Newton steps;
 with and without the log-probability feature), the rank-only baseline and the single (tpr, fpr) pair, and
 reports, cross-validated by question (folds of whole questions), the AUC, Brier score and a reliability table
-of both models' posteriors (the baseline's rank odds times each model's likelihood ratio), plus the
+of both models' posteriors (the baseline's rank odds times each model's likelihood ratio), the AUC of each
+model's log likelihood ratio alone (what a reading adds beyond the prior rank), plus the
 certification outcome of the rows a run recorded (share certified, precision of certified values). It prints
 the preset block (``[loop.reliability."<model>"]`` and its ``graded`` table). Calibrate on questions outside
 every evaluation sample (``--exclude``, ``--require-gold-in-pool``).
@@ -476,6 +477,8 @@ def fit_readings(rows: list[dict], *, folds: int = 5, l2: float = 1.0) -> dict:
     ids = sorted({row["id"] for row in rows}, key=lambda i: hashlib.sha256(i.encode()).hexdigest())
     fold_of = {qid: k % folds for k, qid in enumerate(ids)}
     held: dict[str, list[float]] = {"graded": [], "single": [], "base": []}
+    # the observation's own evidence (log LR = full − rank-only log-odds): its discrimination beyond the rank
+    lr: dict[str, list[float]] = {"graded": [], "single": []}
     labels: list[int] = []
     for k in range(folds):
         train = [r for row in rows if fold_of[row["id"]] != k for r in row["readings"]]
@@ -487,6 +490,8 @@ def fit_readings(rows: list[dict], *, folds: int = 5, l2: float = 1.0) -> dict:
             held["graded"].append(_sigmoid(m.graded_logit(r)))
             held["single"].append(_sigmoid(m.single_logit(r)))
             held["base"].append(_sigmoid(m.base_logit(r)))
+            lr["graded"].append(m.graded_logit(r) - m.base_logit(r))
+            lr["single"].append(m.single_logit(r) - m.base_logit(r))
             labels.append(r["label"])
     metrics = {}
     for name, probs in held.items():
@@ -495,6 +500,8 @@ def fit_readings(rows: list[dict], *, folds: int = 5, l2: float = 1.0) -> dict:
             "brier": round(sum((p - y) ** 2 for p, y in zip(probs, labels)) / len(labels), 4) if labels else None,
             "reliability": _reliability(probs, labels),
         }
+        if name in lr:
+            metrics[name]["lr_auc"] = None if (a := auc(lr[name], labels)) is None else round(a, 4)
     full = _Fitted(readings, l2)
     outcomes = [(row["observation_model"], o) for row in rows for o in row.get("outcome", [])]
     certification = {}
@@ -650,7 +657,8 @@ def fit_command(args: argparse.Namespace) -> int:
         f"{report['folds']}-fold cross-validation by question"
     )
     for name in ("graded", "single", "base"):
-        print(f"  {name:7s} AUC {cv[name]['auc']}  Brier {cv[name]['brier']}")
+        extra = f"  (AUC of the reading's log LR alone: {cv[name]['lr_auc']})" if "lr_auc" in cv[name] else ""
+        print(f"  {name:7s} AUC {cv[name]['auc']}  Brier {cv[name]['brier']}{extra}")
     print("  reliability (bin: n, predicted, observed) — graded | single:")
     for g, s in zip(cv["graded"]["reliability"], cv["single"]["reliability"]):
         print(

@@ -215,6 +215,7 @@ def test_the_graded_model_beats_the_single_rate_where_features_carry_signal():
     report = fit_readings(synthetic_rows(), folds=5)
     cv = report["cross_validated"]
     assert cv["graded"]["auc"] > cv["single"]["auc"] > 0.5
+    assert cv["graded"]["lr_auc"] > cv["single"]["lr_auc"] > 0.5 and "lr_auc" not in cv["base"]
     assert cv["graded"]["brier"] < cv["single"]["brier"]
     assert sum(b["n"] for b in cv["graded"]["reliability"]) == report["readings"]
     graded = GradedEvidence.model_validate(report["graded"])  # the preset block is a valid config
