@@ -90,9 +90,7 @@ class Belief:
 
     def observe(self, key: str, relevant: bool, reliability: OracleReliability) -> None:
         """Bayes update for one single-rate judgement about window ``key`` (see ``update``)."""
-        tpr, fpr = reliability.tpr, reliability.fpr
-        log_lr = math.log(tpr / fpr) if relevant else math.log((1.0 - tpr) / (1.0 - fpr))
-        self.update(key, log_lr, confirmed=relevant)
+        self.update(key, reliability.log_lr(relevant), confirmed=relevant)
 
     def update(self, key: str, log_lr: float, *, confirmed: bool, value: str = "") -> None:
         """Bayes update for one reading of window ``key`` with log likelihood ratio

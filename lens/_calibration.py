@@ -236,12 +236,12 @@ def done_ids(out_dir: str | os.PathLike[str]) -> set[str]:
 def calibrate(config, questions: list[dict], articles_path: str, out_dir: str, *, rounds: int = 3, progress=None):
     """Run the loop on each question not yet in ``out_dir`` and append its labelled readings; returns the
     number of rows written now."""
-    from lens._agent import Agent
     from lens._beliefs import stopping_threshold
     from lens._budget import Budget
     from lens._cost import CostMeter
+    from lens._files import append_line
     from lens._grading import observation_model
-    from lens._llm import LLMError, LLMUnavailableError
+    from lens._llm import LLMError, LLMUnavailableError, open_client
     from lens._loop import Loop, LoopState
     from lens._prior import Prior
     from lens._requirements import decompose
@@ -250,8 +250,7 @@ def calibrate(config, questions: list[dict], articles_path: str, out_dir: str, *
     cfg.budget.max_rounds = min(rounds, cfg.budget.max_rounds)
     view, articles = _pool(articles_path)
     prior = Prior(view, cfg.prior)
-    agent = Agent(cfg)
-    client = agent.client
+    client = open_client(cfg)
     model = observation_model(cfg)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -301,6 +300,7 @@ def calibrate(config, questions: list[dict], articles_path: str, out_dir: str, *
             windows[rd["window"]] = {"title": doc.title, "sentences": {str(i): t for i, t in w.sentences(doc)}}
         label_readings(q, reqs, readings, windows, articles)
         threshold = stopping_threshold(len(state.trace), dec.intent, cfg.loop)
+        certified = loop.certified()
         outcome = []
         for r in dec.requirements:
             b = state.beliefs[r.id]
@@ -312,7 +312,7 @@ def calibrate(config, questions: list[dict], articles_path: str, out_dir: str, *
             outcome.append(
                 {
                     "id": r.id,
-                    "certified": b.glr() >= threshold,
+                    "certified": r.id in certified,
                     "glr": round(b.glr(), 3),
                     "posterior": round(b.posterior().get(fav, 0.0), 4) if fav else 0.0,
                     "value": state.values.get(r.id, ""),
@@ -332,15 +332,13 @@ def calibrate(config, questions: list[dict], articles_path: str, out_dir: str, *
             "stop": stop,
             "rounds": len(state.trace),
             "threshold": round(threshold, 3),
-            "readings": [{k: v for k, v in rd.items()} for rd in readings],
+            "readings": readings,
             # claims the verification discarded, per round (why a window read as "nothing here")
             "rejected": [{"round": t.round, **r} for t in state.trace for r in t.observation.get("rejected", [])],
             "windows": {k: v["title"] for k, v in windows.items()},
             "cost": meter.cost.to_dict(),
             "seconds": round(time.monotonic() - t0, 1),
         }
-        from lens._files import append_line
-
         append_line(out / READINGS, json.dumps(row, ensure_ascii=False))
         written += 1
         if progress:
@@ -416,53 +414,61 @@ def _reliability(probs: Sequence[float], labels: Sequence[int], bins: int = 5) -
 
 
 class _Fitted:
-    """One fit of the three models on a set of readings."""
+    """One fit on a set of readings: the graded model with its rank-only baseline (a ``GradedEvidence``,
+    unrounded) and the single rates (an ``OracleReliability``) — the loop's own scoring code scores them."""
 
     def __init__(self, readings: list[dict], l2: float):
+        from lens._config import GradedEvidence, OracleReliability
         from lens._grading import FEATURES, LOGPROB_FEATURES
 
-        self.features = list(FEATURES)
-        self.nolp = [f for f in FEATURES if f not in LOGPROB_FEATURES]
+        nolp = [f for f in FEATURES if f not in LOGPROB_FEATURES]
         y = [r["label"] for r in readings]
         lp = [r for r in readings if r["logprobs"]]
-        self.coef, self.intercept = logistic_fit(
-            [[r["features"].get(f, 0.0) for f in self.features] for r in (lp or readings)],
+        coef, intercept = logistic_fit(
+            [[r["features"].get(f, 0.0) for f in FEATURES] for r in (lp or readings)],
             [r["label"] for r in (lp or readings)],
             l2,
         )
-        self.coef_nolp, self.intercept_nolp = logistic_fit(
-            [[r["features"].get(f, 0.0) for f in self.nolp] for r in readings], y, l2
+        coef_nolp, intercept_nolp = logistic_fit([[r["features"].get(f, 0.0) for f in nolp] for r in readings], y, l2)
+        (base_coef,), base_intercept = logistic_fit([[r["features"]["log_rank"]] for r in readings], y, l2)
+        self.model = GradedEvidence(
+            features=list(FEATURES),
+            coef=coef,
+            intercept=intercept,
+            coef_no_logprob=coef_nolp,
+            intercept_no_logprob=intercept_nolp,
+            base_coef=base_coef,
+            base_intercept=base_intercept,
         )
-        (self.base_coef,), self.base_intercept = logistic_fit([[r["features"]["log_rank"]] for r in readings], y, l2)
         pos = [r for r in readings if r["label"]]
         neg = [r for r in readings if not r["label"]]
         # Beta(1, 1)-smoothed single rates at the requirement level
-        self.tpr = (sum(r["found"] for r in pos) + 1) / (len(pos) + 2)
-        self.fpr = (sum(r["found"] for r in neg) + 1) / (len(neg) + 2)
+        self.rates = OracleReliability(
+            tpr=(sum(r["found"] for r in pos) + 1) / (len(pos) + 2),
+            fpr=(sum(r["found"] for r in neg) + 1) / (len(neg) + 2),
+            n=len(readings),
+        )
 
     def base_logit(self, r: dict) -> float:
-        return self.base_intercept + self.base_coef * r["features"]["log_rank"]
+        return self.model.base_logit(r["features"])
 
     def graded_logit(self, r: dict) -> float:
-        if r["logprobs"]:
-            return self.intercept + sum(c * r["features"].get(f, 0.0) for f, c in zip(self.features, self.coef))
-        return self.intercept_nolp + sum(c * r["features"].get(f, 0.0) for f, c in zip(self.nolp, self.coef_nolp))
+        return self.model.logit(r["features"], logprobs=bool(r["logprobs"]))
 
     def single_logit(self, r: dict) -> float:
-        t, f = self.tpr, self.fpr
-        lr = math.log(t / f) if r["found"] else math.log((1 - t) / (1 - f))
-        return self.base_logit(r) + lr
+        return self.base_logit(r) + self.rates.log_lr(bool(r["found"]))
 
-    def graded(self, n: int, auc_value: float | None, max_log_lr: float = 4.6) -> dict:
+    def graded(self, n: int, auc_value: float | None) -> dict:
+        g = self.model
         return {
-            "features": self.features,
-            "coef": [round(c, 4) for c in self.coef],
-            "intercept": round(self.intercept, 4),
-            "coef_no_logprob": [round(c, 4) for c in self.coef_nolp],
-            "intercept_no_logprob": round(self.intercept_nolp, 4),
-            "base_coef": round(self.base_coef, 4),
-            "base_intercept": round(self.base_intercept, 4),
-            "max_log_lr": max_log_lr,
+            "features": g.features,
+            "coef": [round(c, 4) for c in g.coef],
+            "intercept": round(g.intercept, 4),
+            "coef_no_logprob": [round(c, 4) for c in g.coef_no_logprob],
+            "intercept_no_logprob": round(g.intercept_no_logprob, 4),
+            "base_coef": round(g.base_coef, 4),
+            "base_intercept": round(g.base_intercept, 4),
+            "max_log_lr": g.max_log_lr,
             "n": n,
             "auc": None if auc_value is None else round(auc_value, 4),
         }
@@ -527,7 +533,7 @@ def fit_readings(rows: list[dict], *, folds: int = 5, l2: float = 1.0) -> dict:
         "l2": l2,
         "cross_validated": metrics,
         "certification": certification,
-        "single_rate": {"tpr": round(full.tpr, 4), "fpr": round(full.fpr, 4), "n": len(readings)},
+        "single_rate": {"tpr": round(full.rates.tpr, 4), "fpr": round(full.rates.fpr, 4), "n": len(readings)},
         "graded": full.graded(len(readings), metrics["graded"]["auc"]),
         "question_ids": ids,
     }

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 from importlib import resources
 from pathlib import Path
@@ -118,6 +119,10 @@ class PriorSettings(_Section):
     temperature: float = Field(1.0, gt=0, description="Prior weight of a document = exp(score / temperature).")
 
 
+# features that exist only where the endpoint returns token log-probabilities (see lens._grading)
+LOGPROB_FEATURES = ("logprob", "null_confidence")
+
+
 class GradedEvidence(_Section):
     """The graded observation model fitted by ``lens calibrate fit`` (see ``lens._grading``): logistic
     coefficients over ``features`` (with and without the log-probability feature) and the rank-only baseline
@@ -134,6 +139,18 @@ class GradedEvidence(_Section):
     n: int = Field(0, ge=0, description="Labelled readings behind the fit.")
     auc: float | None = Field(None, description="Cross-validated AUC (reported, not used).")
 
+    def logit(self, features: Mapping[str, float], *, logprobs: bool) -> float:
+        """log-odds that the window holds the fact, given a reading's features (the model fitted without the
+        log-probability features when the reply had none)."""
+        if logprobs and self.coef:
+            return self.intercept + sum(c * features.get(f, 0.0) for f, c in zip(self.features, self.coef))
+        names = [f for f in self.features if f not in LOGPROB_FEATURES]
+        return self.intercept_no_logprob + sum(c * features.get(f, 0.0) for f, c in zip(names, self.coef_no_logprob))
+
+    def base_logit(self, features: Mapping[str, float]) -> float:
+        """log-odds from the window's prior rank alone (what the belief already holds)."""
+        return self.base_intercept + self.base_coef * features.get("log_rank", 0.0)
+
     @field_validator("coef_no_logprob")
     @classmethod
     def _lengths(cls, v: list[float], info) -> list[float]:
@@ -141,7 +158,7 @@ class GradedEvidence(_Section):
         coef = info.data.get("coef", [])
         if feats and len(coef) != len(feats):
             raise ValueError(f"coef has {len(coef)} values for {len(feats)} features")
-        if feats and len(v) != len([f for f in feats if f not in ("logprob", "null_confidence")]):
+        if feats and len(v) != len([f for f in feats if f not in LOGPROB_FEATURES]):
             raise ValueError("coef_no_logprob needs one value per feature other than logprob and null_confidence")
         return v
 
@@ -154,6 +171,12 @@ class OracleReliability(_Section):
     fpr: float = Field(0.2, gt=0, lt=1)
     n: int = Field(0, ge=0, description="Labelled judgements behind the estimate (0 = uncalibrated prior).")
     graded: GradedEvidence | None = None
+
+    def log_lr(self, relevant: bool) -> float:
+        """The single-rate log likelihood ratio of a positive (tpr/fpr) or negative ((1−tpr)/(1−fpr)) reading."""
+        if relevant:
+            return math.log(self.tpr / self.fpr)
+        return math.log((1.0 - self.tpr) / (1.0 - self.fpr))
 
 
 class LoopSettings(_Section):

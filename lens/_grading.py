@@ -39,10 +39,11 @@ log((1 − tpr)/(1 − fpr)) for a negative one.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from lens._config import GradedEvidence, LensConfig, OracleReliability
+from lens._config import LOGPROB_FEATURES, GradedEvidence, LensConfig, OracleReliability
 
 __all__ = [
     "FEATURES",
@@ -68,7 +69,6 @@ FEATURES = (
     "subject_window",
     "log_rank",
 )
-LOGPROB_FEATURES = ("logprob", "null_confidence")
 LOGPROB_FLOOR = -5.0
 
 
@@ -169,8 +169,6 @@ def reply_confidence(logprobs: Sequence[tuple[str, float]] | None, fact_id: str)
     owner: list[int] = []  # the token index of every character
     for k, (tok, _) in enumerate(logprobs):
         owner.extend([k] * len(tok))
-    import re
-
     m = re.search(r'"#?' + re.escape(fact_id) + r'"\s*:\s*(\S)', text)
     if m is None:
         return None
@@ -197,19 +195,10 @@ class ObservationModel:
         self.name = "graded" if self.graded is not None else "single-rate"
 
     def log_lr(self, features: Mapping[str, float], *, logprobs: bool) -> float:
-        if self.graded is None:
-            tpr, fpr = self.reliability.tpr, self.reliability.fpr
-            if features.get("found"):
-                return math.log(tpr / fpr)
-            return math.log((1.0 - tpr) / (1.0 - fpr))
         g = self.graded
-        if logprobs and g.coef:
-            full = g.intercept + sum(c * features.get(f, 0.0) for f, c in zip(g.features, g.coef))
-        else:
-            names = [f for f in g.features if f not in LOGPROB_FEATURES]
-            full = g.intercept_no_logprob + sum(c * features.get(f, 0.0) for f, c in zip(names, g.coef_no_logprob))
-        base = g.base_intercept + g.base_coef * features.get("log_rank", 0.0)
-        return max(-g.max_log_lr, min(g.max_log_lr, full - base))
+        if g is None:
+            return self.reliability.log_lr(bool(features.get("found")))
+        return max(-g.max_log_lr, min(g.max_log_lr, g.logit(features, logprobs=logprobs) - g.base_logit(features)))
 
 
 def observation_model(config: LensConfig) -> ObservationModel:

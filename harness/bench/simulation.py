@@ -35,7 +35,7 @@ from typing import Any, Iterable, Sequence
 from harness.bench.datasets import DataError, Question
 from harness.bench.metrics import evidence_recall
 from harness.bench.systems.corpus import read_snapshot_doc
-from harness.files import json_text
+from harness.files import write_json_atomic
 from lens import (
     Agent,
     Decomposition,
@@ -267,6 +267,4 @@ def table(summary: Sequence[dict[str, Any]]) -> str:
 
 
 def write_summary(path: str | Path, summary: Sequence[dict[str, Any]]) -> None:
-    from harness.files import write_text_atomic
-
-    write_text_atomic(path, json_text({"uses_gold": True, "points": list(summary)}))
+    write_json_atomic(path, {"uses_gold": True, "points": list(summary)})
