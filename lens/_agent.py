@@ -379,7 +379,8 @@ class Agent:
         question, decomposition = q.question, state.decomposition
         computed = code_answer(question, decomposition, state.values)
         if computed is not None:
-            q.stages.append({"stage": "synthesis", "in_code": computed[1]})
+            kind, pick = computed[1].split()[:2]  # the explanation starts with the comparison's kind and pick
+            q.stages.append({"stage": "synthesis", "in_code": computed[1], "comparison": f"{kind}-{pick}"})
             return computed[0], set()
         messages, _ = synthesis_messages(question, decomposition, state.values, evidence)
         reply = self._fixed_call(q, messages, SynthesisReply, _SYNTH_TOKENS, keep=0, stage="synthesis")

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, Field, field_validator
 
 from lens._prompts import fence_passage, render
-from lens._requirements import Decomposition
+from lens._requirements import Decomposition, Requirement
 from lens._result import Evidence
 from lens._values import compare, comparison_of
 
@@ -113,23 +113,57 @@ def clean_answer(answer: str, question: str) -> str:
     return a
 
 
+def _compared(decomposition: Decomposition) -> list[tuple[Requirement, list[Requirement]]]:
+    """The compared chains: for each fact no other fact depends on, (the entity fact its dependency chain starts
+    from, the chain from that leaf back to it). A flat comparison is one-fact chains; a bridge comparison ("who
+    was born first, the director of X or the director of Y?") compares the leaves' values and names the chains'
+    entities. Chains that start from no named entity are not compared; nor is a fact combining two others."""
+    # a fact that refers to two or more others ("which is earlier, #R1 or #R2?") combines them: the comparison
+    # done here replaces it, so it neither is compared nor makes the facts it refers to inner links of a chain
+    facts = [r for r in decomposition.requirements if len(set(re.findall(r"#R(\d+)", r.text))) < 2]
+    by_id = {r.id: r for r in facts}
+    depended = {r.depends_on for r in facts if r.depends_on}
+    chains = []
+    for leaf in facts:
+        if leaf.id in depended:
+            continue
+        chain = [leaf]
+        while chain[-1].depends_on in by_id and len(chain) <= len(by_id):
+            chain.append(by_id[chain[-1].depends_on])  # type: ignore[index]
+        if chain[-1].entity:
+            chains.append((chain[-1], chain))
+    return chains
+
+
 def code_answer(question: str, decomposition: Decomposition, values: dict[str, str]) -> tuple[str, str] | None:
-    """(answer, explanation) computed from verified values, or None when the comparison isn't computable."""
-    if decomposition.intent not in ("comparison", "computation"):
-        return None
+    """(answer, explanation) computed from verified values, or None when the comparison isn't computable.
+
+    Comparison and computation intents are computed; so is a bridge-typed decomposition whose question is worded
+    as a comparison between named alternatives ("… , X or Y?", "both", "same"). The compared values are the
+    leaves of the dependency chains; the answer names a chain by its entity as the question writes it, or — for a
+    "who" question over a chain of two or more facts — by the value of the fact the leaf depends on (the person
+    the question asks for). The explanation starts with the comparison's kind and pick ("date min …")."""
     comparison = comparison_of(question)
     if comparison is None:
         return None
-    reqs = [r for r in decomposition.requirements if r.entity and values.get(r.id)]
-    if len(reqs) < 2 or len(reqs) != len([r for r in decomposition.requirements if r.entity]):
+    worded = re.search(r"\bor\b", question, re.I) or re.search(r"\b(both|same|either|neither)\b", question, re.I)
+    if decomposition.intent not in ("comparison", "computation") and not worded:
         return None
-    vals = [values[r.id] for r in reqs]
+    chains = _compared(decomposition)
+    roots = {root.entity.lower() for root, _ in chains if root.entity}
+    if len(chains) < 2 or len(roots) < len(chains) or any(not values.get(chain[0].id) for _, chain in chains):
+        return None
+    vals = [values[chain[0].id] for _, chain in chains]
     if comparison.kind == "same" and any(len(v.split()) > 3 for v in vals):
         return None  # long free-text values don't compare reliably by string
+    who = re.match(r"^\s*(who|whom)\b", question, re.I) is not None
     entities = []
-    for r in reqs:  # the entity as the question writes it
-        m = re.search(re.escape(r.entity or ""), question, re.I)
-        entities.append(m.group(0) if m else (r.entity or ""))
+    for root, chain in chains:
+        if who and len(chain) > 1 and values.get(chain[1].id):
+            entities.append(values[chain[1].id])  # the person found on the way, not the title it started from
+            continue
+        m = re.search(re.escape(root.entity or ""), question, re.I)  # the entity as the question writes it
+        entities.append(m.group(0) if m else (root.entity or ""))
     answer = compare(comparison, entities, vals)
     if answer is None:
         return None

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from harness.bench.metrics import FAILURE_CLASSES, bootstrap_ci, mcnemar_exact
+from harness.bench.metrics import FAILURE_CLASSES, bootstrap_ci, exact_match, mcnemar_exact
 from harness.bench.run_store import read_rows, read_run_manifest
 from lens import LensError
 
@@ -466,6 +466,67 @@ def _near_miss_table(g: Group) -> Table | None:
         f"{g.binding_line()}. EM-wrong answers with F1 > 0, classified under the official normalisation: the answer "
         "holds the gold answer, the gold holds the answer, a spelling variant (character similarity ≥ 80), other.",
         ["System", "EM wrong", "F1 > 0", *(c.capitalize() for c in NEAR_MISS_CLASSES)],
+        rows,
+    )
+
+
+COMPARISONS = ("date-min", "date-max", "number-min", "number-max", "same-equal")
+
+
+def _answer_path_table(g: Group) -> Table | None:
+    """How each agent arm made its answers (from the stages its rows record): comparisons computed in code, per
+    kind, with their EM; answers that are verified spans of the cited evidence; answers left unverified."""
+    systems = [
+        s
+        for s in g.ordered_systems()
+        if any("stages" in (r["prediction"].get("details") or {}) for r in g.rows[s].values())
+    ]
+    if not systems:
+        return None
+    ids = g.common_ids(systems)
+    rows = []
+    for s in systems:
+        by_kind = dict.fromkeys(COMPARISONS, 0)
+        in_code = em_code = verified = unverified = em_before = 0
+        for i in ids:
+            r = g.rows[s][i]
+            details = r["prediction"].get("details") or {}
+            spans = [st for st in details.get("stages") or [] if st.get("stage") == "answer-span"]
+            before = spans[-1].get("from", "") if spans else (r["prediction"]["answer"] or "")
+            em_before += exact_match(before, r["gold_answer"])
+            computed = [
+                st for st in details.get("stages") or [] if st.get("stage") == "synthesis" and st.get("in_code")
+            ]
+            if computed:
+                in_code += 1
+                em_code += bool(r["scores"]["em"])
+                kind = computed[-1].get("comparison")
+                if kind in by_kind:
+                    by_kind[kind] += 1
+            if details.get("answer_verified") is True:
+                verified += 1
+            elif details.get("answer_verified") is False:
+                unverified += 1
+        rows.append(
+            [
+                SYSTEM_LABELS.get(s, s),
+                str(in_code),
+                *(str(by_kind[k]) for k in COMPARISONS),
+                _pct(em_code / in_code) if in_code else "—",
+                str(verified),
+                str(unverified),
+                _pct(em_before / len(ids)) if ids else "—",
+                _pct(sum(bool(g.rows[s][i]["scores"]["em"]) for i in ids) / len(ids)) if ids else "—",
+            ]
+        )
+    return Table(
+        f"answer_paths__{_group_slug(g)}",
+        f"How answers were made on {g.corpus} (n={len(ids)})",
+        f"{g.binding_line()}. Answers computed in code from verified values, by comparison kind, and their EM %; "
+        "answers that are a verified span of the cited evidence (computed and yes/no answers count as verified) "
+        "and answers marked unverified; EM of the answers before the answer-span step (the model's own wording) "
+        "and after it (the final answers).",
+        ["System", "Computed", *COMPARISONS, "EM % computed", "Verified", "Unverified", "EM % before span", "EM %"],
         rows,
     )
 
@@ -997,7 +1058,7 @@ def build_report(
     main = [g for g in groups if g.arm == "fresh" and id(g) not in variants]
     for g in sorted(main, key=lambda g: (g.size, g.config_hash)):
         tables.append(_main_table(g))
-        for extra in (_ceiling_table(g), _near_miss_table(g)):
+        for extra in (_ceiling_table(g), _near_miss_table(g), _answer_path_table(g)):
             if extra:
                 tables.append(extra)
     for ch in sorted({g.config_hash for g in main}):

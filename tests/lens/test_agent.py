@@ -151,6 +151,8 @@ def test_comparison_needs_two_documents_and_is_computed_in_code(run_agent, light
     assert "synthesis" not in oracle.calls  # answered from the two extracted values
     assert {"calder-point-light.md", "skerrow-light"} <= set(result.cited_paths)
     assert [r.value for r in result.requirements] == ["27 m", "31 m"]
+    (computed,) = [st for st in result.stages if st["stage"] == "synthesis"]
+    assert computed["comparison"] == "number-max" and computed["in_code"].startswith("number max over ")
 
 
 def test_lookup_cites_the_sentence_with_its_lines_and_hash(run_agent, lights):

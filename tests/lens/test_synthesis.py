@@ -147,8 +147,15 @@ def test_uncomputable_comparisons_return_none(question, values):
     assert code_answer(question, comparison("Ann Lee", "Bo Chan"), values) is None
 
 
-def test_non_comparison_intents_are_never_computed():
+def test_a_worded_comparison_is_computed_whatever_intent_the_model_gave():
     q = "Who was born first, Ann Lee or Bo Chan?"
+    for intent in ("lookup", "bridge", "aggregation"):
+        got = code_answer(q, comparison("Ann Lee", "Bo Chan", intent=intent), {"R1": "1950", "R2": "1948"})
+        assert got is not None and got[0] == "Bo Chan"
+
+
+def test_non_comparison_intents_without_alternatives_are_never_computed():
+    q = "Which painter was born first in the Lee family?"  # comparison wording, but no named alternatives
     for intent in ("lookup", "bridge", "aggregation"):
         assert code_answer(q, comparison("Ann Lee", "Bo Chan", intent=intent), {"R1": "1950", "R2": "1948"}) is None
 
@@ -370,3 +377,64 @@ def test_calibration_reply_coerces_booleans_and_numbers():
     assert CalibrationReply.model_validate({"answer": True}).answer == "yes"
     assert CalibrationReply.model_validate({"answer": 1932}).answer == "1932"
     assert CalibrationReply.model_validate_json('{"answer": "Low Tide"}').answer == "Low Tide"
+
+
+# ---------------------------------------------------------------- code_answer: bridge-typed comparisons
+
+
+def bridge_comparison(*titles: str, attr: str = "birth date", intent: str = "bridge") -> Decomposition:
+    """Director of each title (entity facts), then an attribute of each director (the compared leaves)."""
+    n = len(titles)
+    reqs = [Requirement(f"R{i}", f"Who directed {t}?", [t], None, t) for i, t in enumerate(titles, 1)]
+    reqs += [Requirement(f"R{n + i}", f"What is the {attr} of #R{i}?", [], f"R{i}", None) for i in range(1, n + 1)]
+    return Decomposition(intent, reqs, "llm")
+
+
+def test_bridge_worded_comparison_names_the_person_for_a_who_question():
+    q = "Who was born first, the director of Kestrel Moon or the director of Salt Harbour?"
+    values = {"R1": "Ann Lee", "R2": "Bo Chan", "R3": "12 May 1950", "R4": "3 June 1948"}
+    got = code_answer(q, bridge_comparison("Kestrel Moon", "Salt Harbour"), values)
+    assert got is not None and got[0] == "Bo Chan"
+    assert got[1].startswith("date min over ")
+
+
+def test_bridge_worded_comparison_names_the_title_when_the_question_asks_for_it():
+    q = "Which film has the director born later, Kestrel Moon or Salt Harbour?"
+    values = {"R1": "Ann Lee", "R2": "Bo Chan", "R3": "12 May 1950", "R4": "3 June 1948"}
+    got = code_answer(q, bridge_comparison("Kestrel Moon", "Salt Harbour"), values)
+    assert got is not None and got[0] == "Kestrel Moon"
+
+
+@pytest.mark.parametrize("n1, n2, expected", [("American", "american", "yes"), ("American", "British", "no")])
+def test_bridge_same_question_compares_the_leaves_not_the_names(n1, n2, expected):
+    q = "Are the directors of Kestrel Moon and Salt Harbour both of the same nationality?"
+    values = {"R1": "Ann Lee", "R2": "Bo Chan", "R3": n1, "R4": n2}
+    got = code_answer(q, bridge_comparison("Kestrel Moon", "Salt Harbour", attr="nationality"), values)
+    assert got is not None and got[0] == expected
+
+
+def test_bridge_comparison_with_a_missing_leaf_is_left_to_the_model():
+    q = "Who was born first, the director of Kestrel Moon or the director of Salt Harbour?"
+    values = {"R1": "Ann Lee", "R2": "Bo Chan", "R3": "12 May 1950"}
+    assert code_answer(q, bridge_comparison("Kestrel Moon", "Salt Harbour"), values) is None
+
+
+def test_a_fact_combining_two_others_is_replaced_by_the_computed_comparison():
+    q = "Who was born first, Ann Lee or Bo Chan?"
+    d = comparison("Ann Lee", "Bo Chan", attr="birth date")
+    d.requirements.append(Requirement("R3", "Which is earlier, #R1 or #R2?", [], "R2", None))
+    got = code_answer(q, d, {"R1": "1950", "R2": "1948"})
+    assert got is not None and got[0] == "Bo Chan"
+
+
+def test_bridge_question_without_comparison_wording_is_not_computed():
+    q = "What is the birth date of the director of Kestrel Moon?"
+    d = Decomposition(
+        "bridge",
+        [
+            Requirement("R1", "Who directed Kestrel Moon?", ["Kestrel Moon"], None, "Kestrel Moon"),
+            Requirement("R2", "What is the birth date of #R1?", [], "R1", None),
+        ],
+        "llm",
+    )
+    assert code_answer(q, d, {"R1": "Ann Lee", "R2": "12 May 1950"}) is None

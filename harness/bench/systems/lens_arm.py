@@ -65,6 +65,9 @@ def prediction_from_result(result: Any, folder: str | Path, system: str = "lens"
         cache_hits=int(cost.get("cache_hits", 0)),
         details={
             "best_effort": result.best_effort,
+            "answer_verified": result.answer_verified,
+            # how the answer was made: the comparison computed in code, the answer-span step, the calls' stages
+            "stages": list(result.stages),
             "stop_reason": result.stop_reason,
             "intent": result.intent,
             "requirements": [r.to_dict() for r in result.requirements],

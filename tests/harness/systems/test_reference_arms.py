@@ -119,3 +119,20 @@ def test_the_near_miss_table_counts_every_arm(ref_run, tmp_path):
     assert labels[-1] == "Gold passages (uses gold)" and "LENS" in labels
     for r in t.rows:
         assert int(r[2]) == sum(int(x) for x in r[3:]) <= int(r[1])
+
+
+def test_the_answer_path_table_counts_how_lens_answered(ref_run, tmp_path):
+    rows = [r for r in read_rows(ref_run["out"]) if r["system"] == "lens"]
+    assert rows and all("stages" in r["prediction"]["details"] for r in rows)
+    result = build_report([ref_run["out"]], tmp_path / "rep", resamples=100)
+    t = next(t for t in result.tables if t.name.startswith("answer_paths"))
+    assert [r[0] for r in t.rows] == ["LENS"]  # only arms that record their stages
+    (row,) = t.rows
+    computed = sum(
+        any(st.get("in_code") for st in r["prediction"]["details"]["stages"] if st["stage"] == "synthesis")
+        for r in rows
+    )
+    assert int(row[1]) == computed == sum(int(x) for x in row[2:7])
+    verified = sum(r["prediction"]["details"]["answer_verified"] is True for r in rows)
+    assert int(row[-4]) == verified
+    assert float(row[-1]) == round(100 * sum(bool(r["scores"]["em"]) for r in rows) / len(rows), 1)
