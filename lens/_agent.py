@@ -29,6 +29,7 @@ from lens._llm import LLMClient, LLMError, LLMUnavailableError, open_client, ref
 from lens._loop import Loop, LoopState, Observer
 from lens._memory import Eligibility, MemoryStore, all_past, memory_signal, new_entry
 from lens._prior import Prior
+from lens._progress import Progress, ProgressCallback
 from lens._requirements import Decomposition, decompose
 from lens._result import AskResult, Evidence, RequirementStatus
 from lens._spans import answer_span
@@ -57,7 +58,8 @@ _CALIB_TOKENS = 48
 class Agent:
     """Answers questions over folders with one configuration, one LLM client and an optional memory.
 
-    Thread-safe for concurrent ``ask`` calls: per-question state lives in the call.
+    Thread-safe for concurrent ``ask`` calls: per-question state lives in the call. ``progress`` is called with
+    a :class:`~lens._progress.Progress` snapshot as each stage of a question starts and when it ends.
     """
 
     def __init__(
@@ -66,10 +68,12 @@ class Agent:
         *,
         client: LLMClient | None = None,
         memory: MemoryStore | None = None,
+        progress: ProgressCallback | None = None,
     ):
         self.config = config or load_config()
         self._client = client
         self.memory = memory
+        self.progress = progress
 
     @property
     def client(self) -> LLMClient:
@@ -90,6 +94,7 @@ class Agent:
     ):
         """A fixed-pool JSON call, leaving ``keep`` calls for later stages; None when it can't be made or fails."""
         budget, meter, stages = q.budget, q.meter, q.stages
+        q.report(stage)
         est = sum(estimate_tokens(m["content"]) for m in messages) + max_tokens
         if not budget.can_call("fixed", est, calls=1 + keep):
             stages.append({"stage": stage, "skipped": "budget"})
@@ -164,6 +169,7 @@ class Agent:
         self, q, scan, loop, answer, stop, statuses, evidence, entries, *, best_effort: bool, answer_verified=None
     ) -> AskResult:
         state, cfg = loop.state, self.config
+        q.report("done")
         cost = q.meter.cost.to_dict()
         cost.update(
             seconds=round(time.monotonic() - q.started, 3),
@@ -220,7 +226,8 @@ class Agent:
                 f"llm.cache_dir {cfg.llm.cache_dir}: inside the document folder {path}; lens never writes there"
             )
         meter = CostMeter()
-        q = _Question(question, time.monotonic(), meter, Budget(cfg.budget, meter))
+        q = _Question(question, time.monotonic(), meter, Budget(cfg.budget, meter), progress=self.progress)
+        q.report("scan")
         scan = scan_corpus(path, cfg.reader)
         if not scan.documents:
             raise LensError(f"{path}: no readable documents (skipped: {dict(scan.skipped) or 'none'})")
@@ -241,7 +248,14 @@ class Agent:
         q.stages.append({"stage": "evidence-model", "model": evidence_model.name})
         client = self.client if observer is None else self._client
         loop = Loop(
-            state, client=client, config=cfg, budget=q.budget, meter=q.meter, evidence=evidence_model, observer=observer
+            state,
+            client=client,
+            config=cfg,
+            budget=q.budget,
+            meter=q.meter,
+            evidence=evidence_model,
+            observer=observer,
+            on_round=lambda: q.report("round"),
         )
         return q, scan, loop, pos, use_memory
 
@@ -458,3 +472,22 @@ class _Question:
     budget: Budget  # over ``meter``
     stages: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    progress: ProgressCallback | None = None
+
+    def report(self, stage: str) -> None:
+        """Tell the watcher (if any) that ``stage`` starts, with the cost so far; a failing watcher is logged."""
+        if self.progress is None:
+            return
+        cost = self.meter.cost
+        snapshot = Progress(
+            stage=stage,
+            round=self.budget.rounds,
+            max_rounds=self.budget.settings.max_rounds,
+            oracle_calls=cost.oracle_calls,
+            tokens=cost.tokens,
+            elapsed_s=round(time.monotonic() - self.started, 3),
+        )
+        try:
+            self.progress(snapshot)
+        except Exception:  # a watcher never breaks the question it watches
+            log.exception("progress callback failed at stage %s", stage)

@@ -125,8 +125,36 @@ def ask(args: argparse.Namespace) -> int:
         if _inside(mem_dir, Path(args.path)):
             raise LensError(f"--memory {mem_dir}: inside the document folder {args.path}; lens never writes there")
         memory = MemoryStore(mem_dir, capacity=cfg.memory.capacity)
-    agent = Agent(cfg, memory=memory)
-    result = agent.ask(args.question, args.path)
+    from lens._progress import Progress, TerminalProgress
+
+    # progress on a terminal only (stderr a TTY, not --json); the last snapshot is kept for an interrupted run
+    terminal = TerminalProgress(sys.stderr) if sys.stderr.isatty() and not args.json else None
+    last: list[Progress] = []
+
+    def watch(p: Progress) -> None:
+        last[:] = [p]
+        if terminal is not None:
+            terminal(p)
+
+    agent = Agent(cfg, memory=memory, progress=watch)
+    t0 = time.monotonic()
+    try:
+        if terminal is not None:
+            with terminal:
+                result = agent.ask(args.question, args.path)
+        else:
+            result = agent.ask(args.question, args.path)
+    except KeyboardInterrupt:
+        if last:  # what the interrupted question had spent when its last stage started
+            p = last[0]
+            print(
+                f"lens: stopped during {p.stage}"
+                + (f" (round {p.round}/{p.max_rounds})" if p.stage == "round" else "")
+                + f"; {p.oracle_calls} oracle calls and {p.tokens:,} tokens spent before it, "
+                f"{time.monotonic() - t0:.1f} s in all",
+                file=sys.stderr,
+            )
+        raise
     if args.json:
         sys.stdout.write(result.to_json(trace=not args.no_trace) + "\n")
         return 0

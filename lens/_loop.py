@@ -85,6 +85,7 @@ class Loop:
         meter: CostMeter,
         evidence: ObservationModel,
         observer: "Observer | None" = None,
+        on_round: Callable[[], None] | None = None,
     ):
         self.state = state
         self.client = client
@@ -93,6 +94,7 @@ class Loop:
         self.meter = meter
         self.evidence = evidence  # what one reading is worth (graded or single-rate)
         self.observer = observer  # replaces the LLM's observation (a simulated oracle); None: the LLM observes
+        self.on_round = on_round  # called as each round starts (the agent's progress report)
 
     # ------------------------------------------------------------------ prior → beliefs
     def _cues(self, req: Requirement) -> list[str]:
@@ -218,6 +220,8 @@ class Loop:
                 return "candidates"
             if not self.budget.start_round():
                 return "budget:" + ",".join(self.budget.exhausted)
+            if self.on_round is not None:
+                self.on_round()
             stop = self._round(outstanding, proposal, threshold_scale)
             if stop:
                 return stop
