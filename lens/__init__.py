@@ -56,6 +56,8 @@ _EXPORTS = {
     "SupportingFacts": "lens._calibration",
     "answer_span": "lens._spans",
     "AnswerSpan": "lens._spans",
+    # progress of a running question (Agent(progress=callback))
+    "Progress": "lens._progress",
     "render": "lens._prompts",
     "fence_passage": "lens._prompts",
     "merge_overrides": "lens._config",

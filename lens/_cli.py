@@ -54,7 +54,7 @@ def _handler(parser: argparse.ArgumentParser, target: str) -> None:
     parser.set_defaults(_handler=target)
 
 
-BUILTIN_COMMANDS = ("ask", "llm", "corpus", "calibrate")
+BUILTIN_COMMANDS = ("ask", "llm", "corpus", "calibrate", "mcp")
 
 
 def _needs_groups(argv: Sequence[str] | None) -> bool:
@@ -101,6 +101,22 @@ def build_parser(*, groups: bool = True) -> argparse.ArgumentParser:
     q.add_argument("--json", action="store_true")
     q.add_argument("--follow-symlinks", action="store_true", help="follow symlinked folders inside PATH")
     _handler(q, "lens._commands:corpus_stats")
+
+    # lens mcp
+    p = sub.add_parser(
+        "mcp",
+        help="serve lens to MCP clients over stdio (tools: ask, corpus_stats)",
+        description="Serve the ask and corpus_stats tools over the Model Context Protocol (stdio). Only folders "
+        "inside the --root folders can be named (symlinks resolved). Needs the mcp extra.",
+    )
+    p.add_argument(
+        "--root",
+        action="append",
+        metavar="PATH",
+        help="a folder clients may ask about (repeatable; default: the working directory)",
+    )
+    add_config_args(p)
+    _handler(p, "lens._mcp:serve")
 
     # lens calibrate run | fit
     p = sub.add_parser("calibrate", help="calibrate the observation model on labelled questions (run, then fit)")

@@ -45,6 +45,7 @@ PUBLIC = [
     "SupportingFacts",
     "answer_span",
     "AnswerSpan",
+    "Progress",
     "ask",
     "available_presets",
     "config_from_args",
@@ -78,3 +79,23 @@ def test_no_harness_module_imports_a_private_lens_module():
         for m in pattern.finditer(text)
     ]
     assert offenders == []
+
+
+def test_the_readme_python_api_section_names_only_public_api():
+    import dataclasses
+
+    from lens import AskResult, Progress
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("### Python API", 1)[1].split("\n### ", 1)[0]
+    code = section.split("```python", 1)[1].split("```", 1)[0]
+    imported = re.findall(r"from lens import (.+)", code)[0].split(", ")
+    assert imported and set(imported) <= set(lens.__all__)
+    compile(code, "README.md", "exec")  # the example is valid Python
+    fields = {f.name for f in dataclasses.fields(AskResult)}
+    named = set(re.findall(r"`(\w+)`", section)) & ({f.name for f in dataclasses.fields(AskResult)} | {"to_json"})
+    assert {"answer_verified", "requirements", "stop_reason", "notes", "trace", "config_hash"} <= named
+    assert named <= fields | {"to_json"}
+    assert {"stage", "round", "max_rounds", "oracle_calls", "tokens", "elapsed_s"} == {
+        f.name for f in dataclasses.fields(Progress)
+    }

@@ -25,6 +25,7 @@ HEAVY = (
     "xllamacpp",
     "pydantic",
     "matplotlib",
+    "mcp",
 )
 
 
@@ -54,7 +55,9 @@ def test_help_works_without_importing_heavy_modules():
     assert "corpus" in proc.stdout and "llm" in proc.stdout
 
 
-@pytest.mark.parametrize("argv", [["llm", "--help"], ["corpus", "stats", "--help"], ["llm", "check", "--help"]])
+@pytest.mark.parametrize(
+    "argv", [["llm", "--help"], ["corpus", "stats", "--help"], ["llm", "check", "--help"], ["mcp", "--help"]]
+)
 def test_subcommand_help_exits_zero(argv, capsys):
     with pytest.raises(SystemExit) as e:
         main(argv)

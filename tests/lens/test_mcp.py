@@ -1,0 +1,117 @@
+"""``lens mcp`` driven by the MCP SDK's own client over stdio, against a loopback fake LLM (issue: lens as a
+tool): the tool listing, a cited answer, paths outside the roots refused (symlinks included), a missing folder
+as a tool error, and the server still serving after each refusal."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("mcp")
+
+from mcp import Client  # noqa: E402
+from mcp.client.stdio import StdioServerParameters  # noqa: E402
+
+from lens._errors import LensError  # noqa: E402
+from lens._mcp import Roots  # noqa: E402
+
+from ..harness.systems.scripted_llm import Responder, StubServer  # noqa: E402
+
+
+@pytest.fixture
+def roots(tmp_path) -> dict[str, Path]:
+    docs = tmp_path / "root" / "docs"
+    docs.mkdir(parents=True)
+    (docs / "harbour.md").write_text("# Harbour\n\nThe harbour light was built in 1869.\nIts keeper was Ann Lee.\n")
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "secret.md").write_text("# Secret\n\nNot for the client.\n")
+    (tmp_path / "root" / "escape").symlink_to(outside, target_is_directory=True)
+    return {"root": tmp_path / "root", "docs": docs, "outside": outside}
+
+
+def _text(result) -> str:
+    return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
+
+
+def _payload(result) -> dict:
+    if result.structured_content:
+        return dict(result.structured_content)
+    return json.loads(_text(result))
+
+
+async def _session(root: Path, base_url: str, script):
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "lens._cli", "mcp", "--root", str(root), "--base-url", base_url, "--model", "test-model"]
+        + ["--set", "llm.cache=false"],
+        env={
+            "OPENAI_API_KEY": "test-key",
+            **({"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else {}),
+        },
+        cwd=str(root),
+    )
+    async with Client(params) as client:
+        return await script(client)
+
+
+def test_the_mcp_server_lists_its_tools_and_answers_with_citations(roots):
+    responder = Responder()
+
+    async def script(client):
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        answered = await client.call_tool(
+            "ask", {"question": "Who was the keeper of the harbour light?", "path": "docs"}
+        )
+        stats = await client.call_tool("corpus_stats", {"path": str(roots["docs"])})
+        return tools, answered, stats
+
+    with StubServer(responder) as server:
+        tools, answered, stats = asyncio.run(_session(roots["root"], server.base_url, script))
+    assert set(tools) == {"ask", "corpus_stats"}
+    assert set(tools["ask"].input_schema["properties"]) == {"question", "path"}
+    assert tools["ask"].annotations.read_only_hint is True
+    assert not answered.is_error, _text(answered)
+    got = _payload(answered)
+    assert got["answer"] and got["cost"]["oracle_calls"] >= 2 and got["cost"]["tokens"] > 0
+    assert isinstance(got["best_effort"], bool)
+    (ev,) = [e for e in got["evidence"] if e["path"] == "harbour.md"]
+    assert len(ev["sha256"]) == 64 and ev["line_start"] >= 1 and ev["citation"].startswith("harbour.md:")
+    assert "Ann Lee" in ev["text"] or "1869" in ev["text"]
+    assert "decomposition" in responder.kinds()  # the production agent ran against the endpoint
+    assert not stats.is_error and _payload(stats)["documents"] == 1
+
+
+def test_paths_outside_the_roots_and_missing_folders_are_tool_errors(roots):
+    async def script(client):
+        out = []
+        for path in (str(roots["outside"]), "escape", "../elsewhere", "no-such-folder"):
+            out.append(await client.call_tool("ask", {"question": "What is secret?", "path": path}))
+        out.append(await client.call_tool("corpus_stats", {"path": str(roots["outside"])}))
+        out.append(await client.call_tool("corpus_stats", {"path": "docs"}))  # still serving
+        return out
+
+    responder = Responder()
+    with StubServer(responder) as server:
+        outside, link, dotdot, missing, stats_outside, ok = asyncio.run(
+            _session(roots["root"], server.base_url, script)
+        )
+    for r in (outside, link, dotdot, stats_outside):
+        assert r.is_error and "outside the server's roots" in _text(r)
+    assert missing.is_error and "no such folder" in _text(missing)
+    assert not ok.is_error
+    assert responder.calls == []  # nothing refused ever reached the LLM
+
+
+def test_roots_resolve_symlinks_before_checking(roots):
+    r = Roots([roots["root"]])
+    assert r.check("docs") == roots["docs"].resolve()
+    with pytest.raises(LensError, match="outside the server's roots"):
+        r.check("escape")
+    with pytest.raises(LensError, match="not a folder"):
+        Roots([roots["docs"] / "harbour.md"])
