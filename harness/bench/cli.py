@@ -29,6 +29,7 @@ def add_bench_parser(sub: argparse._SubParsersAction, handler: Handler) -> None:
     b_sub.required = True
     _add_sample(b_sub, handler)
     _add_snapshot(b_sub, handler)
+    _add_fullwiki(b_sub, handler)
     _add_score(b_sub, handler)
     _add_run(b_sub, handler)
     _add_lifecycle(b_sub, handler)
@@ -73,6 +74,34 @@ def _add_snapshot(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
     q.add_argument("--verify", action="store_true", help="re-hash every file against the manifests")
     q.add_argument("--json", action="store_true", help="print the summary as JSON")
     handler(q, "harness.bench.commands:snapshot")
+
+
+def _add_fullwiki(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
+    q = b_sub.add_parser(
+        "fullwiki",
+        help="prepare the open-domain setting: a frozen fullwiki sample and the pool as .bz2 shards",
+        description="Draw a frozen seeded sample of fullwiki questions (stratified like G_n) from the questions "
+        "not excluded, write the whole article pool as .bz2 JSONL shards in the official abstracts layout, and a "
+        "manifest with hashes and, per sampled question, whether its gold articles are in the pool. A rerun "
+        "over the same inputs verifies and keeps the folder.",
+    )
+    q.add_argument("--questions", required=True, metavar="FILE", help="official HotpotQA fullwiki JSON")
+    q.add_argument("--articles", required=True, metavar="FILE", help="article pool: JSONL, a .bz2 shard or a folder")
+    q.add_argument("--out", required=True, metavar="DIR", help="output folder (sample/, pool/, manifest)")
+    q.add_argument("--size", type=int, default=150, help="questions in the sample (default 150)")
+    q.add_argument("--seed", type=int, default=42, help="sampling seed (default 42)")
+    q.add_argument("--sf-cap", type=int, default=5, help="pool supporting-fact counts >= this (default 5)")
+    q.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="ids never sampled (one per line, a JSON list, or JSONL rows with id/_id, e.g. a calibration run's "
+        "readings.jsonl); repeatable",
+    )
+    q.add_argument("--shard-size", type=int, default=500, help="articles per .bz2 shard (default 500)")
+    q.add_argument("--json", action="store_true", help="print the summary as JSON")
+    handler(q, "harness.bench.commands:fullwiki")
 
 
 def _add_score(b_sub: argparse._SubParsersAction, handler: Handler) -> None:

@@ -94,6 +94,53 @@ def sample(args: argparse.Namespace) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------- fullwiki
+
+
+def fullwiki(args: argparse.Namespace) -> int:
+    from harness.bench.fullwiki import prepare_fullwiki
+
+    t0 = time.perf_counter()
+    build = prepare_fullwiki(
+        args.questions,
+        args.articles,
+        args.out,
+        size=args.size,
+        seed=args.seed,
+        sf_cap=args.sf_cap,
+        exclude=args.exclude,
+        shard_size=args.shard_size,
+    )
+    m = build.manifest
+    summary = {
+        "out": str(build.out),
+        "status": build.status,
+        "seconds": round(time.perf_counter() - t0, 2),
+        "sample": {
+            k: m["sample"][k] for k in ("name", "size", "population", "excluded", "sample_sha256", "order_sha256")
+        },
+        "gold_in_pool": m["gold"]["in_pool"],
+        "gold_missing": m["gold"]["missing"],
+        "articles": m["pool"]["articles"],
+        "shards": len(m["pool"]["shards"]),
+        "pool_checksum": m["pool"]["checksum"],
+    }
+    if args.json:
+        print(json.dumps(summary, indent=1))
+        return 0
+    s = summary["sample"]
+    print(f"fullwiki {build.status}: {build.out} ({summary['seconds']} s)")
+    print(f"sample    {s['name']}: {s['size']} of {s['population']} questions ({s['excluded']} excluded)")
+    print(f"          sample sha256 {s['sample_sha256']}  order sha256 {s['order_sha256']}")
+    print(
+        f"gold      all gold articles in the pool for {summary['gold_in_pool']}, some missing for {summary['gold_missing']}"
+    )
+    print(
+        f"pool      {summary['articles']:,} articles in {summary['shards']} shards, checksum {summary['pool_checksum']}"
+    )
+    return 0
+
+
 # --------------------------------------------------------------------------- snapshot
 
 

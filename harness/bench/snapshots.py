@@ -79,6 +79,8 @@ __all__ = [
     "build_snapshots",
     "verify_snapshots",
     "read_manifest",
+    "shard_path",
+    "shard_bytes",
 ]
 
 SNAPSHOT_FORMAT = "lens-snapshot/1"
@@ -551,7 +553,7 @@ def plan_snapshots(
 # --------------------------------------------------------------------------- shards
 
 
-def _shard_path(index: int) -> str:
+def shard_path(index: int) -> str:
     """Official-dump layout: ``AA/wiki_00.bz2`` … ``AA/wiki_99.bz2``, ``AB/wiki_00.bz2`` …"""
     folder, item = divmod(index, 100)
     if folder >= 26 * 26:
@@ -572,7 +574,7 @@ def _shard_groups(plans: Sequence[SnapshotPlan], shard_size: int) -> list[list[l
     return out
 
 
-def _shard_bytes(names: Sequence[str], articles: dict[str, Article]) -> bytes:
+def shard_bytes(names: Sequence[str], articles: dict[str, Article]) -> bytes:
     lines = []
     for name in names:
         a = articles[name]
@@ -780,7 +782,7 @@ def _build_shards(
     out: Path, plan: SnapshotPlan, groups: list[list[str]], articles: dict[str, Article], shard_size: int
 ) -> dict:
     folder = out / f"{plan.name}-shards"
-    blobs = [(_shard_path(k), _shard_bytes(g, articles), len(g)) for k, g in enumerate(groups)]
+    blobs = [(shard_path(k), shard_bytes(g, articles), len(g)) for k, g in enumerate(groups)]
     expected = {rel: hashlib.sha256(data).hexdigest() for rel, data, _ in blobs}
     _clear_partials(out, folder.name)
     if folder.exists():
