@@ -136,7 +136,20 @@ def _add_run(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
     q.add_argument("--sample", metavar="DIR_OR_FILE", help="sample.json (or its folder) to take the questions from")
     q.add_argument("--stage", type=int, metavar="N", help="with --sample: the stage G_N")
     q.add_argument("--limit", type=int, metavar="N", help="only the first N questions of the frozen order")
-    q.add_argument("--concurrency", type=int, default=5, help="questions in flight at once (default 5)")
+    q.add_argument(
+        "--concurrency", type=int, default=5, help="questions in flight at once (default 5); with ray: worker actors"
+    )
+    q.add_argument(
+        "--executor",
+        choices=("local", "ray"),
+        default="local",
+        help="local threads (default) or a Ray cluster (the scale extra); the driver alone writes rows either way",
+    )
+    q.add_argument(
+        "--ray-address",
+        metavar="auto|HOST:PORT",
+        help="with --executor ray: the cluster to join (default: start a local one)",
+    )
     q.add_argument("--stale-from", metavar="DIR", help="stale arm: indexes built on this earlier snapshot")
     q.add_argument("--index-dir", metavar="DIR", help="where persisted indexes live (default RUN_DIR/indexes)")
     q.add_argument("--k", type=int, default=5, help="RAG: documents in the answer prompt (default 5)")

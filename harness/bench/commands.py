@@ -375,7 +375,18 @@ def run(args: argparse.Namespace) -> int:
         f"config {plan.config_hash[:12]}, binding {plan.binding_hash[:12]}",
         file=sys.stderr,
     )
-    summary = run_benchmark(plan, executor=LocalExecutor(args.concurrency), progress=not args.no_progress)
+    if args.executor == "ray":
+        from harness.bench.executor import RayExecutor
+
+        # the embedded model: one server per Ray node; an endpoint (--base-url): every worker calls it
+        executor = RayExecutor(
+            args.concurrency, address=args.ray_address, embedded=config.llm.base_url is None, llm_config=config
+        )
+    else:
+        if args.ray_address:
+            raise DataError("--ray-address needs --executor ray")
+        executor = LocalExecutor(args.concurrency)
+    summary = run_benchmark(plan, executor=executor, progress=not args.no_progress)
     if args.json:
         print(
             json.dumps(

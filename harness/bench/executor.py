@@ -11,34 +11,15 @@ Every result is returned to the driver, which alone scores and writes rows (appe
 de-duplication never depend on the executor. The local executor calls ``make_worker`` once and shares the worker
 between its threads (systems and the LLM client are thread-safe).
 
-Adding a Ray executor (multi-machine) touches neither the systems nor the runner — one more class here::
-
-    class RayExecutor(Executor):
-        def __init__(self, actors: int):
-            self.actors = actors
-
-        def run(self, make_worker, jobs):
-            import ray
-            from ray.util import ActorPool
-
-            @ray.remote
-            class _Worker:
-                def __init__(self, make):
-                    self.work = make()            # each actor builds its own systems and client
-                def call(self, job):
-                    try:
-                        return Outcome(job, self.work(job), None)
-                    except BaseException as exc:  # exceptions travel back as data
-                        return Outcome(job, None, exc)
-
-            pool = ActorPool([_Worker.remote(make_worker) for _ in range(self.actors)])
-            yield from pool.map_unordered(lambda actor, job: actor.call.remote(job), list(jobs))
-
-        def stop(self):
-            pass  # ActorPool drains; ray.shutdown() is the caller's
-
-and ``--executor ray`` in the CLI choosing it. Index folders and the snapshot must be on a path every machine can
-read (or be prepared per machine by the same ``prepare_indexes`` call; their hashes are checked on load).
+``RayExecutor`` runs the same jobs on a Ray cluster (``lens bench run --executor ray``): each job is a call on
+one of ``workers`` Ray actors, each actor builds its own systems once from ``make_worker``, outcomes come back to
+the driver in completion order, and the driver alone writes rows, exactly as with local threads (same resume
+and binding rules; a dead worker stops the run, and a rerun resumes it with no row lost or written twice).
+LLM placement: with an endpoint configured (``--base-url``: a shared vLLM or remote server) every actor calls
+it; with the embedded model, each node gets one llama.cpp server (a Ray actor per node, threads sized to the
+node's CPUs) that the worker actors on that node share — never one server per job. Index folders and the
+snapshot must be on a path every node can read (a shared filesystem, or the same path prepared on each node:
+their hashes are checked on load).
 """
 
 from __future__ import annotations
@@ -49,7 +30,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Iterable, Iterator, TypeVar
 
-__all__ = ["Outcome", "Executor", "LocalExecutor"]
+__all__ = ["Outcome", "Executor", "LocalExecutor", "RayExecutor", "WorkerDied"]
 
 J = TypeVar("J")
 R = TypeVar("R")
@@ -65,7 +46,12 @@ class Outcome(Generic[J, R]):
 
 
 class Executor(ABC):
-    """Runs ``worker(job)`` for every job and yields each :class:`Outcome` as soon as it finishes."""
+    """Runs ``worker(job)`` for every job and yields each :class:`Outcome` as soon as it finishes.
+
+    ``remote`` executors run workers in other processes: the runner gives them a factory that builds a fresh
+    worker there (``make_worker(llm=(base_url, model) | None)``), never its own worker."""
+
+    remote = False
 
     @abstractmethod
     def run(self, make_worker: Callable[[], Callable[[Any], Any]], jobs: Iterable[Any]) -> Iterator[Outcome]:
@@ -141,3 +127,143 @@ class LocalExecutor(Executor):
                 running -= 1
             else:
                 yield item
+
+
+class WorkerDied(RuntimeError):
+    """A remote worker process died (killed, out of memory, its node lost): the run stops; rerun to resume."""
+
+
+def _ray():
+    try:
+        import ray
+    except ImportError:
+        from harness.bench.datasets import DataError
+
+        raise DataError("--executor ray needs Ray: pip install 'lens-search[scale]'") from None
+    return ray
+
+
+class RayExecutor(Executor):
+    """Jobs as calls on ``workers`` Ray actors spread over the cluster's alive nodes (round robin).
+
+    ``address``: a running cluster (``"auto"``, ``"HOST:PORT"``) or None for a local one started by
+    ``ray.init()``. ``embedded``: start one embedded model server per node (an actor holding
+    ``lens.open_client(llm_config)``, ``llm.n_threads`` set to the node's CPU count) and point that node's workers
+    at it; otherwise (an endpoint is configured) every worker calls the configured endpoint.
+    """
+
+    remote = True
+
+    def __init__(self, workers: int = 2, *, address: str | None = "auto", embedded: bool = False, llm_config=None):
+        if workers < 1:
+            raise ValueError(f"workers must be >= 1, got {workers}")
+        self.workers = workers
+        self.address = address
+        self.embedded = embedded
+        self.llm_config = llm_config
+        self._stopped = threading.Event()
+        self._started_here = False
+        self.startup_seconds: float | None = None
+        self.nodes: list[dict[str, Any]] = []
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "kind": "ray",
+            "workers": self.workers,
+            "address": self.address,
+            "llm": "one embedded server per node" if self.embedded else "configured endpoint",
+            "nodes": len(self.nodes) or None,
+        }
+
+    def stop(self) -> None:
+        self._stopped.set()
+
+    def _connect(self):
+        import time
+
+        ray = _ray()
+        t0 = time.monotonic()
+        if not ray.is_initialized():
+            ray.init(address=self.address, include_dashboard=False, log_to_driver=False, logging_level="WARNING")
+            self._started_here = True
+        self.nodes = [n for n in ray.nodes() if n.get("Alive")]
+        self.startup_seconds = time.monotonic() - t0
+        return ray
+
+    def run(self, make_worker: Callable[..., Callable[[Any], Any]], jobs: Iterable[Any]) -> Iterator[Outcome]:
+        ray = self._connect()
+        from ray.exceptions import RayActorError
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        @ray.remote(num_cpus=0, max_restarts=0)
+        class _Worker:
+            def __init__(self, make, llm):
+                self.work = make(llm=llm)  # its own systems and client, built once
+
+            def call(self, job):
+                try:
+                    return Outcome(job, self.work(job), None)
+                except BaseException as exc:  # exceptions travel back as data
+                    return Outcome(job, None, exc)
+
+        @ray.remote(num_cpus=0, max_restarts=0)
+        class _NodeModel:
+            def __init__(self, config, threads):
+                from lens import open_client
+
+                config.llm.n_threads = threads
+                self.client = open_client(config)  # the embedded llama.cpp server, loopback on this node
+
+            def endpoint(self):
+                return self.client.base_url, self.client.model
+
+        nodes = self.nodes
+        placed = [nodes[i % len(nodes)]["NodeID"] for i in range(self.workers)]
+        llm_of: dict[str, Any] = {}
+        models = []
+        if self.embedded:
+            for node_id in sorted(set(placed)):
+                cpus = int(next(n for n in nodes if n["NodeID"] == node_id)["Resources"].get("CPU", 1)) or 1
+                m = _NodeModel.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False)).remote(
+                    self.llm_config, cpus
+                )
+                models.append(m)
+                llm_of[node_id] = ray.get(m.endpoint.remote())
+        actors = [
+            _Worker.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False)).remote(
+                make_worker, llm_of.get(node_id)
+            )
+            for node_id in placed
+        ]
+        source = iter(jobs)
+        running: dict[Any, Any] = {}  # object ref -> actor
+
+        def submit(actor) -> bool:
+            if self._stopped.is_set():
+                return False
+            job = next(source, None)
+            if job is None:
+                return False
+            running[actor.call.remote(job)] = actor
+            return True
+
+        try:
+            for a in actors:
+                submit(a)
+            while running:
+                done, _ = ray.wait(list(running), num_returns=1)
+                actor = running.pop(done[0])
+                try:
+                    outcome = ray.get(done[0])
+                except RayActorError as exc:
+                    raise WorkerDied(
+                        f"a Ray worker died mid-run ({type(exc).__name__}); rows written so far are kept — "
+                        "rerun the same command to resume"
+                    ) from None
+                yield outcome
+                submit(actor)
+        finally:
+            for a in actors + models:
+                ray.kill(a, no_restart=True)
+            if self._started_here:
+                ray.shutdown()

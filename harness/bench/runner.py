@@ -319,6 +319,27 @@ def _same_worker(worker: Worker) -> Worker:
     return worker
 
 
+def _fresh_worker(arm_plan: ArmPlan, config: Any, llm: tuple[str, str] | None = None) -> Worker:
+    """A worker built where a remote executor runs it; ``llm`` = (base_url, model) of that node's model server."""
+    if llm is not None:
+        config = config.model_copy(deep=True)
+        config.llm.base_url, config.llm.model = llm
+    return Worker(arm_plan, config)
+
+
+class _DriverClient:
+    """The LLM client's stand-in in the driver of a remote run on the embedded model: the driver builds the arms
+    only to describe them (system hashes), and must not start a model server it would never use."""
+
+    backend = "embedded llama.cpp, one server per Ray node"
+
+    def __init__(self, config: Any) -> None:
+        self.model = config.llm.served_model
+
+    def __getattr__(self, name: str) -> Any:
+        raise RuntimeError(f"the driver of a remote run makes no LLM calls (asked for .{name})")
+
+
 # --------------------------------------------------------------------------- scoring
 
 
@@ -494,6 +515,9 @@ def run_benchmark(
         settings=plan.settings,
         gold_files=gold_files,
     )
+    remote = getattr(executor, "remote", False)
+    if remote and client is None and cfg.llm.base_url is None:
+        client = _DriverClient(cfg)  # the workers' nodes run the model
     worker = Worker(arm_plan, cfg, client)
     entries = {name: _system_entry(name, sysm, plan, indexes) for name, sysm in worker.systems.items()}
 
@@ -569,7 +593,8 @@ def run_benchmark(
     attempts_log = RowLog(out / ATTEMPTS_NAME)
     rows_log.open()
     try:
-        for outcome in executor.run(partial(_same_worker, worker), jobs):
+        make = partial(_fresh_worker, arm_plan, cfg) if remote else partial(_same_worker, worker)
+        for outcome in executor.run(make, jobs):
             job: Job = outcome.job
             if outcome.error is not None:
                 if isinstance(outcome.error, RunLevelError):

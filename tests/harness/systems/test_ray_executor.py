@@ -1,0 +1,166 @@
+"""``--executor ray`` (issue: scale-out on an existing engine): a real local Ray cluster started on loopback
+(``ray start --head --num-cpus 2``) and a loopback fake endpoint of fixed latency. All rows are written once and
+equal the local executor's rows for the same questions; a worker killed mid-run stops the run, and the rerun
+completes it with no row lost or written twice."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ray = pytest.importorskip("ray")
+psutil = pytest.importorskip("psutil")
+
+from harness.bench.executor import LocalExecutor, RayExecutor, WorkerDied  # noqa: E402
+from harness.bench.run_store import read_rows  # noqa: E402
+from harness.bench.runner import plan_run, run_benchmark  # noqa: E402
+
+from .conftest import make_config  # noqa: E402
+from .scripted_llm import Responder, StubServer  # noqa: E402
+
+pytestmark = pytest.mark.slow
+SYSTEMS = ("lens", "bm25", "closed")
+RAY = str(Path(sys.executable).with_name("ray"))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """A one-node Ray cluster on loopback, stopped at the end."""
+    port = _free_port()
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    start = [RAY, "start", "--head", f"--port={port}", "--num-cpus=2", "--include-dashboard=false"]
+    start += ["--node-ip-address=127.0.0.1", f"--temp-dir={tmp_path_factory.mktemp('ray')}", "--disable-usage-stats"]
+    p = subprocess.run(start, capture_output=True, text=True, timeout=180, env=env)
+    if p.returncode != 0:
+        pytest.fail(f"ray start failed: {p.stderr[-2000:]}")
+    yield f"127.0.0.1:{port}"
+    if ray.is_initialized():
+        ray.shutdown()
+    subprocess.run([RAY, "stop", "--force"], capture_output=True, timeout=120, env=env)
+
+
+def _plan(bench_data, out: Path, base_url: str):
+    config = make_config(**{"llm.base_url": base_url, "llm.call_timeout_s": 30})
+    return plan_run(
+        snapshot=bench_data["D6"],
+        questions_file=bench_data["questions"],
+        systems=SYSTEMS,
+        out=out,
+        config=config,
+        index_dir=out.parent / "indexes",
+    )
+
+
+def _essence(rows) -> dict:
+    """What a row says about the system's answer (timings and wall-clock stamps differ between runs)."""
+    out = {}
+    for r in rows:
+        p = r["prediction"]
+        out[(r["system"], r["question_id"])] = (
+            p["answer"],
+            [d["title"] for d in p["retrieved"]],
+            p["tokens"],
+            p["oracle_calls"],
+            r["scores"]["em"],
+            r["scores"]["ev_rec"],
+        )
+    return out
+
+
+def _worker_pids() -> list[int]:
+    pids = []
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        cmd = " ".join(proc.info.get("cmdline") or [])
+        if cmd.startswith("ray::_Worker"):
+            pids.append(proc.info["pid"])
+    return pids
+
+
+def test_ray_rows_equal_local_rows_and_a_killed_worker_resumes_cleanly(bench_data, cluster, tmp_path):
+    responder = Responder()
+    responder.delay = 0.05  # a fixed-latency endpoint
+    with StubServer(responder) as server:
+        local = _plan(bench_data, tmp_path / "local", server.base_url)
+        run_benchmark(local, executor=LocalExecutor(2), progress=False)
+        expected = _essence(read_rows(tmp_path / "local"))
+        assert len(expected) == 6 * len(SYSTEMS)
+
+        # the same run on the cluster: two worker actors, the driver writes every row once
+        remote = _plan(bench_data, tmp_path / "ray", server.base_url)
+        executor = RayExecutor(2, address=cluster)
+        summary = run_benchmark(remote, executor=executor, progress=False)
+        assert summary.complete and summary.rows_written == len(expected)
+        rows = read_rows(tmp_path / "ray")
+        assert len(rows) == len({(r["system_hash"], r["question_id"]) for r in rows}) == len(expected)
+        assert _essence(rows) == expected
+        assert len(executor.nodes) == 1 and executor.startup_seconds is not None
+
+        # a worker killed mid-run: the run stops with what it wrote; the rerun completes it
+        killed = []
+
+        def kill_one(messages):
+            if not killed and len(responder.calls) >= 6:
+                pids = _worker_pids()
+                if pids:
+                    os.kill(pids[0], signal.SIGKILL)
+                    killed.append(pids[0])
+            time.sleep(0.05)
+            return '{"answer": "closed book guess"}'
+
+        responder.script["closed_book"] = kill_one
+        responder.calls.clear()
+        crash = _plan(bench_data, tmp_path / "crash", server.base_url)
+        with pytest.raises(WorkerDied, match="rerun the same command to resume"):
+            run_benchmark(crash, executor=RayExecutor(2, address=cluster), progress=False)
+        assert killed
+        partial = read_rows(tmp_path / "crash")
+        assert len(partial) < len(expected)
+        del responder.script["closed_book"]
+        resumed = run_benchmark(
+            _plan(bench_data, tmp_path / "crash", server.base_url),
+            executor=RayExecutor(2, address=cluster),
+            progress=False,
+        )
+        assert resumed.complete and resumed.rows_before == len(partial)
+        rows = read_rows(tmp_path / "crash")
+        assert len(rows) == len({(r["system_hash"], r["question_id"]) for r in rows}) == len(expected)
+        assert _essence(rows) == expected
+
+
+def test_the_cli_names_the_extra_and_refuses_a_stray_ray_address(bench_data, tmp_path, capsys):
+    from lens._cli import main
+
+    code = main(
+        [
+            "bench",
+            "run",
+            "--snapshot",
+            str(bench_data["D6"]),
+            "--questions",
+            str(bench_data["questions"]),
+            "--systems",
+            "closed",
+            "--out",
+            str(tmp_path / "run"),
+            "--ray-address",
+            "auto",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--model",
+            "m",
+        ]
+    )
+    assert code == 2 and "--ray-address needs --executor ray" in capsys.readouterr().err
