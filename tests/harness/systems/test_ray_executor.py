@@ -164,3 +164,41 @@ def test_the_cli_names_the_extra_and_refuses_a_stray_ray_address(bench_data, tmp
         ]
     )
     assert code == 2 and "--ray-address needs --executor ray" in capsys.readouterr().err
+
+
+@pytest.mark.live
+@pytest.mark.timeout(900)
+def test_the_embedded_model_runs_as_one_server_per_node(bench_data, cluster, tmp_path):
+    """Live: no endpoint configured, so the node's model-server actor starts the embedded llama.cpp server
+    (the fast preset's 0.5B) and both worker actors on the node share it."""
+    import importlib.util
+
+    if importlib.util.find_spec("xllamacpp") is None:
+        pytest.skip("needs the 'local' extra")
+    from lens import load_config
+
+    config = load_config("fast", env={}, overrides=["llm.cache=false", "budget.question_timeout_s=600"])
+    plan = plan_run(
+        snapshot=bench_data["D6"],
+        questions_file=bench_data["questions"],
+        systems=("closed",),
+        out=tmp_path / "run",
+        config=config,
+        limit=2,
+    )
+    before = _server_pids()
+    executor = RayExecutor(2, address=cluster, embedded=True, llm_config=config)
+    summary = run_benchmark(plan, executor=executor, progress=False)
+    assert summary.complete and summary.rows_written == 2
+    rows = read_rows(tmp_path / "run")
+    assert all(r["prediction"]["tokens"] > 0 and not r["prediction"]["error"] for r in rows)
+    deadline = time.monotonic() + 30
+    while _server_pids() - before and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not _server_pids() - before  # the model-server actor was killed with the run, and its server with it
+
+
+def _server_pids() -> set[int]:
+    return {
+        p.pid for p in psutil.process_iter(["cmdline"]) if "lens._embedded_server" in " ".join(p.info["cmdline"] or [])
+    }
