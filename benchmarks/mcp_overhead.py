@@ -30,22 +30,27 @@ ROOT = Path(__file__).resolve().parents[1]
 QUESTION = "Which is taller, Calder Point Light or Skerrow Light?"
 
 
-def _cli(question: str, folder: Path, base_url: str, model: str) -> tuple[float, dict]:
+def _sets(extra: list[str]) -> list[str]:
+    return [a for kv in ["llm.cache=false", *extra] for a in ("--set", kv)]
+
+
+def _cli(question: str, folder: Path, base_url: str, model: str, extra: list[str]) -> tuple[float, dict]:
     argv = [sys.executable, "-m", "lens._cli", "ask", question, str(folder), "--json", "--no-trace"]
-    argv += ["--base-url", base_url, "--model", model, "--set", "llm.cache=false"]
+    argv += ["--base-url", base_url, "--model", model, *_sets(extra)]
     t0 = time.perf_counter()
     p = subprocess.run(argv, capture_output=True, text=True, check=True, env={**os.environ})
     return time.perf_counter() - t0, json.loads(p.stdout)
 
 
-async def _mcp(question: str, folder: Path, base_url: str, model: str, calls: int) -> tuple[float, list, list]:
+async def _mcp(
+    question: str, folder: Path, base_url: str, model: str, calls: int, extra: list[str]
+) -> tuple[float, list, list]:
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
 
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "lens._cli", "mcp", "--root", str(folder), "--base-url", base_url, "--model", model]
-        + ["--set", "llm.cache=false"],
+        args=["-m", "lens._cli", "mcp", "--root", str(folder), "--base-url", base_url, "--model", model] + _sets(extra),
         env={k: v for k, v in os.environ.items() if k in ("OPENAI_API_KEY", "LENS_API_KEY", "PYTHONPATH")},
     )
     walls, results = [], []
@@ -69,6 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--warm-calls", type=int, default=3, help="asks per MCP session (the first is the cold one)")
     ap.add_argument("--transcript", metavar="FILE")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="configuration override")
+    ap.add_argument("--skip-cli", action="store_true", help="only the MCP calls (e.g. for a transcript)")
     ap.add_argument("--out", metavar="FILE", help="write the summary (JSON)")
     args = ap.parse_args(argv)
     folder = Path(args.folder).resolve()
@@ -86,10 +93,13 @@ def main(argv: list[str] | None = None) -> int:
     last: dict = {}
     try:
         for _ in range(args.repeats):  # alternated: the host's state affects both alike
-            w, res = _cli(args.question, folder, base_url, args.model)
-            cli_wall.append(w)
-            cli_agent.append(res["cost"]["seconds"])
-            c, walls, results = asyncio.run(_mcp(args.question, folder, base_url, args.model, args.warm_calls))
+            if not args.skip_cli:
+                w, res = _cli(args.question, folder, base_url, args.model, args.set)
+                cli_wall.append(w)
+                cli_agent.append(res["cost"]["seconds"])
+            c, walls, results = asyncio.run(
+                _mcp(args.question, folder, base_url, args.model, args.warm_calls, args.set)
+            )
             connect.append(c)
             cold.append(c + walls[0])
             warm += walls[1:]
