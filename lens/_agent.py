@@ -53,6 +53,7 @@ log = logging.getLogger("lens.agent")
 _SYNTH_TOKENS = 160
 _COVER_TOKENS = 120
 _CALIB_TOKENS = 48
+PRIOR_RECORD_DEPTH = 100  # prior candidates recorded per question (stage "prior")
 
 
 class Agent:
@@ -141,7 +142,7 @@ class Agent:
         q, scan, loop, pos, use_memory = self._begin(question, path, eligible, position)
         state = loop.state
         decomposition = state.decomposition
-        stop = self._explore(loop)
+        stop = self._explore(q, loop)
         answer, stop, certified, covered, evidence, missing = self._answer(q, loop, stop)
         if any(state.bridge_cues.values()):
             q.stages.append({"stage": "bridge", "learned_cues": {k: v for k, v in state.bridge_cues.items() if v}})
@@ -210,7 +211,7 @@ class Agent:
         oracle; with both ``decomposition`` and ``observer`` no LLM is touched) —, and the consolidated evidence. No synthesis and no memory
         write; ``answer`` is empty and ``best_effort`` says whether every requirement certified."""
         q, scan, loop, _, _ = self._begin(question, path, None, None, decomposition=decomposition, observer=observer)
-        stop = self._explore(loop)
+        stop = self._explore(q, loop)
         certified = loop.certified()
         evidence = self._consolidate(loop, certified)
         statuses = self._statuses(loop.state, certified, set(), evidence)
@@ -285,11 +286,21 @@ class Agent:
                 signals[req.id] = signal
         if stale:
             q.notes.append(f"memory: {stale} stale entries ignored (file changed or gone)")
+        q.stages.append(
+            {
+                "stage": "memory",
+                "served": sum(len(s) for s in signals.values()),  # documents signalled, summed over requirements
+                "requirements_served": len(signals),
+                "stale": stale,
+            }
+        )
         return signals
 
-    def _explore(self, loop: Loop) -> str:
-        """Seed the beliefs from the prior, then propose–observe–update until the stop rule fires."""
+    def _explore(self, q: "_Question", loop: Loop) -> str:
+        """Seed the beliefs from the prior, then propose–observe–update until the stop rule fires. The prior's
+        candidate documents (each requirement's ranking, merged round robin) are recorded as stage "prior"."""
         loop.seed()
+        q.stages.append({"stage": "prior", "candidates": _prior_candidates(loop.state, PRIOR_RECORD_DEPTH)})
         if self.config.ablation.no_exploration:
             return "ablation:no-exploration"
         return loop.run()
@@ -452,6 +463,22 @@ class Agent:
 def ask(question: str, path: str | os.PathLike[str], *, config: LensConfig | None = None, **kwargs: Any) -> AskResult:
     """One-shot convenience: ``Agent(config).ask(question, path, ...)``."""
     return Agent(config).ask(question, path, **kwargs)
+
+
+def _prior_candidates(state: LoopState, depth: int) -> list[str]:
+    """The prior's candidate documents (doc ids): rank 1 of every requirement in order, then rank 2, …, no
+    duplicates, at most ``depth``."""
+    lists = [state.prior_ranking.get(r.id, []) for r in state.requirements]
+    out: list[str] = []
+    seen: set[int] = set()
+    for rank in range(max((len(x) for x in lists), default=0)):
+        for lst in lists:
+            if rank < len(lst) and lst[rank] not in seen:
+                seen.add(lst[rank])
+                out.append(state.view.docs[lst[rank]].doc_id)
+                if len(out) == depth:
+                    return out
+    return out
 
 
 def _inside(child: Path, parent: Path) -> bool:

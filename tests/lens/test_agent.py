@@ -455,3 +455,23 @@ def test_a_failing_llm_call_gives_a_best_effort_result_with_its_cost(run_agent, 
     assert result.cost["oracle_calls"] + result.cost["failed_calls"] == len(oracle.calls)
     assert result.cost["failed_calls"] == 1
     assert any(s.get("stage") == "synthesis" and "error" in s for s in result.stages)
+
+
+def test_the_prior_candidates_and_the_memory_read_are_recorded_as_stages(run_agent, lights, tmp_path):
+
+    q = "Who was the first keeper of Calder Point Light?"
+    oracle = ScriptedOracle(
+        rules=[Rule("first keeper", "Agnes Rook", "Its first keeper was Agnes Rook.", "Agnes Rook")]
+    )
+    memory = MemoryStore(tmp_path / "mem")
+    first = run_agent(oracle, q, lights, memory=memory)
+    (prior,) = [st for st in first.stages if st["stage"] == "prior"]
+    assert prior["candidates"][0] == "calder-point-light.md" and len(set(prior["candidates"])) == len(
+        prior["candidates"]
+    )
+    (read,) = [st for st in first.stages if st["stage"] == "memory"]
+    assert read["served"] == 0  # nothing in memory yet
+    assert first.memory_entries  # the verified finding was admitted
+    second = run_agent(oracle, q, lights, memory=memory)
+    (read,) = [st for st in second.stages if st["stage"] == "memory"]
+    assert read["served"] >= 1 and read["requirements_served"] == 1
