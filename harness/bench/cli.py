@@ -30,6 +30,7 @@ def add_bench_parser(sub: argparse._SubParsersAction, handler: Handler) -> None:
     _add_sample(b_sub, handler)
     _add_snapshot(b_sub, handler)
     _add_fullwiki(b_sub, handler)
+    _add_stream(b_sub, handler)
     _add_score(b_sub, handler)
     _add_run(b_sub, handler)
     _add_lifecycle(b_sub, handler)
@@ -102,6 +103,29 @@ def _add_fullwiki(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
     q.add_argument("--shard-size", type=int, default=500, help="articles per .bz2 shard (default 500)")
     q.add_argument("--json", action="store_true", help="print the summary as JSON")
     handler(q, "harness.bench.commands:fullwiki")
+
+
+def _add_stream(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
+    from lens import add_config_args
+
+    q = b_sub.add_parser(
+        "stream",
+        help="LENS over a stream of related requests on one folder, with or without its warm-reuse memory",
+        description="Write a BEIR-layout workload's assets as one raw file each (--folder, verified if it "
+        "exists), order its requests (random, semantic bursts or natural), and ask them in order with the "
+        "memory in RUN_DIR/memory (or --no-memory), one resumable row per position in RUN_DIR/rows.jsonl.",
+    )
+    q.add_argument("--workload", required=True, metavar="DIR", help="BEIR folder: corpus.jsonl, queries.jsonl, qrels/")
+    q.add_argument("--split", help="qrels split (default: the only one)")
+    q.add_argument("--folder", required=True, metavar="DIR", help="the raw folder the agent reads (written once)")
+    q.add_argument("--out", required=True, metavar="RUN_DIR", help="run folder (created; resumed if it exists)")
+    q.add_argument("--order", default="random", choices=("random", "semantic", "natural"), help="stream order")
+    q.add_argument("--seed", type=int, default=0, help="stream seed (random, semantic; default 0)")
+    q.add_argument("--no-memory", action="store_true", help="ask every request without the warm-reuse memory")
+    q.add_argument("--limit", type=int, metavar="N", help="only the first N positions of the stream")
+    q.add_argument("--json", action="store_true", help="print the summary as JSON")
+    add_config_args(q)
+    handler(q, "harness.bench.commands:stream")
 
 
 def _add_score(b_sub: argparse._SubParsersAction, handler: Handler) -> None:

@@ -141,6 +141,43 @@ def fullwiki(args: argparse.Namespace) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------- stream
+
+
+def stream(args: argparse.Namespace) -> int:
+    from harness.audit.inputs import load_beir
+    from harness.bench.stream import build_stream, run_stream
+    from lens import config_from_args
+
+    if args.limit is not None and args.limit < 1:
+        raise DataError(f"--limit {args.limit}: must be >= 1")
+    workload = load_beir(args.workload, split=args.split)
+    order = build_stream(workload, args.order, args.seed)
+    config = config_from_args(args)
+    print(
+        f"stream {args.out}: {len(order)} requests of {workload.name} ({order.name}), "
+        f"memory {'off' if args.no_memory else 'on'}, config {config.canonical_hash()[:12]}",
+        file=sys.stderr,
+    )
+    summary = run_stream(workload, args.folder, order, args.out, config, memory=not args.no_memory, limit=args.limit)
+    data = {
+        "out": str(summary.out),
+        "rows_before": summary.rows_before,
+        "rows_written": summary.rows_written,
+        "planned": summary.planned,
+        "per_request": {k: round(v, 4) for k, v in summary.per_request.items()},
+    }
+    if args.json:
+        print(json.dumps(data, indent=1))
+    else:
+        print(
+            f"{summary.rows_before + summary.rows_written} of {summary.planned} positions done ({summary.rows_written} now)"
+        )
+        for k, v in data["per_request"].items():
+            print(f"  {k:<18} {v}")
+    return 0
+
+
 # --------------------------------------------------------------------------- snapshot
 
 

@@ -68,7 +68,7 @@ def write_run_manifest(run_dir: str | os.PathLike[str], manifest: dict[str, Any]
     return write_json_atomic(Path(run_dir) / MANIFEST_NAME, manifest)
 
 
-def _parse_lines(path: Path, data: bytes) -> tuple[list[dict[str, Any]], int]:
+def _parse_lines(path: Path, data: bytes, row_format: str = ROW_FORMAT) -> tuple[list[dict[str, Any]], int]:
     """(rows of the complete lines, byte length of those lines). A line that is complete but not a row object
     is corruption and raises; a trailing line without its newline is an interrupted write and is not returned."""
     rows: list[dict[str, Any]] = []
@@ -80,8 +80,8 @@ def _parse_lines(path: Path, data: bytes) -> tuple[list[dict[str, Any]], int]:
             row = json.loads(line)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise RunStoreError(f"{path}: line {n} is not a JSON row ({exc}); the file is damaged") from None
-        if not isinstance(row, dict) or row.get("format") != ROW_FORMAT:
-            raise RunStoreError(f'{path}: line {n} is not a run row (field "format" is not {ROW_FORMAT!r})')
+        if not isinstance(row, dict) or row.get("format") != row_format:
+            raise RunStoreError(f'{path}: line {n} is not a run row (field "format" is not {row_format!r})')
         row["_line"] = n
         rows.append(row)
     return rows, end
@@ -122,10 +122,12 @@ def read_rows(run_dir: str | os.PathLike[str], manifest: dict[str, Any] | None =
 
 
 class RowLog:
-    """The append-only row file of one run (single writer: the runner's driver thread)."""
+    """The append-only row file of one run (single writer: the runner's driver thread). ``row_format`` names
+    the rows it holds (the bench's run rows by default; ``lens bench stream`` keeps its own)."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], row_format: str = ROW_FORMAT) -> None:
         self.path = Path(path)
+        self.row_format = row_format
         self._fd: int | None = None
 
     def recover(self, manifest: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
@@ -134,7 +136,7 @@ class RowLog:
             data = self.path.read_bytes()
         except FileNotFoundError:
             return [], 0
-        rows, end = _parse_lines(self.path, data)
+        rows, end = _parse_lines(self.path, data, self.row_format)
         check_rows(self.path, rows, manifest)
         cut = len(data) - end
         if cut:

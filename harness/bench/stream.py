@@ -1,0 +1,325 @@
+"""``lens bench stream``: LENS as a stateful system over a stream of related requests on one folder.
+
+A workload in the audit's generic format (BEIR layout: assets, requests, gold asset ids —
+:func:`harness.audit.inputs.load_beir`) becomes:
+
+- **a raw folder**: one file per asset, ``<type>/<asset id>.txt`` (a table's rows one per line, its header row
+  first, cells separated by ``|``, as the workload stores them; a passage as its text), and
+  ``<folder>.manifest.json`` beside it (never inside: the agent would read it) with every file's sha256, the
+  corpus checksum and the file → asset id map. An existing folder is verified against the workload, never
+  rewritten;
+- **a stream**: the requests in one arrival order — ``random`` (seeded), ``semantic`` (seeded topical bursts
+  over TF-IDF request vectors) or ``natural`` (timestamps) — from :mod:`harness.audit.streams`, label-free;
+- **rows**: the agent asks every request in stream order (``Agent.ask(text, folder, position=j)``), with the
+  warm-reuse memory in ``RUN_DIR/memory`` (``--memory``, the default) or without (``--no-memory``), and appends
+  one row per position to ``RUN_DIR/rows.jsonl``: the cited assets, the prior's candidate recall at
+  10/20/50/100 (from the agent's recorded prior candidates), oracle calls, tokens, seconds, memory entries
+  read (documents the memory signalled) and written, and the agent's details in the layout of the bench's LENS
+  rows (so the PIT audit's LENS-memory mode reads them). Gold asset ids are used only for the scores.
+
+**Resume.** Rows are appended and flushed as each request finishes; a rerun of the same command (same
+workload, folder, stream, configuration, memory setting and agent code — bound by ``binding_hash``, anything
+else is refused) continues at the first position without a row. Memory entries are written by the agent *before* its
+row; entries at positions that have no row (a crash between the two) are dropped from the log before the run
+continues, so the memory a request reads is exactly the memory of the rows before it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from harness.audit.inputs import Asset, Workload
+from harness.audit.streams import Stream, natural_stream, random_stream, semantic_stream
+from harness.bench.datasets import DataError
+from harness.bench.run_store import RowLog
+from harness.bench.snapshots import corpus_checksum
+from harness.bench.systems.provenance import code_fingerprint
+from harness.files import canonical_json, sha256_bytes, write_json_atomic
+
+__all__ = [
+    "STREAM_ROW_FORMAT",
+    "RECALL_CUTOFFS",
+    "asset_file",
+    "render_asset",
+    "materialise_assets",
+    "build_stream",
+    "StreamSummary",
+    "run_stream",
+]
+
+STREAM_ROW_FORMAT = "lens-stream-row/1"
+STREAM_MANIFEST = "manifest.json"
+RECALL_CUTOFFS = (10, 20, 50, 100)
+
+
+def asset_file(asset: Asset) -> str:
+    """The asset's file, relative to the folder: ``<type>/<id>.txt`` (ids are checked to be safe names)."""
+    if not asset.id or "/" in asset.id or asset.id.startswith(".") or "\0" in asset.id:
+        raise DataError(f"asset id {asset.id!r}: not usable as a file name")
+    kind = asset.type if asset.type and "/" not in asset.type and not asset.type.startswith(".") else "asset"
+    return f"{kind}/{asset.id}.txt"
+
+
+def render_asset(asset: Asset) -> str:
+    """The file's text: the asset's lines with surrounding spaces trimmed (a table keeps its header row first
+    and its ``|`` cell separators); UTF-8, one final newline."""
+    lines = [line.strip() for line in asset.text.replace("\r\n", "\n").split("\n")]
+    while lines and not lines[-1]:
+        lines.pop()
+    return "\n".join(lines) + "\n"
+
+
+def materialise_assets(workload: Workload, folder: str | os.PathLike[str]) -> dict[str, Any]:
+    """Write (or verify) the folder and its manifest; returns the manifest."""
+    folder = Path(folder)
+    manifest_path = folder.with_name(folder.name + ".manifest.json")
+    files = {}
+    blobs = {}
+    for a in workload.assets:
+        name = asset_file(a)
+        data = render_asset(a).encode("utf-8")
+        blobs[name] = data
+        files[name] = {"asset": a.id, "type": a.type, "sha256": sha256_bytes(data)}
+    manifest = {
+        "format": "lens-stream-folder/1",
+        "workload": workload.name,
+        "corpus_hash": workload.corpus_hash,
+        "corpus_checksum": corpus_checksum((n, f["sha256"]) for n, f in files.items()),
+        "files": files,
+    }
+    if manifest_path.exists():
+        old = json.loads(manifest_path.read_text(encoding="utf-8"))
+        if old.get("corpus_checksum") != manifest["corpus_checksum"]:
+            raise DataError(f"{folder}: holds another workload's assets ({manifest_path}); use a new folder")
+        for name, f in files.items():
+            p = folder / name
+            if not p.is_file() or sha256_bytes(p.read_bytes()) != f["sha256"]:
+                raise DataError(f"{p}: missing or changed since the folder was written ({manifest_path})")
+        return old
+    for name, data in blobs.items():
+        p = folder / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(data)
+    write_json_atomic(manifest_path, manifest)
+    return manifest
+
+
+def build_stream(workload: Workload, kind: str, seed: int) -> Stream:
+    """The arrival order (label-free): random, semantic (TF-IDF request vectors) or natural."""
+    requests = workload.requests()
+    if kind == "random":
+        return random_stream(requests, seed)
+    if kind == "natural":
+        return natural_stream(requests)
+    if kind == "semantic":
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
+        m = TfidfVectorizer(sublinear_tf=True, stop_words="english", norm="l2").fit_transform(
+            [r.text for r in requests]
+        )
+        return semantic_stream(requests, m.toarray(), seed)
+    raise DataError(f"--order {kind!r}: expected random, semantic or natural")
+
+
+@dataclass
+class StreamSummary:
+    out: Path
+    rows_before: int
+    rows_written: int
+    planned: int
+    per_request: dict[str, float]
+
+
+def _recall(ranked: Sequence[str], gold: set[str], k: int) -> float:
+    return len(set(ranked[:k]) & gold) / len(gold) if gold else 0.0
+
+
+def _details(result: Any) -> dict[str, Any]:
+    """The agent's own account, in the bench LENS rows' layout (what the PIT audit's LENS-memory mode reads)."""
+    return {
+        "best_effort": result.best_effort,
+        "answer_verified": result.answer_verified,
+        "stop_reason": result.stop_reason,
+        "intent": result.intent,
+        "requirements": [r.to_dict() for r in result.requirements],
+        "evidence": [{k: v for k, v in e.to_dict().items() if k != "text"} for e in result.evidence],
+        "decomposition": result.decomposition,
+        "memory_entries": list(result.memory_entries),
+        "stages": list(result.stages),
+        "rounds": result.cost.get("rounds"),
+        "model": result.model,
+        "notes": list(result.notes),
+    }
+
+
+def _drop_orphan_entries(memory_dir: Path, next_position: int) -> int:
+    """Remove memory entries at positions >= ``next_position`` (written before a crash cut their row)."""
+    log = memory_dir / "memory.jsonl"
+    if not log.exists():
+        return 0
+    keep, dropped = [], 0
+    for line in log.read_text(encoding="utf-8").splitlines(keepends=True):
+        if not line.strip():
+            continue
+        if not line.endswith("\n"):
+            dropped += 1  # a torn last line
+            continue
+        if json.loads(line).get("position", -1) >= next_position:
+            dropped += 1
+            continue
+        keep.append(line)
+    if dropped:
+        tmp = log.with_name(log.name + ".tmp")
+        tmp.write_text("".join(keep), encoding="utf-8")
+        os.replace(tmp, log)
+    return dropped
+
+
+def run_stream(
+    workload: Workload,
+    folder: str | os.PathLike[str],
+    stream: Stream,
+    out: str | os.PathLike[str],
+    config: Any,
+    *,
+    memory: bool = True,
+    limit: int | None = None,
+    client: Any = None,
+    log=None,
+) -> StreamSummary:
+    """Ask every request of ``stream`` (first ``limit``) in order; resumable (see the module docstring)."""
+    import sys
+
+    from lens import Agent, LensError, MemoryStore, scan_corpus
+
+    log = log or sys.stderr
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    manifest = materialise_assets(workload, folder)
+    folder = Path(folder)
+    file_asset = {name: f["asset"] for name, f in manifest["files"].items()}
+    binding = {
+        "workload": workload.name,
+        "corpus_hash": workload.corpus_hash,
+        "queries_hash": workload.queries_hash,
+        "folder_checksum": manifest["corpus_checksum"],
+        "stream": {"kind": stream.kind, "seed": stream.seed, "hash": stream.hash},
+        "config_hash": config.canonical_hash(),
+        "memory": memory,
+        "code": code_fingerprint("lens"),  # rows made before and after an edit of the agent are never mixed
+    }
+    binding_hash = sha256_bytes(canonical_json(binding))
+    system_hash = sha256_bytes(canonical_json({k: binding[k] for k in ("config_hash", "memory", "code")}))
+    mpath = out / STREAM_MANIFEST
+    if mpath.exists():
+        old = json.loads(mpath.read_text(encoding="utf-8"))
+        if old.get("binding_hash") != binding_hash:
+            diff = [k for k in binding if old.get("binding", {}).get(k) != binding[k]]
+            raise DataError(f"{out}: holds a stream run with other bindings ({', '.join(diff)}); use a new --out")
+    rows_log = RowLog(out / "rows.jsonl", STREAM_ROW_FORMAT)
+    existing, cut = rows_log.recover({"binding_hash": binding_hash, "config_hash": binding["config_hash"]})
+    done = {r["position"] for r in existing}
+    next_pos = 0
+    while next_pos in done:
+        next_pos += 1
+    if len(done) != next_pos:
+        raise DataError(f"{out}/rows.jsonl: rows are not a prefix of the stream (positions {sorted(done)[:5]}…)")
+    memory_dir = out / "memory"
+    store = None
+    if memory:
+        dropped = _drop_orphan_entries(memory_dir, next_pos)
+        if dropped:
+            print(f"resume: dropped {dropped} memory entries written after the last row", file=log)
+        store = MemoryStore(memory_dir, capacity=config.memory.capacity)
+    write_json_atomic(
+        mpath,
+        {
+            "format": "lens-stream-run/1",
+            "binding": binding,
+            "binding_hash": binding_hash,
+            "stream": stream.to_json(),
+            "folder": str(folder.resolve()),
+            "config": config.canonical(),
+            "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        },
+    )
+    scan_corpus(folder, config.reader)  # an unusable folder fails here, before any LLM call
+    queries = {q.id: q for q in workload.queries}
+    planned = len(stream) if limit is None else min(limit, len(stream))
+    agent = Agent(config, client=client, memory=store)
+    written = 0
+    rows = list(existing)
+    rows_log.open()
+    try:
+        for pos in range(next_pos, planned):
+            q = queries[stream.query_ids[pos]]
+            t0 = time.monotonic()
+            error = None
+            try:
+                result = agent.ask(q.text, folder, position=pos)
+            except LensError as exc:  # an unusable folder or a dead endpoint: stop, resumable
+                raise DataError(f"position {pos} ({q.id}): {exc}") from exc
+            seconds = time.monotonic() - t0
+            cited = [file_asset.get(e.path) for e in result.evidence]
+            cited_assets = sorted({c for c in cited if c})
+            prior = next((st["candidates"] for st in result.stages if st.get("stage") == "prior"), [])
+            prior_assets = [file_asset[p] for p in prior if p in file_asset]
+            read = next((st for st in result.stages if st.get("stage") == "memory"), {})
+            gold = set(q.gold)
+            cost = result.cost
+            row = {
+                "format": STREAM_ROW_FORMAT,
+                "binding_hash": binding_hash,
+                "config_hash": binding["config_hash"],
+                "system": "lens",
+                "system_hash": system_hash,
+                "memory_on": memory,
+                "position": pos,
+                "question_id": q.id,
+                "question": q.text,
+                "prediction": {
+                    "answer": result.answer,
+                    "cited_assets": cited_assets,
+                    "tokens": int(cost.get("tokens", 0)),
+                    "prompt_tokens": int(cost.get("prompt_tokens", 0)),
+                    "completion_tokens": int(cost.get("completion_tokens", 0)),
+                    "oracle_calls": int(cost.get("oracle_calls", 0)),
+                    "seconds": round(seconds, 3),
+                    "error": error,
+                    "details": _details(result),
+                },
+                "memory": {
+                    "read": int(read.get("served", 0)),
+                    "requirements_served": int(read.get("requirements_served", 0)),
+                    "stale": int(read.get("stale", 0)),
+                    "written": len(result.memory_entries) if memory else 0,
+                },
+                "gold_assets": sorted(gold),  # labels: scoring only
+                "scores": {
+                    "cited_recall": _recall(cited_assets, gold, len(cited_assets)) if cited_assets else 0.0,
+                    "cited_precision": len(set(cited_assets) & gold) / len(cited_assets) if cited_assets else None,
+                    **{f"prior_recall@{k}": _recall(prior_assets, gold, k) for k in RECALL_CUTOFFS},
+                },
+                "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            }
+            rows_log.append(row)
+            rows.append(row)
+            written += 1
+    finally:
+        rows_log.close()
+    n = max(len(rows), 1)
+    per = {
+        "oracle_calls": sum(r["prediction"]["oracle_calls"] for r in rows) / n,
+        "tokens": sum(r["prediction"]["tokens"] for r in rows) / n,
+        "seconds": sum(r["prediction"]["seconds"] for r in rows) / n,
+        "cited_recall": sum(r["scores"]["cited_recall"] for r in rows) / n,
+        "memory_read": sum(r["memory"]["read"] for r in rows) / n,
+        "memory_written": sum(r["memory"]["written"] for r in rows) / n,
+        **{f"prior_recall@{k}": sum(r["scores"][f"prior_recall@{k}"] for r in rows) / n for k in RECALL_CUTOFFS},
+    }
+    return StreamSummary(out, len(existing), written, planned, per)
