@@ -44,6 +44,11 @@ def add_audit_parser(sub: argparse._SubParsersAction, handler: Callable[[argpars
     q.add_argument(
         "--questions", metavar="FILE", help="lens-memory configs: the HotpotQA questions file the run was bound to"
     )
+    q.add_argument(
+        "--workload",
+        metavar="DIR",
+        help="lens-memory configs over a `lens bench stream` run: its BEIR workload (instead of --questions)",
+    )
     q.add_argument("--json", action="store_true", help="print a JSON summary")
     q.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     handler(q, "harness.audit.commands:run")

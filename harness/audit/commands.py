@@ -28,6 +28,7 @@ def run(args: argparse.Namespace) -> int:
         "run": getattr(args, "lens_run", None),
         "snapshot": getattr(args, "snapshot", None),
         "questions": getattr(args, "questions", None),
+        "workload": getattr(args, "workload", None),
     }
     if isinstance(config, LensAuditConfig):
         from harness.audit.lens_pipeline import run_lens_audit as run_audit

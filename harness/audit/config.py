@@ -180,6 +180,12 @@ class LensSourceSpec(_Section):
     run: str | None = None
     snapshot: str | None = None
     questions: str | None = None
+    workload: str | None = Field(
+        None,
+        description="instead of questions, for a `lens bench stream` run: its BEIR workload folder (gold asset ids "
+        "for the metric, mapped to files by the stream folder's manifest)",
+    )
+    split: str | None = Field(None, description="with workload: the qrels split (default: the only one)")
     system: str = "lens"
     system_hash: str | None = Field(None, description="pick one arm when the run holds several for `system`")
     preset: str | None = Field(None, description="LENS preset for the agent (default: the run's own configuration)")
@@ -236,7 +242,7 @@ class LensAuditConfig(_Section):
 
     def hashed_view(self) -> dict:
         data = self.model_dump(exclude={"source"})
-        for key in ("run", "snapshot", "questions"):
+        for key in ("run", "snapshot", "questions", "workload"):
             data["lens"].pop(key, None)
         data["full"].pop("llm_cache", None)
         return data
@@ -246,10 +252,16 @@ class LensAuditConfig(_Section):
         return sha256_bytes(canonical_json(self.hashed_view()))
 
     def with_paths(
-        self, *, run: str | None = None, snapshot: str | None = None, questions: str | None = None
+        self,
+        *,
+        run: str | None = None,
+        snapshot: str | None = None,
+        questions: str | None = None,
+        workload: str | None = None,
     ) -> "LensAuditConfig":
         """A copy with the given data paths replaced (paths are not hashed)."""
-        upd = {k: v for k, v in (("run", run), ("snapshot", snapshot), ("questions", questions)) if v is not None}
+        given = (("run", run), ("snapshot", snapshot), ("questions", questions), ("workload", workload))
+        upd = {k: v for k, v in given if v is not None}
         return self.model_copy(update={"lens": self.lens.model_copy(update=upd)}) if upd else self
 
 

@@ -61,7 +61,7 @@ __all__ = [
 ]
 
 # Row keys that hold labels or scores computed from them: the event source never reads them.
-LABEL_FIELDS = frozenset({"gold_answer", "gold_titles", "scores", "type", "level"})
+LABEL_FIELDS = frozenset({"gold_answer", "gold_titles", "gold_assets", "scores", "type", "level"})
 _ENTRY_FIELDS = ("requirement", "path", "doc_id", "first", "last", "line_start", "line_end", "value", "sha256")
 NEEDED = (
     'prediction.details["requirements"][*].{text, status, value, evidence} (RequirementStatus.to_dict()) and '
@@ -292,6 +292,7 @@ class LensRun:
     rows_sha256: str
     manifest_sha256: str
     snapshot_path: str | None = None  # the folder the run read (its manifest's snapshot.path)
+    kind: str = "bench"  # "bench" (`lens bench run`) or "stream" (`lens bench stream`: positions are its stream)
 
     @property
     def event_sources(self) -> dict[str, int]:
@@ -309,7 +310,7 @@ class LensRun:
 
 
 def load_lens_run(run_dir: str | Path, system: str = "lens", system_hash: str | None = None) -> LensRun:
-    """Read the ``system`` rows of a ``lens bench run`` folder (label-free). Raises :class:`LensRunError` naming
+    """Read the ``system`` rows of a ``lens bench run`` (or ``lens bench stream``) folder (label-free). Raises :class:`LensRunError` naming
     the file, line and field when the folder or a row cannot serve; refuses a folder holding rows of several
     ``system_hash`` values for ``system`` unless ``system_hash`` picks one."""
     folder = Path(run_dir)
@@ -355,19 +356,21 @@ def load_lens_run(run_dir: str | Path, system: str = "lens", system_hash: str | 
     ordered = tuple(sorted(records.values(), key=lambda r: (r.bench_position, r.question_id)))
     binding = manifest.get("binding") or {}
     corpus = (binding.get("corpus") or {}).get("corpus_checksum")
+    stream_run = manifest.get("format") == "lens-stream-run/1"  # `lens bench stream`: the folder, the stream
     return LensRun(
         folder=folder,
         system=system,
         system_hash=str(rows[0][1].get("system_hash")),
         records=ordered,
         config=manifest.get("config") or {},
-        config_hash=str(manifest.get("config_hash")),
+        config_hash=str(binding.get("config_hash") if stream_run else manifest.get("config_hash")),
         binding=binding,
         binding_hash=str(manifest.get("binding_hash")),
-        corpus_checksum=corpus,
+        corpus_checksum=binding.get("folder_checksum") if stream_run else corpus,
         rows_sha256=sha256_file(rpath),
         manifest_sha256=sha256_file(mpath),
-        snapshot_path=(manifest.get("snapshot") or {}).get("path"),
+        snapshot_path=manifest.get("folder") if stream_run else (manifest.get("snapshot") or {}).get("path"),
+        kind="stream" if stream_run else "bench",
     )
 
 

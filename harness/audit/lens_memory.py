@@ -148,6 +148,11 @@ class LensCorpus:
                 fresh[k] = self.view.docs[idx].sha256 == e.sha256
         return doc, fresh
 
+    def gold_documents(self, gold_ids: Sequence[Sequence[str]]) -> tuple[GoldLabels, int]:
+        """Gold documents per query given as document ids (a stream run's asset files). An id with no document
+        in the folder stays in the denominator as an unreachable asset. Returns (labels, missing)."""
+        return self._labels(gold_ids, self.by_id.get)
+
     def gold_labels(self, gold_titles: Sequence[Sequence[str]]) -> tuple[GoldLabels, int]:
         """Gold documents per query (titles matched by ``harness.bench.datasets.article_key``). A gold title with no
         document in the folder stays in the denominator as an unreachable asset. Returns (labels, missing)."""
@@ -156,12 +161,15 @@ class LensCorpus:
         index: dict[str, int] = {}
         for i, d in enumerate(self.view.docs):
             index.setdefault(article_key(d.title), i)
+        return self._labels([[article_key(t) for t in titles] for titles in gold_titles], index.get)
+
+    def _labels(self, keys_per_query: Sequence[Sequence[str]], find) -> tuple[GoldLabels, int]:
         n_docs = len(self.view.docs)
         indptr, indices, missing = [0], [], 0
-        for titles in gold_titles:
+        for keys in keys_per_query:
             got: set[int] = set()
-            for t in dict.fromkeys(article_key(x) for x in titles):
-                i = index.get(t)
+            for t in dict.fromkeys(keys):
+                i = find(t)
                 if i is None:
                     i = n_docs + missing
                     missing += 1

@@ -98,6 +98,69 @@ def _summary(gold, n_docs: int, n_queries: int) -> dict[str, Any]:
     }
 
 
+def _question_labels(run: LensRun, qfile: Path, corpus: LensCorpus):
+    """Gold documents of a bench run's questions: their supporting titles (HotpotQA questions file)."""
+    q_sha = sha256_file(qfile)
+    bound = run.binding.get("questions_file_sha256")
+    if bound and bound != q_sha:
+        raise LensError(
+            f"{qfile}: sha256 {q_sha[:12]}… differs from the questions file the run was bound to ({bound[:12]}…)"
+        )
+    from harness.bench.datasets import load_questions
+
+    population = {q.id: q for q in load_questions(qfile)}
+    for r in run.records:
+        q = population.get(r.question_id)
+        if q is None:
+            raise LensError(f"{qfile}: question {r.question_id} of the run is not in it")
+        if q.question != r.question:
+            raise LensError(f"{qfile}: question {r.question_id} reads differently from the run's row")
+    gold, missing = corpus.gold_labels([population[r.question_id].gold_titles for r in run.records])
+    labels_hash = sha256_bytes(
+        canonical_json(
+            [
+                [r.question_id, list(population[r.question_id].gold_titles), population[r.question_id].answer]
+                for r in run.records
+            ]
+        )
+    )
+    return gold, missing, labels_hash, population
+
+
+def _stream_labels(run: LensRun, workload_dir: Path, split: str | None, folder: Path, corpus: LensCorpus):
+    """Gold documents of a stream run's requests: their gold asset ids (BEIR qrels), mapped to the folder's files
+    by the manifest ``lens bench stream`` wrote beside the folder."""
+    import json
+
+    from harness.audit.inputs import load_beir
+
+    if run.kind != "stream":
+        raise LensError(f"{run.folder}: lens.workload is for `lens bench stream` runs; this is a bench run")
+    workload = load_beir(workload_dir, split=split)
+    if workload.corpus_hash != run.binding.get("corpus_hash") or workload.queries_hash != run.binding.get(
+        "queries_hash"
+    ):
+        raise LensError(f"{workload_dir}: not the workload the stream run {run.folder} was bound to")
+    mpath = folder.with_name(folder.name + ".manifest.json")
+    try:
+        files = json.loads(mpath.read_text(encoding="utf-8"))["files"]
+    except (OSError, ValueError, KeyError) as exc:
+        raise LensError(f"{mpath}: the stream folder's manifest is unreadable ({exc})") from None
+    doc_of_asset = {f["asset"]: name for name, f in files.items()}
+    queries = {q.id: q for q in workload.queries}
+    for r in run.records:
+        q = queries.get(r.question_id)
+        if q is None or q.text != r.question:
+            raise LensError(f"{workload_dir}: request {r.question_id} of the run is missing or reads differently")
+    gold, missing = corpus.gold_documents(
+        [[doc_of_asset.get(a, a) for a in queries[r.question_id].gold] for r in run.records]
+    )
+    labels_hash = sha256_bytes(
+        canonical_json([[r.question_id, sorted(queries[r.question_id].gold)] for r in run.records])
+    )
+    return gold, missing, labels_hash
+
+
 def run_lens_audit(
     config: LensAuditConfig,
     out_dir: str | Path,
@@ -116,15 +179,25 @@ def run_lens_audit(
     if (out / MANIFEST_NAME).exists() or (out / "rows.jsonl").exists():
         raise LensError(f"{out}: already holds an audit run; choose a new --out folder")
     spec = config.lens
-    unset = [k for k in ("run", "questions") if not getattr(spec, k)]
+    unset = [k for k in ("run",) if not getattr(spec, k)]
+    if not spec.questions and not spec.workload:
+        unset.append("questions")
     if unset:
         raise AuditConfigError(
             f"{config.source or 'config'}: lens.{unset[0]} is not set (set it in the config, or pass "
-            "--lens-run / --questions to lens audit run)"
+            "--lens-run / --questions to lens audit run; a stream run takes lens.workload instead)"
+        )
+    if spec.workload and config.replay.mode == "full":
+        raise AuditConfigError(
+            f'{config.source or "config"}: replay.mode = "full" scores answers against HotpotQA gold; a stream '
+            "run over a BEIR workload is audited in cheap mode (prior candidate recall of the gold assets)"
         )
     droot = data_root(root)
     run_dir = resolve_data_path(spec.run, "lens.run", droot, config=config.source, folder=True)
-    qfile = resolve_data_path(spec.questions, "lens.questions", droot, config=config.source)
+    if spec.workload:
+        qfile = resolve_data_path(spec.workload, "lens.workload", droot, config=config.source, folder=True)
+    else:
+        qfile = resolve_data_path(spec.questions, "lens.questions", droot, config=config.source)
 
     # 1. inputs: label-free records; labels only for metrics
     t_all = t0 = time.perf_counter()
@@ -138,36 +211,17 @@ def run_lens_audit(
     timings: dict[str, float] = {}
     outputs: list[Path] = []
     records = run.records
-    q_sha = sha256_file(qfile)
-    bound = run.binding.get("questions_file_sha256")
-    if bound and bound != q_sha:
-        raise LensError(
-            f"{qfile}: sha256 {q_sha[:12]}… differs from the questions file the run was bound to ({bound[:12]}…)"
-        )
-    from harness.bench.datasets import load_questions
-
-    population = {q.id: q for q in load_questions(qfile)}
-    for r in records:
-        q = population.get(r.question_id)
-        if q is None:
-            raise LensError(f"{qfile}: question {r.question_id} of the run is not in it")
-        if q.question != r.question:
-            raise LensError(f"{qfile}: question {r.question_id} reads differently from the run's row")
     lens_cfg, cfg_note = agent_config(
         run, config, cache_dir=(config.full.llm_cache or out / "llm-cache") if config.replay.mode == "full" else None
     )
     corpus = LensCorpus.read(snap, lens_cfg.reader)
-    gold, gold_missing = corpus.gold_labels([population[r.question_id].gold_titles for r in records])
+    population: dict[str, Any] = {}  # the questions (full mode scores their answers); none for a stream run
+    if spec.workload:
+        gold, gold_missing, labels_hash = _stream_labels(run, qfile, spec.split, snap, corpus)
+    else:
+        gold, gold_missing, labels_hash, population = _question_labels(run, qfile, corpus)
     requests = tuple(Request(r.question_id, r.question) for r in records)
     queries_hash = sha256_bytes(canonical_json([[q.id, q.text] for q in requests]))
-    labels_hash = sha256_bytes(
-        canonical_json(
-            [
-                [r.question_id, list(population[r.question_id].gold_titles), population[r.question_id].answer]
-                for r in records
-            ]
-        )
-    )
     workload = spec.name or snap.name
     say(
         f"{workload}: {len(records)} questions from {run_dir} ({run.event_sources}), {len(corpus)} documents in {snap}"
@@ -238,7 +292,15 @@ def run_lens_audit(
     inputs = [
         {**file_record(run_dir / "rows.jsonl"), "workload": workload, "role": "lens bench rows"},
         {**file_record(run_dir / "manifest.json"), "workload": workload, "role": "lens bench manifest"},
-        {**file_record(qfile), "workload": workload, "role": "questions (labels: metrics only)"},
+        *(
+            [
+                {**file_record(f), "workload": workload, "role": "stream workload (labels: metrics only)"}
+                for f in sorted(qfile.rglob("*"))
+                if f.is_file()
+            ]
+            if spec.workload
+            else [{**file_record(qfile), "workload": workload, "role": "questions (labels: metrics only)"}]
+        ),
     ]
     snap_manifest = snap.parent / f"{snap.name}.manifest.json"
     if snap_manifest.is_file():

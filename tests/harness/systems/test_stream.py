@@ -158,3 +158,54 @@ def test_the_cli_runs_a_stream(tmp_path, endpoint, capsys):
     assert code == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["rows_written"] == 3 and summary["planned"] == 3
+
+
+AUDIT = """
+kind = "lens-memory"
+name = "stream-test"
+[lens]
+run = "{run}"
+workload = "{workload}"
+[streams]
+kinds = ["random"]
+seeds = [0, 1]
+[replay]
+mode = "cheap"
+capacity = 4
+horizons = [2]
+anchors_per_position = 2
+[metrics]
+cutoffs = [2, 4, 10]
+headline_k = 4
+bootstrap_resamples = 100
+"""
+
+
+def test_the_pit_audit_reads_a_stream_run_with_its_workload_labels(tmp_path, endpoint):
+    from harness.audit.config import load_audit_config
+    from harness.audit.contract import check_run
+    from harness.audit.lens_pipeline import run_lens_audit
+    from harness.audit.rows import read_rows
+
+    w = _workload(tmp_path)
+    wl = load_beir(w)
+    out = tmp_path / "run"
+    run_stream(wl, tmp_path / "assets", build_stream(wl, "random", 3), out, _config())
+    cfg_file = tmp_path / "audit.toml"
+    cfg_file.write_text(AUDIT.format(run=out.as_posix(), workload=w.as_posix()))
+    run_lens_audit(load_audit_config(cfg_file), tmp_path / "audit")
+    assert check_run(tmp_path / "audit") == []
+    t = read_rows(tmp_path / "audit" / "rows.jsonl")
+    cond = t["condition"].astype(str)
+    assert {"stateless", "pit", "future", "naive"} <= set(cond)
+    assert (t["tvr"][cond == "pit"] == 0).all()
+    manifest = json.loads((tmp_path / "audit" / "manifest.json").read_text())
+    (wb,) = manifest["bindings"].values()
+    assert wb["folder"]["same_corpus_as_run"] and wb["gold_titles_missing_from_folder"] == 0
+    # a bench-style questions file is not how a stream run is labelled; full mode is refused
+    bad = tmp_path / "bad.toml"
+    bad.write_text(AUDIT.format(run=out.as_posix(), workload=w.as_posix()).replace('mode = "cheap"', 'mode = "full"'))
+    from harness.audit.config import AuditConfigError
+
+    with pytest.raises(AuditConfigError, match="cheap mode"):
+        run_lens_audit(load_audit_config(bad), tmp_path / "audit-full")
