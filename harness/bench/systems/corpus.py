@@ -1,5 +1,10 @@
 """A snapshot folder read as documents: one extensionless file per article, title line, one sentence per line.
 
+A folder of ``.bz2`` / ``.jsonl`` article shards (the fullwiki pool, ``lens bench fullwiki``: official abstracts
+layout, one JSON object per line with ``title`` and ``text`` as the sentence list) is read as its records: the
+document id of a record is ``<shard path>#L<line>``, the id LENS's reader gives it, so every arm names a record
+the same way; the checksum covers the shard files (the fullwiki manifest's pool checksum).
+
 The baselines read the snapshot layout of ``harness.bench.snapshots`` directly: document id = file name, title = line 1
 (authoritative; the name is only an encoding of it), sentence k = line k + 2 (HotpotQA's sent_id k). Reading also
 computes the folder's corpus checksum by the manifests' rule, so an index can say exactly which corpus it covers.
@@ -55,6 +60,45 @@ def read_snapshot_doc(folder: str | os.PathLike[str], name: str) -> SnapshotDoc 
         return None
 
 
+SHARD_SUFFIXES = (".bz2", ".jsonl", ".ndjson")
+
+
+def _shard_files(folder: Path) -> list[Path]:
+    """Shard files anywhere under the folder (hidden entries skipped), sorted by relative path."""
+    files = [
+        p
+        for p in folder.rglob("*")
+        if p.is_file()
+        and not any(part.startswith(".") for part in p.relative_to(folder).parts)
+        and p.name.lower().endswith(SHARD_SUFFIXES)
+    ]
+    return sorted(files, key=lambda p: p.relative_to(folder).as_posix().encode("utf-8", "surrogatepass"))
+
+
+def _records(rel: str, data: bytes) -> list[SnapshotDoc]:
+    """The articles of one shard (official layout): ``<rel>#L<line>``, title, sentences."""
+    import bz2
+    import json
+
+    raw = bz2.decompress(data) if rel.lower().endswith(".bz2") else data
+    docs = []
+    for lineno, line in enumerate(raw.split(b"\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise DataError(f"{rel}: line {lineno}: not a JSON article ({exc})") from None
+        title, text = obj.get("title"), obj.get("text")
+        if not isinstance(title, str) or not title.strip():
+            raise DataError(f'{rel}: line {lineno}: field "title" missing or empty')
+        flat: list[str] = []
+        for item in text if isinstance(text, list) else [text or ""]:
+            flat.extend(item if isinstance(item, list) else [item])
+        docs.append(SnapshotDoc(f"{rel}#L{lineno}", title.strip(), tuple(str(x).strip() for x in flat)))
+    return docs
+
+
 def _listing(folder: Path) -> list[os.DirEntry]:
     try:
         entries = list(os.scandir(folder))
@@ -74,9 +118,14 @@ def folder_signature(folder: str | os.PathLike[str]) -> str:
     """A cheap fingerprint of the folder's listing (names, sizes, modification times): changes when a file is
     added, removed or rewritten. Used to notice growth without hashing every file."""
     h = hashlib.sha256()
-    for e in _listing(Path(folder)):
+    entries = _listing(Path(folder))
+    for e in entries:
         st = e.stat(follow_symlinks=False)
         h.update(f"{e.name}\0{st.st_size}\0{st.st_mtime_ns}\n".encode("utf-8", "surrogatepass"))
+    if not entries:  # a folder of shards: their listing
+        for p in _shard_files(Path(folder)):
+            st = p.stat()
+            h.update(f"{p.relative_to(folder).as_posix()}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
     return h.hexdigest()
 
 
@@ -116,8 +165,27 @@ class SnapshotCorpus:
             except UnicodeDecodeError:
                 skipped["not_utf8"] = skipped.get("not_utf8", 0) + 1
         if not docs:
+            shards = _shard_files(folder)
+            if shards:
+                return cls._load_shards(folder, shards)
             raise DataError(f"{folder}: no readable documents")
         return cls(folder=folder, docs=docs, checksum=corpus_checksum(hashes), skipped=skipped)
+
+    @classmethod
+    def _load_shards(cls, folder: Path, shards: list[Path]) -> "SnapshotCorpus":
+        docs: list[SnapshotDoc] = []
+        hashes: list[tuple[str, str]] = []
+        for p in shards:
+            rel = p.relative_to(folder).as_posix()
+            data = p.read_bytes()
+            hashes.append((rel, hashlib.sha256(data).hexdigest()))
+            try:
+                docs.extend(_records(rel, data))
+            except OSError as exc:  # a corrupt .bz2 stream
+                raise DataError(f"{p}: unreadable shard ({exc})") from None
+        if not docs:
+            raise DataError(f"{folder}: its shards hold no articles")
+        return cls(folder=folder, docs=docs, checksum=corpus_checksum(hashes))
 
     def __len__(self) -> int:
         return len(self.docs)

@@ -33,11 +33,12 @@ def prediction_from_result(result: Any, folder: str | Path, system: str = "lens"
     evidence: list[Passage] = []
     support: list[tuple[str, int]] = []
     for e in result.evidence:
-        if e.path not in titles:
+        # a document is a file, or a record inside a container (a fullwiki shard): keyed by its document id
+        if e.doc_id not in titles:
             doc = read_snapshot_doc(folder, e.path) if e.doc_id == e.path else None
-            titles[e.path] = doc.title if doc is not None else e.title
-        title = titles[e.path]
-        retrieved.setdefault(e.path, RetrievedDoc(e.path, title))
+            titles[e.doc_id] = doc.title if doc is not None else e.title
+        title = titles[e.doc_id]
+        retrieved.setdefault(e.doc_id, RetrievedDoc(e.doc_id, title))
         # Line ranges of a whole file map to sent_ids; a record inside a container file has no such mapping.
         sids = list(sentences_of_lines(e.line_start, e.line_end)) if e.doc_id == e.path else []
         evidence.append(
