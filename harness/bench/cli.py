@@ -31,6 +31,7 @@ def add_bench_parser(sub: argparse._SubParsersAction, handler: Handler) -> None:
     _add_snapshot(b_sub, handler)
     _add_fullwiki(b_sub, handler)
     _add_stream(b_sub, handler)
+    _add_judge(b_sub, handler)
     _add_score(b_sub, handler)
     _add_run(b_sub, handler)
     _add_lifecycle(b_sub, handler)
@@ -126,6 +127,24 @@ def _add_stream(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
     q.add_argument("--json", action="store_true", help="print the summary as JSON")
     add_config_args(q)
     handler(q, "harness.bench.commands:stream")
+
+
+def _add_judge(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
+    from lens import add_config_args
+
+    q = b_sub.add_parser(
+        "judge",
+        help="JudgeAcc: an LLM judge's verdict on every answer of run folders (auxiliary; resumable, cached)",
+        description="Ask a judge, per row of each run folder, whether the prediction means the same as the gold "
+        "answer; verdicts (with the raw reply) go to RUN_DIR/judge.jsonl, resumable. The judge's LLM is set "
+        "with this command's own configuration flags (default: the embedded model); its calls are never in a "
+        "system's budget. lens bench report shows JudgeAcc beside EM with Cohen's kappa.",
+    )
+    q.add_argument("runs", nargs="+", metavar="RUN_DIR")
+    q.add_argument("--limit", type=int, metavar="N", help="only the first N rows of each run (by position)")
+    q.add_argument("--json", action="store_true")
+    add_config_args(q)
+    handler(q, "harness.bench.commands:judge")
 
 
 def _add_score(b_sub: argparse._SubParsersAction, handler: Handler) -> None:

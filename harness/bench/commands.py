@@ -178,6 +178,30 @@ def stream(args: argparse.Namespace) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------- judge
+
+
+def judge(args: argparse.Namespace) -> int:
+    from harness.bench.judge import judge_runs
+    from lens import config_from_args, open_client
+
+    config = config_from_args(args)
+    client = open_client(config)
+    try:
+        s = judge_runs(args.runs, client, limit=args.limit)
+    finally:
+        client.close()
+    data = {"judged": s.judged, "cached": s.cached, "failed": s.failed, "judge_tokens": s.tokens, "model": client.model}
+    if args.json:
+        print(json.dumps(data, indent=1))
+    else:
+        print(
+            f"judge {client.model}: {s.judged} verdicts written ({s.failed} failed), {s.cached} already judged, "
+            f"{s.tokens:,} judge tokens"
+        )
+    return 0
+
+
 # --------------------------------------------------------------------------- snapshot
 
 

@@ -531,6 +531,48 @@ def _answer_path_table(g: Group) -> Table | None:
     )
 
 
+def _judge_table(g: Group) -> Table | None:
+    """JudgeAcc beside EM (``lens bench judge`` verdicts in the group's run folders), per system on the table's
+    questions, with Cohen's κ of the two and the verdicts missing. Auxiliary, never a primary score."""
+    from harness.bench.judge import cohen_kappa, load_verdicts
+
+    verdicts = load_verdicts(g.runs)
+    if not verdicts:
+        return None
+    ids = g.common_ids()
+    rows = []
+    for s in g.ordered_systems():
+        em, judged, missing = [], [], 0
+        for i in ids:
+            r = g.rows[s][i]
+            v = verdicts.get((r["system_hash"], i))  # None: not judged, or the judge failed
+            if v is None:
+                missing += 1
+                continue
+            em.append(bool(r["scores"]["em"]))
+            judged.append(v)
+        kappa = cohen_kappa(em, judged)
+        rows.append(
+            [
+                SYSTEM_LABELS.get(s, s),
+                str(len(judged)),
+                _pct(sum(em) / len(em)) if em else "—",
+                _pct(sum(judged) / len(judged)) if judged else "—",
+                "—" if kappa is None else f"{kappa:.2f}",
+                str(missing),
+            ]
+        )
+    return Table(
+        f"judge__{_group_slug(g)}",
+        f"JudgeAcc beside EM on {g.corpus} (auxiliary; n={len(ids)})",
+        f"{g.binding_line()}. JudgeAcc: the share an LLM judge (`lens bench judge`, its own configuration, calls "
+        "outside every system's budget) grades correct; EM on the same judged questions; Cohen's κ of the two; "
+        "Missing: questions without a verdict (judge failed or not run), left out of both.",
+        ["System", "n judged", "EM", "JudgeAcc", "κ (EM, judge)", "Missing"],
+        rows,
+    )
+
+
 def _ceiling_table(g: Group) -> Table | None:
     """The reading ceiling: the gold-passages reference arm (labels: uses_gold) on the questions it and every
     headline system answered, and each system's EM as a ratio of it. Never a headline table or a test."""
@@ -1058,7 +1100,7 @@ def build_report(
     main = [g for g in groups if g.arm == "fresh" and id(g) not in variants]
     for g in sorted(main, key=lambda g: (g.size, g.config_hash)):
         tables.append(_main_table(g))
-        for extra in (_ceiling_table(g), _near_miss_table(g), _answer_path_table(g)):
+        for extra in (_ceiling_table(g), _near_miss_table(g), _answer_path_table(g), _judge_table(g)):
             if extra:
                 tables.append(extra)
     for ch in sorted({g.config_hash for g in main}):
