@@ -161,6 +161,27 @@ def _verified_corpus(folder: Path) -> tuple[SnapshotCorpus, dict[str, Any] | Non
     return corpus, manifest, mpath
 
 
+def _fullwiki_setting(folder: Path, corpus: SnapshotCorpus, stage_info: dict[str, Any]) -> dict[str, Any] | None:
+    """For the pool of a ``lens bench fullwiki`` build (``<out>/pool`` with ``<out>/fullwiki.manifest.json``):
+    the pool checksum checked, and the sampled questions whose gold articles are all in the pool."""
+    mpath = folder.parent / "fullwiki.manifest.json"
+    if folder.name != "pool" or not mpath.is_file():
+        return None
+    from harness.bench.fullwiki import read_fullwiki_manifest
+
+    m = read_fullwiki_manifest(folder.parent)
+    if m["pool"]["checksum"] != corpus.checksum:
+        raise DataError(f"{folder}: shards differ from {mpath} (pool checksum): the pool changed after it was built")
+    flags = m["gold"]["questions"]
+    return {
+        "manifest": str(mpath),
+        "sample_order_sha256": m["sample"]["order_sha256"],
+        "same_sample": m["sample"]["order_sha256"] == stage_info.get("order_sha256"),
+        "gold_in_pool": sorted(i for i, f in flags.items() if f["gold_in_pool"]),
+        "gold_missing": sorted(i for i, f in flags.items() if not f["gold_in_pool"]),
+    }
+
+
 def _stage_from_manifest(manifest: dict[str, Any], where: Path) -> dict[str, Any]:
     s = manifest.get("sample") or {}
     ids = s.get("question_ids")
@@ -245,6 +266,7 @@ def plan_run(
         if not planned:
             raise DataError(f"{folder}: no questions are new since {from_folder}")
 
+    fullwiki = _fullwiki_setting(folder, corpus, stage_info)
     population = {q.id: q for q in load_questions(questions_file)}
     missing = [i for i in planned if i not in population]
     if missing:
@@ -260,6 +282,8 @@ def plan_run(
         "corpus": {"name": folder.name, "corpus_checksum": corpus.checksum},
         "arm": arm,
     }
+    if fullwiki is not None:
+        binding["setting"] = "fullwiki"
     info = {
         "path": str(folder.resolve()),
         "questions_from": stage_info["source"],
@@ -269,6 +293,8 @@ def plan_run(
         "documents": len(corpus),
         "grows_from": (snap_manifest or {}).get("grows_from"),
     }
+    if fullwiki is not None:
+        info["fullwiki"] = fullwiki
     if stale_from is not None:
         info["stale_from"] = {"path": str(Path(stale_from).resolve()), "documents": len(index_corpus)}
     out = Path(out)

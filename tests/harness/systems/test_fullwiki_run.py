@@ -67,3 +67,27 @@ def test_lens_react_and_closed_book_answer_the_fullwiki_sample(fullwiki, endpoin
     assert len(missing) == 3 and all(
         r["scores"]["ev_rec"] is not None and r["scores"]["ev_rec"] <= 0.5 for r in missing
     )
+
+
+def test_the_report_gives_table_3_on_all_questions_and_on_the_gold_in_pool_subset(fullwiki, endpoint, tmp_path):
+    from harness.bench.report import build_report
+
+    plan = plan_run(
+        snapshot=fullwiki["out"] / "pool",
+        questions_file=fullwiki["questions"],
+        systems=("lens", "closed"),
+        out=tmp_path / "run",
+        config=make_config(),
+        sample=fullwiki["out"] / "sample",
+        stage=12,
+    )
+    assert plan.binding["setting"] == "fullwiki" and plan.snapshot_info["fullwiki"]["same_sample"]
+    assert plan.snapshot_info["fullwiki"]["gold_missing"] == [fullwiki["dropped"]["_id"]]
+    run_benchmark(plan, executor=LocalExecutor(1), progress=False)
+    result = build_report([tmp_path / "run"], tmp_path / "rep", resamples=50, plots=False)
+    names = [t.name for t in result.tables]
+    (full,) = [t for t in result.tables if t.name.startswith("table3_fullwiki__")]
+    (sub,) = [t for t in result.tables if t.name.startswith("table3_fullwiki_gold_in_pool__")]
+    assert not any(n.startswith("table2_main") for n in names)
+    assert "n=12" in full.title and "n=11" in sub.title
+    assert {r[0] for r in full.rows} == {"LENS", "Closed-Book"}
