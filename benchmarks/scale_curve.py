@@ -1,0 +1,177 @@
+"""How prior formation grows with the folder: 15K → 150K → 1.5M documents, one file per article and as .bz2
+shards, next to ripgrep searching the same cue literals over the same files, in one run.
+
+    python benchmarks/scale_curve.py --articles ../shared/data/hotpotqa/wiki_articles.jsonl \\
+        --questions ../shared/data/hotpotqa/hotpot_dev_distractor.json --work /tmp/lens-scale \\
+        --sizes 15000,150000,1500000 --queries 10 --out benchmarks/results/scale/curve.json
+
+Folders: the pool's articles, then deterministic variants until the size is reached — variant k of an article
+has the title "<title> (variant k)" and its sentences in a seeded shuffled order, so no two files are
+byte-identical (a reader cannot deduplicate them). Each size is written twice: ``files/`` (one extensionless
+file per article: title line, one sentence per line, in sub-folders of 1,000) and ``shards/`` (official
+abstracts layout, 500 articles per ``.bz2`` shard). Folders are built once and reused.
+
+Per (size, layout), in a **fresh child process** (so its peak memory is its own): the first query of a process
+(scan reading every file + view + prior scoring; nothing remembered), then ``--queries`` warm queries, each =
+what ``lens ask`` does before its first oracle call (re-scan: list and stat every file, re-read only changed
+ones; build the view; score every document for the question's cues), split into scan and view+scoring; and the
+process's peak RSS. ripgrep gets the same cue literals (``rg -F -i -c -e cue …``; ``-z`` for the shards, which
+makes rg decompress each one) over the same folder, timed alternately with the warm queries (warm page cache).
+Reported: medians, the ratio lens / rg per size and layout, and the scan rate (documents/s) each implies.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bz2
+import json
+import random
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+__all__ = ["main"]
+
+CHILD = r"""
+import json, resource, subprocess, sys, time, statistics
+from pathlib import Path
+from lens._config import load_config
+from lens._corpus import scan_corpus
+from lens._prior import Prior
+from lens._terms import capitalised_spans, content_terms
+from lens._view import CorpusView
+
+folder, rg, shards, questions = sys.argv[1], sys.argv[2], sys.argv[3] == "1", json.loads(sys.argv[4])
+cfg = load_config("deep", env={})
+cfg.reader.max_container_bytes = 1 << 40  # shards are read whole here
+
+def cues_of(q):
+    return list(dict.fromkeys(capitalised_spans(q) + content_terms(q)))
+
+t0 = time.perf_counter()
+scan = scan_corpus(folder, cfg.reader)
+t1 = time.perf_counter()
+Prior(CorpusView(scan), cfg.prior).score(questions[0], cues_of(questions[0]))
+cold = {"scan": t1 - t0, "total": time.perf_counter() - t0}
+rss_cold = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+scan_t, score_t, rg_t = [], [], []
+for q in questions:
+    cues = cues_of(q)
+    t0 = time.perf_counter()
+    scan = scan_corpus(folder, cfg.reader)
+    t1 = time.perf_counter()
+    Prior(CorpusView(scan), cfg.prior).score(q, cues)
+    t2 = time.perf_counter()
+    scan_t.append(t1 - t0)
+    score_t.append(t2 - t1)
+    cmd = [rg, "-F", "-i", "-c", "--no-messages"] + (["-z"] if shards else []) + [x for c in cues for x in ("-e", c)]
+    t3 = time.perf_counter()
+    subprocess.run(cmd + [folder], stdout=subprocess.DEVNULL, check=False)
+    rg_t.append(time.perf_counter() - t3)
+med = statistics.median
+print(json.dumps({
+    "documents": len(scan.documents), "files": scan.files, "bytes": scan.bytes_read,
+    "cold": cold, "rss_cold_mib": rss_cold,
+    "warm_scan_s": med(scan_t), "warm_score_s": med(score_t), "warm_total_s": med([a + b for a, b in zip(scan_t, score_t)]),
+    "rg_s": med(rg_t), "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+}))
+"""
+
+
+def _variants(pool: list[dict], size: int):
+    """The pool, then variant k = 1, 2, … of every article (title suffixed, sentences shuffled by a seed)."""
+    n = 0
+    k = 0
+    while True:
+        for a in pool:
+            if n == size:
+                return
+            if k == 0:
+                yield a["title"], list(a["sentences"])
+            else:
+                sents = list(a["sentences"])
+                random.Random(f"{k}:{a['title']}").shuffle(sents)
+                yield f"{a['title']} (variant {k})", sents
+            n += 1
+        k += 1
+
+
+def build(pool: list[dict], size: int, root: Path) -> None:
+    from harness.bench.snapshots import render_article, safe_file_name
+
+    files, shards = root / "files", root / "shards"
+    if (root / "done").exists():
+        return
+    shutil.rmtree(root, ignore_errors=True)
+    buf: list[str] = []
+    for n, (title, sents) in enumerate(_variants(pool, size)):
+        sub = files / f"{n // 1000:04d}"
+        if n % 1000 == 0:
+            sub.mkdir(parents=True, exist_ok=True)
+        (sub / safe_file_name(f"{n:07d} {title}")).write_text(render_article(title, sents), encoding="utf-8")
+        buf.append(json.dumps({"id": str(n), "title": title, "text": sents}, ensure_ascii=False))
+        if len(buf) == 500:
+            _shard(shards, n // 500, buf)
+            buf = []
+    if buf:
+        _shard(shards, size // 500, buf)
+    (root / "done").write_text(str(size))
+
+
+def _shard(shards: Path, index: int, lines: list[str]) -> None:
+    folder, item = divmod(index, 100)
+    p = shards / f"{folder:04d}" / f"wiki_{item:02d}.bz2"
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_bytes(bz2.compress(("\n".join(lines) + "\n").encode("utf-8"), 9))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--articles", required=True)
+    ap.add_argument("--questions", required=True)
+    ap.add_argument("--work", required=True, help="where the folders are built (reused)")
+    ap.add_argument("--sizes", default="15000,150000,1500000")
+    ap.add_argument("--layouts", default="files,shards")
+    ap.add_argument("--queries", type=int, default=10)
+    ap.add_argument("--out", metavar="FILE")
+    args = ap.parse_args(argv)
+    rg = shutil.which("rg") or str(Path(sys.executable).with_name("rg"))
+    pool = [json.loads(line) for line in open(args.articles, encoding="utf-8") if line.strip()]
+    questions = [q["question"] for q in json.load(open(args.questions, encoding="utf-8"))[: args.queries]]
+    results = []
+    for size in [int(x) for x in args.sizes.split(",")]:
+        root = Path(args.work) / f"n{size}"
+        t0 = time.perf_counter()
+        build(pool, size, root)
+        built_s = time.perf_counter() - t0
+        for layout in args.layouts.split(","):
+            p = subprocess.run(
+                [sys.executable, "-c", CHILD, str(root / layout), rg, "1" if layout == "shards" else "0"]
+                + [json.dumps(questions)],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            r = json.loads(p.stdout.strip().splitlines()[-1])
+            r.update(size=size, layout=layout, build_s=round(built_s, 1))
+            r["ratio_warm"] = r["warm_total_s"] / r["rg_s"] if r["rg_s"] else None
+            r["ratio_cold"] = r["cold"]["total"] / r["rg_s"] if r["rg_s"] else None
+            r["warm_docs_per_s"] = r["documents"] / r["warm_total_s"] if r["warm_total_s"] else None
+            results.append(r)
+            print(
+                f"{size:>9,} {layout:<6} lens warm {r['warm_total_s']:.3f} s (scan {r['warm_scan_s']:.3f} + score "
+                f"{r['warm_score_s']:.3f}), cold {r['cold']['total']:.2f} s, rg {r['rg_s']:.3f} s, "
+                f"ratio {r['ratio_warm']:.2f}x warm / {r['ratio_cold']:.2f}x cold, peak {r['peak_rss_mib']:.0f} MiB",
+                flush=True,
+            )
+    summary = {"queries": args.queries, "sizes": args.sizes, "results": results}
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
