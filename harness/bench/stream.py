@@ -38,6 +38,7 @@ from harness.audit.streams import Stream, natural_stream, random_stream, semanti
 from harness.bench.datasets import DataError
 from harness.bench.run_store import RowLog
 from harness.bench.snapshots import corpus_checksum
+from harness.bench.systems.lens_arm import lens_details
 from harness.bench.systems.provenance import code_fingerprint
 from harness.files import canonical_json, sha256_bytes, write_json_atomic
 
@@ -137,24 +138,6 @@ class StreamSummary:
 
 def _recall(ranked: Sequence[str], gold: set[str], k: int) -> float:
     return len(set(ranked[:k]) & gold) / len(gold) if gold else 0.0
-
-
-def _details(result: Any) -> dict[str, Any]:
-    """The agent's own account, in the bench LENS rows' layout (what the PIT audit's LENS-memory mode reads)."""
-    return {
-        "best_effort": result.best_effort,
-        "answer_verified": result.answer_verified,
-        "stop_reason": result.stop_reason,
-        "intent": result.intent,
-        "requirements": [r.to_dict() for r in result.requirements],
-        "evidence": [{k: v for k, v in e.to_dict().items() if k != "text"} for e in result.evidence],
-        "decomposition": result.decomposition,
-        "memory_entries": list(result.memory_entries),
-        "stages": list(result.stages),
-        "rounds": result.cost.get("rounds"),
-        "model": result.model,
-        "notes": list(result.notes),
-    }
 
 
 def _drop_orphan_entries(memory_dir: Path, next_position: int) -> int:
@@ -291,7 +274,7 @@ def run_stream(
                     "oracle_calls": int(cost.get("oracle_calls", 0)),
                     "seconds": round(seconds, 3),
                     "error": error,
-                    "details": _details(result),
+                    "details": lens_details(result),
                 },
                 "memory": {
                     "read": int(read.get("served", 0)),

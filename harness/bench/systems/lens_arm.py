@@ -22,7 +22,31 @@ from harness.bench.systems.corpus import read_snapshot_doc
 from harness.bench.systems.prediction import Passage, Prediction, RetrievedDoc
 from lens import LensError, is_endpoint_failure
 
-__all__ = ["LensSystem", "prediction_from_result"]
+__all__ = ["LensSystem", "prediction_from_result", "lens_details"]
+
+
+def lens_details(result: Any) -> dict[str, Any]:
+    """The agent's own account of one answer, as rows keep it (``prediction.details``): flags, stop reason,
+    requirements, evidence (without text), decomposition, memory entries, stages, cost shape, notes. The PIT
+    audit's LENS-memory mode reads these fields (:mod:`harness.audit.lens_events`)."""
+    cost = result.cost
+    return {
+        "best_effort": result.best_effort,
+        "answer_verified": result.answer_verified,
+        "stop_reason": result.stop_reason,
+        "intent": result.intent,
+        "requirements": [r.to_dict() for r in result.requirements],
+        "evidence": [{k: v for k, v in e.to_dict().items() if k != "text"} for e in result.evidence],
+        "decomposition": result.decomposition,
+        "memory_entries": list(result.memory_entries),
+        # how the answer was made: the comparison computed in code, the answer-span step, the calls' stages
+        "stages": list(result.stages),
+        "rounds": cost.get("rounds"),
+        "max_oracle_calls": cost.get("max_oracle_calls"),
+        "agent_seconds": cost.get("seconds"),
+        "model": result.model,
+        "notes": list(result.notes),
+    }
 
 
 def prediction_from_result(result: Any, folder: str | Path, system: str = "lens") -> Prediction:
@@ -64,23 +88,7 @@ def prediction_from_result(result: Any, folder: str | Path, system: str = "lens"
         completion_tokens=int(cost.get("completion_tokens", 0)),
         oracle_calls=int(cost.get("oracle_calls", 0)),
         cache_hits=int(cost.get("cache_hits", 0)),
-        details={
-            "best_effort": result.best_effort,
-            "answer_verified": result.answer_verified,
-            # how the answer was made: the comparison computed in code, the answer-span step, the calls' stages
-            "stages": list(result.stages),
-            "stop_reason": result.stop_reason,
-            "intent": result.intent,
-            "requirements": [r.to_dict() for r in result.requirements],
-            "evidence": [{k: v for k, v in e.to_dict().items() if k != "text"} for e in result.evidence],
-            "decomposition": result.decomposition,
-            "memory_entries": list(result.memory_entries),
-            "rounds": cost.get("rounds"),
-            "max_oracle_calls": cost.get("max_oracle_calls"),
-            "agent_seconds": cost.get("seconds"),
-            "model": result.model,
-            "notes": list(result.notes),
-        },
+        details=lens_details(result),
     )
 
 
