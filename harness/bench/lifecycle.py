@@ -40,9 +40,14 @@ _SYSTEMS = ("lens", "react", "bm25", "hybrid", "closed")
 
 def find_stages(path: str | os.PathLike[str]) -> list[Path]:
     """Snapshot folders D<n> in ``path`` (a folder of stages with their manifests), smallest first; or ``path``
-    itself when it is one stage."""
+    itself when it is one stage; or the pool of a ``lens bench fullwiki`` folder (the paper's lifecycle arm of
+    the open-domain setting: what BM25-RAG and Hybrid-RAG must build over the whole dump)."""
     p = Path(path)
     if (p.parent / f"{p.name}.manifest.json").is_file():
+        return [p]
+    if p.is_dir() and (p / "fullwiki.manifest.json").is_file() and (p / "pool").is_dir():
+        return [p / "pool"]  # a `lens bench fullwiki` folder: its whole pool is the one stage
+    if p.name == "pool" and (p.parent / "fullwiki.manifest.json").is_file():
         return [p]
     stages = (
         [

@@ -91,3 +91,14 @@ def test_the_report_gives_table_3_on_all_questions_and_on_the_gold_in_pool_subse
     assert not any(n.startswith("table2_main") for n in names)
     assert "n=12" in full.title and "n=11" in sub.title
     assert {r[0] for r in full.rows} == {"LENS", "Closed-Book"}
+
+
+def test_the_lifecycle_arm_measures_index_builds_over_the_whole_pool(fullwiki, tmp_path):
+    from harness.bench.lifecycle import find_stages, measure_lifecycle
+
+    (stage,) = find_stages(fullwiki["out"])
+    assert stage == fullwiki["out"] / "pool"
+    data = measure_lifecycle([stage], tmp_path / "indexes", systems=("lens", "react", "bm25"), isolate=False)
+    by = {r["system"]: r for r in data["rows"]}
+    assert by["bm25"]["index_bytes"] > 0 and by["bm25"]["documents"] == fullwiki["n_articles"]
+    assert by["lens"]["index_free"] and by["react"]["index_free"]
