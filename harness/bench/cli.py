@@ -127,6 +127,17 @@ def _add_stream(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
     q.add_argument("--json", action="store_true", help="print the summary as JSON")
     add_config_args(q)
     handler(q, "harness.bench.commands:stream")
+    q = b_sub.add_parser(
+        "stream-compare",
+        help="what the memory buys on one stream: a run with memory vs the same run without (paired)",
+        description="Per request of the same stream: oracle calls, tokens, seconds, cited-asset recall and prior "
+        "recall with and without the memory, with a paired bootstrap interval of the difference (PIT only).",
+    )
+    q.add_argument("with_memory", metavar="RUN_WITH_MEMORY")
+    q.add_argument("without", metavar="RUN_WITHOUT")
+    q.add_argument("--out", metavar="FILE", help="write the comparison (JSON)")
+    q.add_argument("--json", action="store_true")
+    handler(q, "harness.bench.commands:stream_compare")
 
 
 def _add_judge(b_sub: argparse._SubParsersAction, handler: Handler) -> None:

@@ -178,6 +178,32 @@ def stream(args: argparse.Namespace) -> int:
     return 0
 
 
+def stream_compare(args: argparse.Namespace) -> int:
+    from harness.bench.stream import compare_memory
+    from harness.files import write_json_atomic
+
+    c = compare_memory(args.with_memory, args.without)
+    if args.out:
+        write_json_atomic(args.out, c)
+    if args.json:
+        print(json.dumps(c, indent=1))
+        return 0
+    print(f"n = {c['n']} positions of stream {c['stream']['kind']}-s{c['stream']['seed']} (with − without memory)")
+    rows = [
+        [
+            k,
+            f"{m['with_memory']:.3f}",
+            f"{m['without']:.3f}",
+            f"{m['difference']:+.3f}",
+            f"[{m['ci95'][0]:+.3f}, {m['ci95'][1]:+.3f}]",
+        ]
+        for k, m in c["metrics"].items()
+    ]
+    print(_table(["Metric", "With memory", "Without", "Difference", "95% CI"], rows, right={1, 2, 3}))
+    print(f"memory read per request {c['memory_read_per_request']:.2f}, written {c['memory_written_per_request']:.2f}")
+    return 0
+
+
 # --------------------------------------------------------------------------- judge
 
 

@@ -51,6 +51,7 @@ __all__ = [
     "build_stream",
     "StreamSummary",
     "run_stream",
+    "compare_memory",
 ]
 
 STREAM_ROW_FORMAT = "lens-stream-row/1"
@@ -306,3 +307,57 @@ def run_stream(
         **{f"prior_recall@{k}": sum(r["scores"][f"prior_recall@{k}"] for r in rows) / n for k in RECALL_CUTOFFS},
     }
     return StreamSummary(out, len(existing), written, planned, per)
+
+
+# --------------------------------------------------------------------------- with vs without memory
+
+STREAM_METRICS = ("oracle_calls", "tokens", "seconds", "cited_recall", "prior_recall@10", "prior_recall@20")
+
+
+def _stream_rows(run_dir: Path) -> tuple[dict[str, Any], dict[int, dict[str, Any]]]:
+    manifest = json.loads((run_dir / STREAM_MANIFEST).read_text(encoding="utf-8"))
+    rows = {}
+    for line in (run_dir / "rows.jsonl").read_text(encoding="utf-8").splitlines(keepends=True):
+        if line.strip() and line.endswith("\n"):
+            r = json.loads(line)
+            rows[r["position"]] = r
+    return manifest, rows
+
+
+def _metric(row: dict[str, Any], name: str) -> float:
+    if name in ("oracle_calls", "tokens", "seconds"):
+        return float(row["prediction"][name])
+    return float(row["scores"][name])
+
+
+def compare_memory(with_memory: str | os.PathLike[str], without: str | os.PathLike[str], *, resamples: int = 10_000):
+    """What the memory buys on the same stream: per metric, the means with and without memory over the positions
+    both runs answered, and a paired bootstrap interval of the difference (with − without). The runs must differ
+    only in the memory setting (same workload, folder, stream, configuration and agent code): this is the PIT
+    saving — each request read only what earlier requests wrote."""
+    from harness.bench.metrics import bootstrap_ci
+
+    (ma, ra), (mb, rb) = _stream_rows(Path(with_memory)), _stream_rows(Path(without))
+    ba, bb = dict(ma["binding"]), dict(mb["binding"])
+    if not (ba.pop("memory") and not bb.pop("memory")):
+        raise DataError(f"{with_memory} must be the run with memory and {without} the run without")
+    if ba != bb:
+        diff = [k for k in ba if ba.get(k) != bb.get(k)]
+        raise DataError(f"the two stream runs differ in more than the memory: {', '.join(diff)}")
+    positions = sorted(set(ra) & set(rb))
+    if not positions:
+        raise DataError("the two stream runs share no answered position")
+    out = {"n": len(positions), "stream": ba["stream"], "metrics": {}}
+    for name in STREAM_METRICS:
+        a = [_metric(ra[p], name) for p in positions]
+        b = [_metric(rb[p], name) for p in positions]
+        ci = bootstrap_ci([x - y for x, y in zip(a, b)], resamples=resamples)
+        out["metrics"][name] = {
+            "with_memory": sum(a) / len(a),
+            "without": sum(b) / len(b),
+            "difference": ci.mean,
+            "ci95": [ci.low, ci.high],
+        }
+    out["memory_read_per_request"] = sum(ra[p]["memory"]["read"] for p in positions) / len(positions)
+    out["memory_written_per_request"] = sum(ra[p]["memory"]["written"] for p in positions) / len(positions)
+    return out

@@ -209,3 +209,25 @@ def test_the_pit_audit_reads_a_stream_run_with_its_workload_labels(tmp_path, end
 
     with pytest.raises(AuditConfigError, match="cheap mode"):
         run_lens_audit(load_audit_config(bad), tmp_path / "audit-full")
+
+
+def test_with_and_without_memory_compare_on_the_same_stream(tmp_path, endpoint, capsys):
+    from harness.bench.stream import compare_memory
+    from lens._cli import main
+
+    wl = load_beir(_workload(tmp_path))
+    order = build_stream(wl, "random", 3)
+    run_stream(wl, tmp_path / "assets", order, tmp_path / "mem", _config())
+    run_stream(wl, tmp_path / "assets", order, tmp_path / "nomem", _config(), memory=False)
+    c = compare_memory(tmp_path / "mem", tmp_path / "nomem", resamples=200)
+    assert c["n"] == 6 and c["memory_written_per_request"] > 0
+    m = c["metrics"]["tokens"]
+    assert m["ci95"][0] <= m["difference"] <= m["ci95"][1]
+    assert m["difference"] == pytest.approx(m["with_memory"] - m["without"])
+    with pytest.raises(DataError, match="the run with memory"):
+        compare_memory(tmp_path / "nomem", tmp_path / "mem")
+    run_stream(wl, tmp_path / "assets", build_stream(wl, "random", 9), tmp_path / "other", _config(), memory=False)
+    with pytest.raises(DataError, match="more than the memory: stream"):
+        compare_memory(tmp_path / "mem", tmp_path / "other")
+    assert main(["bench", "stream-compare", str(tmp_path / "mem"), str(tmp_path / "nomem")]) == 0
+    assert "With memory" in capsys.readouterr().out
