@@ -115,3 +115,32 @@ def test_roots_resolve_symlinks_before_checking(roots):
         r.check("escape")
     with pytest.raises(LensError, match="not a folder"):
         Roots([roots["docs"] / "harbour.md"])
+
+
+@pytest.mark.live
+@pytest.mark.timeout(900)
+def test_live_an_ask_through_the_mcp_server_with_the_embedded_model():
+    """Live: `lens mcp` with no endpoint configured starts the embedded model (the fast preset's 0.5B) on the
+    first ask and answers the demo question with cited evidence."""
+    import importlib.util
+
+    if importlib.util.find_spec("xllamacpp") is None:
+        pytest.skip("needs the 'local' extra")
+    demo = Path(__file__).resolve().parents[2] / "corpora" / "demo"
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "lens._cli", "mcp", "--root", str(demo), "--preset", "fast", "--set", "llm.cache=false"],
+        env={k: v for k, v in os.environ.items() if k in ("HOME", "PATH", "HF_HUB_OFFLINE", "PYTHONPATH")},
+    )
+
+    async def script():
+        async with Client(params) as client:
+            return await client.call_tool(
+                "ask", {"question": "Who was the first keeper of Calder Point Light?", "path": "."}
+            )
+
+    result = asyncio.run(script())
+    assert not result.is_error, _text(result)
+    got = _payload(result)
+    assert any(e["path"].endswith("calder-point-light.md") for e in got["evidence"])
+    assert got["cost"]["oracle_calls"] >= 2 and got["model"]
