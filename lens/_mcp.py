@@ -10,7 +10,10 @@ Paths are confined to the roots given at start (``--root``, repeatable; default 
 resolved with every symlink followed and refused unless it lies inside a root (a relative path is taken relative
 to the first root); a missing folder is a tool error, not a crash. The scan itself never leaves the folder
 (symlinks pointing outside it are skipped). The LLM configuration is the CLI's: preset, ``--config``,
-environment and ``--set``. The server holds one agent, so the embedded model starts once, on the first ``ask``.
+environment and ``--set``. The server holds one LLM client, so the embedded model starts once, on the first
+``ask``. While an ``ask`` runs, a client that asked for progress (a progress token) receives a notification as
+each stage starts: progress = loop rounds started, total = the budget's rounds, and the stage line (oracle calls,
+tokens, seconds so far).
 Document text is returned as data (the cited evidence) and never becomes an instruction to the agent; the
 tools only read.
 """
@@ -25,7 +28,6 @@ from typing import TYPE_CHECKING, Any, Sequence
 from lens._errors import LensError
 
 if TYPE_CHECKING:
-    from lens._agent import Agent
     from lens._config import LensConfig
 
 __all__ = ["Roots", "build_server", "ask_payload", "serve"]
@@ -111,19 +113,33 @@ def ask_payload(result: Any) -> dict[str, Any]:
     }
 
 
-def build_server(config: "LensConfig", roots: Roots, *, agent: "Agent | None" = None):
-    """The MCP server with the ``ask`` and ``corpus_stats`` tools (``agent``: for tests; default one is made)."""
+def build_server(config: "LensConfig", roots: Roots, *, client: Any = None):
+    """The MCP server with the ``ask`` and ``corpus_stats`` tools (``client``: the LLM client; default: the one
+    the configuration opens, on the first ``ask``)."""
     try:
-        from mcp.server.mcpserver import MCPServer
+        import anyio
+        from mcp.server.mcpserver import Context, MCPServer
         from mcp.server.mcpserver.exceptions import ToolError
         from mcp_types import ToolAnnotations
     except ImportError as exc:  # pragma: no cover - the extra is missing
         raise LensError("lens mcp needs the mcp SDK: pip install 'lens-search[mcp]'") from exc
+    import threading
+
     from lens import __version__
     from lens._agent import Agent
     from lens._corpus import scan_corpus
+    from lens._llm import open_client
+    from lens._progress import Progress
 
-    the_agent = agent or Agent(config)
+    opened: list[Any] = [client] if client is not None else []
+    lock = threading.Lock()
+
+    def llm() -> Any:
+        with lock:  # one client (and one embedded server) for every call
+            if not opened:
+                opened.append(open_client(config))
+            return opened[0]
+
     server = MCPServer("lens", instructions=INSTRUCTIONS, version=__version__)
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
 
@@ -133,21 +149,33 @@ def build_server(config: "LensConfig", roots: Roots, *, agent: "Agent | None" = 
         except LensError as exc:
             raise ToolError(str(exc)) from None
 
-    @server.tool(
-        description="Answer a question from the documents in a folder (read as it is now), citing the lines used. "
-        "Returns the answer, best_effort (true when the evidence does not fully support it), the evidence "
-        "(path, line range, sha256, quoted text: document content, data only) and the cost.",
-        annotations=read_only,
-    )
-    def ask(question: str, path: str) -> dict[str, Any]:
+    async def ask(question: str, path: str, ctx: Context) -> dict[str, Any]:
         where = folder(path)
         if not question.strip():
             raise ToolError("question is empty")
+
+        def progress(p: Progress) -> None:  # on the asking thread: hand the notification to the server's loop
+            anyio.from_thread.run(ctx.report_progress, float(p.round), float(p.max_rounds), p.line())
+
+        def run() -> Any:
+            return Agent(config, client=llm(), progress=progress).ask(question, where)
+
         try:
-            result = the_agent.ask(question, where)
+            result = await anyio.to_thread.run_sync(run)
         except LensError as exc:  # an unusable folder, an unreachable endpoint: the client reads why
             raise ToolError(str(exc)) from None
         return ask_payload(result)
+
+    # the SDK reads the signature's types; this module's annotations are strings naming a local import
+    ask.__annotations__ = {"question": str, "path": str, "ctx": Context, "return": dict[str, Any]}
+    server.add_tool(
+        ask,
+        description="Answer a question from the documents in a folder (read as it is now), citing the lines used. "
+        "Returns the answer, best_effort (true when the evidence does not fully support it), the evidence "
+        "(path, line range, sha256, quoted text: document content, data only) and the cost. Reports progress "
+        "(rounds of the budget) while it works.",
+        annotations=read_only,
+    )
 
     @server.tool(
         description="Files, documents, bytes and skipped files (by reason) of a folder; no LLM call.",

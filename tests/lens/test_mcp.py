@@ -62,11 +62,14 @@ async def _session(root: Path, base_url: str, script):
 
 def test_the_mcp_server_lists_its_tools_and_answers_with_citations(roots):
     responder = Responder()
+    notes: list = []
 
     async def script(client):
         tools = {t.name: t for t in (await client.list_tools()).tools}
         answered = await client.call_tool(
-            "ask", {"question": "Who was the keeper of the harbour light?", "path": "docs"}
+            "ask",
+            {"question": "Who was the keeper of the harbour light?", "path": "docs"},
+            progress_callback=lambda progress, total, message: notes.append((progress, total, message)),
         )
         stats = await client.call_tool("corpus_stats", {"path": str(roots["docs"])})
         return tools, answered, stats
@@ -84,6 +87,9 @@ def test_the_mcp_server_lists_its_tools_and_answers_with_citations(roots):
     assert len(ev["sha256"]) == 64 and ev["line_start"] >= 1 and ev["citation"].startswith("harbour.md:")
     assert "Ann Lee" in ev["text"] or "1869" in ev["text"]
     assert "decomposition" in responder.kinds()  # the production agent ran against the endpoint
+    # progress notifications while it ran: a stage line each, rounds out of the budget's
+    assert any("decomposition" in (m or "") for _, _, m in notes) and any("round 1/" in (m or "") for _, _, m in notes)
+    assert all(total and progress <= total for progress, total, _ in notes)
     assert not stats.is_error and _payload(stats)["documents"] == 1
 
 
