@@ -277,7 +277,7 @@ class Agent:
         for req in decomposition.requirements:
             served = self.memory.lookup(req.text, eligible, capacity=self.config.memory.capacity)  # type: ignore[union-attr]
             signal, n_stale = memory_signal(
-                (idx, idx is not None and view.docs[idx].sha256 == e.sha256, sim)
+                (idx, idx is not None and view.docs[idx].sha256 == e.sha256, sim, e.posterior)
                 for e, sim in served
                 for idx in [by_id.get(e.doc_id)]
             )

@@ -204,7 +204,11 @@ class MemorySettings(_Section):
     enabled: bool = True
     capacity: int = Field(32, ge=0)
     min_posterior: float = Field(
-        0.5, ge=0, le=1, description="A verified finding enters the memory when its window's posterior is this high."
+        0.1,
+        ge=0,
+        le=1,
+        description="A verified finding enters the memory when its window's posterior is this high (its signal, "
+        "read back, is similarity × posterior).",
     )
     dir: str | None = Field(None, json_schema_extra=_NOT_HASHED)
 

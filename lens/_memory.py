@@ -2,7 +2,7 @@
 
 After a query, each requirement whose favoured window holds a verified finding with calibrated posterior at
 least ``memory.min_posterior`` appends one entry (certified or not — certified-only stays empty with a weak
-oracle): the requirement text and its lexical terms (and an embedding when the caller supplies one), the window
+oracle; read back, an entry's signal is its similarity × its posterior, so a weakly supported one only nudges): the requirement text and its lexical terms (and an embedding when the caller supplies one), the window
 it was found in (path, document id, sentence and line range), the observed value, the posterior and whether
 the requirement was certified, the sha256 of the file content it was read from, and when it was observed (wall
 time and stream position). Entries are never edited or removed; logs written before posteriors were recorded
@@ -213,18 +213,20 @@ class MemoryStore:
         return [(e, s) for s, _, e in scored[:cap]]
 
 
-def memory_signal(served: Iterable[tuple[int | None, bool, float]]) -> tuple[dict[int, float], int]:
+def memory_signal(served: Iterable[tuple[int | None, bool, float, float]]) -> tuple[dict[int, float], int]:
     """The prior's memory signal for one requirement from the entries its lookup served, each given as
     (the index of its document in the folder now, or None if gone; whether the document's content is unchanged
-    since the entry was confirmed; the lookup similarity): ``{document index: max similarity}`` over the fresh
-    entries, and how many served entries were stale (ignored). The agent and the PIT audit both use it."""
+    since the entry was confirmed; the lookup similarity; the entry's posterior): ``{document index: max of
+    similarity × posterior}`` over the fresh entries — an entry speaks as loudly as the evidence that admitted it
+    (certified ≈ 1; a finding admitted at a low posterior only nudges the prior) —, and how many served entries
+    were stale (ignored). The agent and the PIT audit both use it."""
     signal: dict[int, float] = {}
     stale = 0
-    for doc, fresh, sim in served:
+    for doc, fresh, sim, posterior in served:
         if doc is None or doc < 0 or not fresh:
             stale += 1
             continue
-        signal[doc] = max(signal.get(doc, 0.0), float(sim))
+        signal[doc] = max(signal.get(doc, 0.0), float(sim) * float(posterior))
     return signal, stale
 
 

@@ -344,14 +344,17 @@ class AnchorMemory:
         return [int(log.entry_pos[e]) for lst in self.served for e, _ in lst]
 
 
-def memory_signals(mem: AnchorMemory, doc: np.ndarray, fresh: np.ndarray) -> tuple[list[dict[int, float]], int]:
-    """Per requirement, the prior's memory signal ``{document index: max similarity}`` over the *fresh* served
-    entries (what ``Agent.ask`` builds), and how many served entries were stale (ignored, never served)."""
+def memory_signals(
+    mem: AnchorMemory, doc: np.ndarray, fresh: np.ndarray, posterior: np.ndarray
+) -> tuple[list[dict[int, float]], int]:
+    """Per requirement, the prior's memory signal ``{document index: max similarity × posterior}`` over the
+    *fresh* served entries (what ``Agent.ask`` builds), and how many served entries were stale (ignored, never
+    served)."""
     from lens import memory_signal
 
     signals, stale = [], 0
     for served in mem.served:
-        signal, n_stale = memory_signal((int(doc[e]), bool(fresh[e]), s) for e, s in served)
+        signal, n_stale = memory_signal((int(doc[e]), bool(fresh[e]), s, float(posterior[e])) for e, s in served)
         signals.append(signal)
         stale += n_stale  # the document is gone or its content changed since the entry was confirmed
     return signals, stale
@@ -420,6 +423,7 @@ def replay_lens_stream(
     a_q = np.asarray([ctx.index[stream.query_ids[p]] for p in a_pos], dtype=np.int64)
     n_req = np.asarray([len(ctx.records[q].requirements) for q in a_q], dtype=np.int64)
     doc, fresh = ctx.corpus.freshness(log.entries)
+    posterior = np.asarray([e.posterior for e in log.entries], dtype=np.float64)
     conditions: list[tuple[MemoryView | None, list[AnchorMemory]]] = list(
         zip(views, served_by_views(ctx, stream, log, a_pos, views))
     )
@@ -451,7 +455,7 @@ def replay_lens_stream(
         n_docs = np.zeros(A, dtype=np.int64)
         for r in range(A):
             q = int(a_q[r])
-            signals, n_stale[r] = memory_signals(mems[r], doc, fresh)
+            signals, n_stale[r] = memory_signals(mems[r], doc, fresh, posterior)
             lists = [ctx.ranker.ranked(ctx.records[q].question, ctx.cues[q][k], sig) for k, sig in enumerate(signals)]
             ranked = merge_round_robin(lists, ctx.list_depth)
             final[r, : len(ranked)] = ranked

@@ -449,7 +449,7 @@ def test_stale_entries_are_ignored(bench, tmp_path):
     (fut,) = served_by_views(ctx, stream, log, anchors, [Future()])
     stale_seen = 0
     for i, mem in zip(anchors, fut):
-        signals, n_stale = memory_signals(mem, doc, fresh)
+        signals, n_stale = memory_signals(mem, doc, fresh, np.asarray([e.posterior for e in log.entries]))
         served_docs = {log.entries[k].doc_id for lst in mem.served for k, _ in lst}
         signal_docs = {ctx.corpus.view.docs[d].doc_id for sig in signals for d in sig}
         assert signal_docs == served_docs - stale_docs

@@ -159,7 +159,7 @@ def test_cheap_mode_gives_the_prior_exactly_what_the_agent_does(tmp_path, client
     )
     (served,) = served_by_views(ctx, stream, log, np.asarray([i]), [view])
     doc, fresh = corpus.freshness(log.entries)
-    signals, stale = memory_signals(served[0], doc, fresh)
+    signals, stale = memory_signals(served[0], doc, fresh, np.asarray([e.posterior for e in log.entries]))
     assert stale == 0
     expected_signal = [{corpus.view.docs[d].doc_id: s for d, s in sig.items()} for sig in signals]
     seed_calls = seen[: len(reqs)]
