@@ -52,7 +52,7 @@ def test_the_wheel_carries_prompts_configs_and_both_packages(tmp_path):
     assert "[lens.commands]" in entries and "bench = harness.bench.cli:add_bench_parser" in entries
 
 
-HEAVY = ("scipy", "matplotlib", "sklearn", "bm25s", "Stemmer", "torch", "sentence_transformers", "tqdm")
+HEAVY = ("scipy", "matplotlib", "sklearn", "bm25s", "Stemmer", "torch", "sentence_transformers", "tqdm", "ray", "mcp")
 DEMO_Q = "Which is taller, Calder Point Light or Skerrow Light?"
 
 
