@@ -363,7 +363,7 @@ class _DriverClient:
         self.model = config.llm.served_model
 
     def __getattr__(self, name: str) -> Any:
-        raise RuntimeError(f"the driver of a remote run makes no LLM calls (asked for .{name})")
+        raise AttributeError(f"the driver of a remote run makes no LLM calls (asked for .{name})")
 
 
 # --------------------------------------------------------------------------- scoring
