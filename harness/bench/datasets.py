@@ -10,6 +10,7 @@ Titles compare case-insensitively everywhere in the harness: compare ``article_k
 from __future__ import annotations
 
 import bz2
+import io
 import json
 import os
 import unicodedata
@@ -28,6 +29,8 @@ __all__ = [
     "load_questions",
     "load_articles",
     "iter_articles",
+    "iter_records",
+    "shard_files",
     "load_predictions",
 ]
 
@@ -279,26 +282,37 @@ def _article(obj: Any, where: str) -> Article:
     return Article(str(raw_id), title, sentences)
 
 
-def _shard_files(folder: Path) -> list[Path]:
+SHARD_SUFFIXES = (".bz2", ".jsonl", ".ndjson")
+
+
+def shard_files(folder: str | os.PathLike[str]) -> list[Path]:
+    """Article shards anywhere under ``folder`` (``.bz2``, ``.jsonl``, ``.ndjson``; hidden entries skipped),
+    sorted by relative path; empty when there are none."""
+    folder = Path(folder)
     files = [
         p
         for p in folder.rglob("*")
         if p.is_file()
         and not any(part.startswith(".") for part in p.relative_to(folder).parts)
-        and p.name.lower().endswith((".bz2", ".jsonl", ".ndjson"))
+        and p.name.lower().endswith(SHARD_SUFFIXES)
     ]
     files.sort(key=lambda p: p.relative_to(folder).as_posix())
-    if not files:
-        raise DataError(f"{folder}: folder holds no .bz2 or .jsonl article shards")
     return files
 
 
-def _iter_file(path: Path) -> Iterator[Article]:
+def iter_records(path: str | os.PathLike[str], data: bytes | None = None) -> Iterator[tuple[int, Article]]:
+    """(line number, article) for every record of one JSONL file or ``.bz2`` shard — line numbers count every
+    line from 1, blank ones included, as ``lens``'s reader numbers a container's records. ``data``: the file's
+    bytes when the caller already read them (the file is not opened again)."""
+    path = Path(path)
     compressed = path.name.lower().endswith(".bz2")
     index = -1
     lineno = 0
     try:
-        fh = bz2.open(path, "rb") if compressed else open(path, "rb")
+        if data is not None:
+            fh = bz2.open(io.BytesIO(data), "rb") if compressed else io.BytesIO(data)
+        else:
+            fh = bz2.open(path, "rb") if compressed else open(path, "rb")
     except FileNotFoundError:
         raise DataError(f"{path}: no such file") from None
     except OSError as exc:
@@ -317,7 +331,7 @@ def _iter_file(path: Path) -> Iterator[Article]:
                 except json.JSONDecodeError as exc:
                     cut = " (truncated?)" if not raw.endswith(b"\n") else ""
                     raise DataError(f"{where}: malformed JSON at column {exc.colno}: {exc.msg}{cut}") from None
-                yield _article(obj, where)
+                yield lineno, _article(obj, where)
         except EOFError:
             raise DataError(f"{path}: compressed stream ends early after line {lineno} (truncated .bz2)") from None
         except OSError as exc:  # corrupt .bz2 data
@@ -328,12 +342,15 @@ def iter_articles(path: str | os.PathLike[str]) -> Iterator[Article]:
     """Articles one by one from a JSONL file, a ``.bz2`` shard, or a folder of shards (sorted by path)."""
     p = Path(path)
     if p.is_dir():
-        for f in _shard_files(p):
-            yield from _iter_file(f)
+        files = shard_files(p)
+        if not files:
+            raise DataError(f"{p}: folder holds no .bz2 or .jsonl article shards")
     elif not p.exists():
         raise DataError(f"{p}: no such file or folder")
     else:
-        yield from _iter_file(p)
+        files = [p]
+    for f in files:
+        yield from (a for _, a in iter_records(f))
 
 
 def load_articles(path: str | os.PathLike[str]) -> list[Article]:

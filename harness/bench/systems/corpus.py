@@ -20,7 +20,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.bench.datasets import DataError, article_key
+from harness.bench.datasets import DataError, article_key, iter_records, shard_files
 from harness.bench.snapshots import SENTENCE_LINE_OFFSET, corpus_checksum
 
 __all__ = ["SnapshotDoc", "SnapshotCorpus", "read_snapshot_doc", "folder_signature"]
@@ -60,45 +60,6 @@ def read_snapshot_doc(folder: str | os.PathLike[str], name: str) -> SnapshotDoc 
         return None
 
 
-SHARD_SUFFIXES = (".bz2", ".jsonl", ".ndjson")
-
-
-def _shard_files(folder: Path) -> list[Path]:
-    """Shard files anywhere under the folder (hidden entries skipped), sorted by relative path."""
-    files = [
-        p
-        for p in folder.rglob("*")
-        if p.is_file()
-        and not any(part.startswith(".") for part in p.relative_to(folder).parts)
-        and p.name.lower().endswith(SHARD_SUFFIXES)
-    ]
-    return sorted(files, key=lambda p: p.relative_to(folder).as_posix().encode("utf-8", "surrogatepass"))
-
-
-def _records(rel: str, data: bytes) -> list[SnapshotDoc]:
-    """The articles of one shard (official layout): ``<rel>#L<line>``, title, sentences."""
-    import bz2
-    import json
-
-    raw = bz2.decompress(data) if rel.lower().endswith(".bz2") else data
-    docs = []
-    for lineno, line in enumerate(raw.split(b"\n"), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise DataError(f"{rel}: line {lineno}: not a JSON article ({exc})") from None
-        title, text = obj.get("title"), obj.get("text")
-        if not isinstance(title, str) or not title.strip():
-            raise DataError(f'{rel}: line {lineno}: field "title" missing or empty')
-        flat: list[str] = []
-        for item in text if isinstance(text, list) else [text or ""]:
-            flat.extend(item if isinstance(item, list) else [item])
-        docs.append(SnapshotDoc(f"{rel}#L{lineno}", title.strip(), tuple(str(x).strip() for x in flat)))
-    return docs
-
-
 def _listing(folder: Path) -> list[os.DirEntry]:
     try:
         entries = list(os.scandir(folder))
@@ -123,7 +84,7 @@ def folder_signature(folder: str | os.PathLike[str]) -> str:
         st = e.stat(follow_symlinks=False)
         h.update(f"{e.name}\0{st.st_size}\0{st.st_mtime_ns}\n".encode("utf-8", "surrogatepass"))
     if not entries:  # a folder of shards: their listing
-        for p in _shard_files(Path(folder)):
+        for p in shard_files(folder):
             st = p.stat()
             h.update(f"{p.relative_to(folder).as_posix()}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
     return h.hexdigest()
@@ -165,7 +126,7 @@ class SnapshotCorpus:
             except UnicodeDecodeError:
                 skipped["not_utf8"] = skipped.get("not_utf8", 0) + 1
         if not docs:
-            shards = _shard_files(folder)
+            shards = shard_files(folder)
             if shards:
                 return cls._load_shards(folder, shards)
             raise DataError(f"{folder}: no readable documents")
@@ -179,10 +140,10 @@ class SnapshotCorpus:
             rel = p.relative_to(folder).as_posix()
             data = p.read_bytes()
             hashes.append((rel, hashlib.sha256(data).hexdigest()))
-            try:
-                docs.extend(_records(rel, data))
-            except OSError as exc:  # a corrupt .bz2 stream
-                raise DataError(f"{p}: unreadable shard ({exc})") from None
+            docs.extend(
+                SnapshotDoc(f"{rel}#L{line}", a.title.strip(), tuple(s.strip() for s in a.sentences))
+                for line, a in iter_records(p, data)
+            )
         if not docs:
             raise DataError(f"{folder}: its shards hold no articles")
         return cls(folder=folder, docs=docs, checksum=corpus_checksum(hashes))
