@@ -17,7 +17,6 @@ the agreement of the two (Cohen's κ over the questions both scored), and how ma
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from dataclasses import dataclass
@@ -26,7 +25,7 @@ from typing import Any, Iterable, Sequence
 
 from pydantic import BaseModel
 
-from harness.bench.run_store import read_rows
+from harness.bench.run_store import RowLog, read_row_file, read_rows
 from harness.files import canonical_json, sha256_bytes
 
 __all__ = ["JUDGE_FORMAT", "JudgeReply", "JudgeSummary", "judge_messages", "judge_runs", "load_verdicts", "cohen_kappa"]
@@ -67,33 +66,6 @@ def _key(row: dict[str, Any], model: str, prompt: str) -> str:
     )
 
 
-def _read(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    out = []
-    data = path.read_bytes()
-    end = data.rfind(b"\n") + 1
-    if end < len(data):  # a verdict a kill interrupted: cut it, it is asked again
-        with open(path, "r+b") as fh:
-            fh.truncate(end)
-    for n, line in enumerate(data[:end].splitlines(), 1):
-        if line.strip():
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}: line {n} is not a JSON verdict ({exc.msg})") from None
-    return out
-
-
-def _append(path: Path, obj: dict[str, Any]) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, (json.dumps(obj, ensure_ascii=False) + "\n").encode("utf-8"))
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 @dataclass
 class JudgeSummary:
     judged: int  # verdicts written now
@@ -111,51 +83,51 @@ def judge_runs(run_dirs: Sequence[str | os.PathLike[str]], client: Any, *, limit
     summary = JudgeSummary(0, 0, 0, 0)
     for run_dir in run_dirs:
         run_dir = Path(run_dir)
-        path = run_dir / JUDGE_FILE
-        done = {v["key"] for v in _read(path)}
+        log = RowLog(run_dir / JUDGE_FILE, JUDGE_FORMAT)
+        done = {v["key"] for v in log.recover(None)[0]}  # a verdict a kill interrupted is cut and asked again
         rows = sorted(read_rows(run_dir), key=lambda r: (r["position"], r["system"]))
-        for row in rows[:limit] if limit else rows:
-            key = _key(row, model, prompt)
-            if key in done:
-                summary.cached += 1
-                continue
-            answer = row["prediction"]["answer"] or ""
-            verdict, raw, error, tokens = None, None, None, 0
-            t0 = time.monotonic()
-            if not answer.strip():
-                verdict, error = False, None  # nothing to grade: incorrect, no call
-            else:
-                try:
-                    resp = client.chat_json(
-                        judge_messages(row["question"], row["gold_answer"], answer),
-                        JudgeReply,
-                        max_tokens=JUDGE_MAX_TOKENS,
-                        temperature=0.0,
-                    )
-                    verdict, raw, tokens = bool(resp.parsed.correct), resp.text, resp.tokens
-                except LLMError as exc:
-                    error = str(exc)[:300]
-                    summary.failed += 1
-            _append(
-                path,
-                {
-                    "format": JUDGE_FORMAT,
-                    "key": key,
-                    "system": row["system"],
-                    "system_hash": row["system_hash"],
-                    "question_id": row["question_id"],
-                    "verdict": verdict,
-                    "raw": raw,
-                    "error": error,
-                    "model": model,
-                    "prompt_sha256": prompt,
-                    "tokens": tokens,
-                    "seconds": round(time.monotonic() - t0, 3),
-                },
-            )
-            done.add(key)
-            summary.judged += 1
-            summary.tokens += tokens
+        with log:
+            for row in rows[:limit] if limit else rows:
+                key = _key(row, model, prompt)
+                if key in done:
+                    summary.cached += 1
+                    continue
+                answer = row["prediction"]["answer"] or ""
+                verdict, raw, error, tokens = None, None, None, 0
+                t0 = time.monotonic()
+                if not answer.strip():
+                    verdict = False  # nothing to grade: incorrect, no call
+                else:
+                    try:
+                        resp = client.chat_json(
+                            judge_messages(row["question"], row["gold_answer"], answer),
+                            JudgeReply,
+                            max_tokens=JUDGE_MAX_TOKENS,
+                            temperature=0.0,
+                        )
+                        verdict, raw, tokens = bool(resp.parsed.correct), resp.text, resp.tokens
+                    except LLMError as exc:
+                        error = str(exc)[:300]
+                        summary.failed += 1
+                log.append(
+                    {
+                        "format": JUDGE_FORMAT,
+                        "key": key,
+                        "system": row["system"],
+                        "system_hash": row["system_hash"],
+                        "question_id": row["question_id"],
+                        "verdict": verdict,
+                        "raw": raw,
+                        "error": error,
+                        "model": model,
+                        "prompt_sha256": prompt,
+                        "tokens": tokens,
+                        "seconds": round(time.monotonic() - t0, 3),
+                    }
+                )
+                done.add(key)
+                summary.judged += 1
+                summary.tokens += tokens
     return summary
 
 
@@ -164,13 +136,8 @@ def load_verdicts(run_dirs: Iterable[str | os.PathLike[str]]) -> dict[tuple[str,
     Read-only: a torn last line is ignored here."""
     out: dict[tuple[str, str], bool | None] = {}
     for run_dir in run_dirs:
-        path = Path(run_dir) / JUDGE_FILE
-        if not path.exists():
-            continue
-        for line in path.read_text(encoding="utf-8").splitlines(keepends=True):
-            if line.strip() and line.endswith("\n"):
-                v = json.loads(line)
-                out[(v["system_hash"], v["question_id"])] = v["verdict"]
+        for v in read_row_file(Path(run_dir) / JUDGE_FILE, JUDGE_FORMAT):
+            out[(v["system_hash"], v["question_id"])] = v["verdict"]
     return out
 
 

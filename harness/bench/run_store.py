@@ -32,6 +32,7 @@ __all__ = [
     "read_run_manifest",
     "write_run_manifest",
     "read_rows",
+    "read_row_file",
     "row_key",
 ]
 
@@ -106,17 +107,24 @@ def check_rows(path: Path, rows: Iterable[dict[str, Any]], manifest: dict[str, A
         seen[key] = n
 
 
+def read_row_file(path: str | os.PathLike[str], row_format: str = ROW_FORMAT) -> list[dict[str, Any]]:
+    """Every complete row of an append-only row file (read-only: an interrupted last line is ignored, not cut);
+    no file, no rows."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return []
+    return _parse_lines(path, data, row_format)[0]
+
+
 def read_rows(run_dir: str | os.PathLike[str], manifest: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """Every complete row of a run (read-only: an interrupted last line is ignored, not cut), checked against
     the manifest."""
     run_dir = Path(run_dir)
     manifest = manifest or read_run_manifest(run_dir)
     path = run_dir / ROWS_NAME
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return []
-    rows, _ = _parse_lines(path, data)
+    rows = read_row_file(path)
     check_rows(path, rows, manifest)
     return rows
 
@@ -130,14 +138,17 @@ class RowLog:
         self.row_format = row_format
         self._fd: int | None = None
 
-    def recover(self, manifest: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
-        """Read the rows written so far and cut off a partial last line; returns (rows, bytes cut)."""
+    def recover(self, manifest: dict[str, Any] | None) -> tuple[list[dict[str, Any]], int]:
+        """Read the rows written so far and cut off a partial last line; returns (rows, bytes cut). Run rows
+        are checked against the run's ``manifest`` (bindings, one row per key); ``None`` for files whose rows
+        carry their own keys (the judge's verdicts)."""
         try:
             data = self.path.read_bytes()
         except FileNotFoundError:
             return [], 0
         rows, end = _parse_lines(self.path, data, self.row_format)
-        check_rows(self.path, rows, manifest)
+        if manifest is not None:
+            check_rows(self.path, rows, manifest)
         cut = len(data) - end
         if cut:
             with open(self.path, "r+b") as fh:

@@ -36,7 +36,7 @@ from typing import Any, Sequence
 from harness.audit.inputs import Asset, Workload
 from harness.audit.streams import Stream, natural_stream, random_stream, semantic_stream
 from harness.bench.datasets import DataError
-from harness.bench.run_store import RowLog
+from harness.bench.run_store import RowLog, read_row_file
 from harness.bench.snapshots import corpus_checksum
 from harness.bench.systems.lens_arm import lens_details
 from harness.bench.systems.provenance import code_fingerprint
@@ -316,12 +316,7 @@ STREAM_METRICS = ("oracle_calls", "tokens", "seconds", "cited_recall", "prior_re
 
 def _stream_rows(run_dir: Path) -> tuple[dict[str, Any], dict[int, dict[str, Any]]]:
     manifest = json.loads((run_dir / STREAM_MANIFEST).read_text(encoding="utf-8"))
-    rows = {}
-    for line in (run_dir / "rows.jsonl").read_text(encoding="utf-8").splitlines(keepends=True):
-        if line.strip() and line.endswith("\n"):
-            r = json.loads(line)
-            rows[r["position"]] = r
-    return manifest, rows
+    return manifest, {r["position"]: r for r in read_row_file(run_dir / "rows.jsonl", STREAM_ROW_FORMAT)}
 
 
 def _metric(row: dict[str, Any], name: str) -> float:
