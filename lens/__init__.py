@@ -38,6 +38,7 @@ _EXPORTS = {
     "CorpusView": "lens._view",
     "Prior": "lens._prior",
     "PriorScore": "lens._prior",
+    "merge_round_robin": "lens._prior",
     "content_terms": "lens._terms",
     "Requirement": "lens._requirements",
     "Decomposition": "lens._requirements",

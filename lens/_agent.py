@@ -28,7 +28,7 @@ from lens._grading import observation_model
 from lens._llm import LLMClient, LLMError, LLMUnavailableError, open_client, refusal
 from lens._loop import Loop, LoopState, Observer
 from lens._memory import Eligibility, MemoryStore, all_past, memory_signal, new_entry
-from lens._prior import Prior
+from lens._prior import Prior, merge_round_robin
 from lens._progress import Progress, ProgressCallback
 from lens._requirements import Decomposition, decompose
 from lens._result import AskResult, Evidence, RequirementStatus
@@ -466,19 +466,10 @@ def ask(question: str, path: str | os.PathLike[str], *, config: LensConfig | Non
 
 
 def _prior_candidates(state: LoopState, depth: int) -> list[str]:
-    """The prior's candidate documents (doc ids): rank 1 of every requirement in order, then rank 2, …, no
-    duplicates, at most ``depth``."""
+    """The prior's candidate documents (doc ids): the requirements' rankings merged round robin, at most
+    ``depth``."""
     lists = [state.prior_ranking.get(r.id, []) for r in state.requirements]
-    out: list[str] = []
-    seen: set[int] = set()
-    for rank in range(max((len(x) for x in lists), default=0)):
-        for lst in lists:
-            if rank < len(lst) and lst[rank] not in seen:
-                seen.add(lst[rank])
-                out.append(state.view.docs[lst[rank]].doc_id)
-                if len(out) == depth:
-                    return out
-    return out
+    return [state.view.docs[i].doc_id for i in merge_round_robin(lists, depth)]
 
 
 def _inside(child: Path, parent: Path) -> bool:

@@ -30,7 +30,7 @@ from lens._config import PriorSettings
 from lens._terms import STOPWORDS, base_title, capitalised_spans, content_terms, title_key, tokens
 from lens._view import CorpusView
 
-__all__ = ["PriorScore", "Prior"]
+__all__ = ["PriorScore", "Prior", "merge_round_robin"]
 
 K1, B = 0.9, 0.4
 
@@ -181,3 +181,20 @@ class Prior:
                 overlap = len(qset & set(tokens(view.docs[idx].text[:2000]))) / max(len(qset), 1)
                 hop[idx] = max(hop[idx], overlap / (1 + rank))
         return hop
+
+
+def merge_round_robin(lists: Sequence[Sequence[int]], depth: int) -> list[int]:
+    """Rank 1 of every list (in list order), then rank 2, …; duplicates skipped; at most ``depth`` items — how
+    the requirements' prior rankings become one candidate list (the agent's recorded candidates, the PIT audit's
+    cheap mode)."""
+    out: list[int] = []
+    seen: set[int] = set()
+    longest = max((len(x) for x in lists), default=0)
+    for rank in range(longest):
+        for lst in lists:
+            if rank < len(lst) and lst[rank] not in seen:
+                seen.add(lst[rank])
+                out.append(lst[rank])
+                if len(out) == depth:
+                    return out
+    return out

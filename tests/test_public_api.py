@@ -55,6 +55,7 @@ PUBLIC = [
     "is_endpoint_failure",
     "load_config",
     "memory_signal",
+    "merge_round_robin",
     "merge_overrides",
     "new_entry",
     "open_client",

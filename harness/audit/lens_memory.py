@@ -45,7 +45,7 @@ from harness.audit.replay import Anchors
 from harness.audit.rows import RowBlock
 from harness.audit.streams import Stream
 from harness.audit.views import MemoryView
-from lens import MemoryEntry, MemoryStore, content_terms
+from lens import MemoryEntry, MemoryStore, content_terms, merge_round_robin
 
 __all__ = [
     "agent_min_similarity",
@@ -90,21 +90,6 @@ def seed_cues(requirement: Mapping[str, Any]) -> list[str]:
         requirement.get("entity"),
     )
     return req.prior_cues({})
-
-
-def merge_round_robin(lists: Sequence[Sequence[int]], depth: int) -> list[int]:
-    """Rank 1 of every list (in list order), then rank 2, …; duplicates skipped; at most ``depth`` items."""
-    out: list[int] = []
-    seen: set[int] = set()
-    longest = max((len(x) for x in lists), default=0)
-    for rank in range(longest):
-        for lst in lists:
-            if rank < len(lst) and lst[rank] not in seen:
-                seen.add(lst[rank])
-                out.append(lst[rank])
-                if len(out) == depth:
-                    return out
-    return out
 
 
 # ---------------------------------------------------------------------------------------------- the folder
