@@ -44,6 +44,7 @@ from lens._synthesis import (
     needs_calibration,
     synthesis_messages,
 )
+from lens._values import comparison_of
 from lens._view import CorpusView
 from lens._windows import estimate_tokens
 
@@ -404,8 +405,8 @@ class Agent:
         question, decomposition = q.question, state.decomposition
         computed = code_answer(question, decomposition, state.values)
         if computed is not None:
-            kind, pick = computed[1].split()[:2]  # the explanation starts with the comparison's kind and pick
-            q.stages.append({"stage": "synthesis", "in_code": computed[1], "comparison": f"{kind}-{pick}"})
+            c = comparison_of(question)  # the comparison code_answer computed
+            q.stages.append({"stage": "synthesis", "in_code": computed[1], "comparison": f"{c.kind}-{c.pick}"})
             return computed[0], set()
         messages, _ = synthesis_messages(question, decomposition, state.values, evidence)
         reply = self._fixed_call(q, messages, SynthesisReply, _SYNTH_TOKENS, keep=0, stage="synthesis")

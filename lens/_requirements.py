@@ -16,7 +16,7 @@ from typing import Any, Callable, Literal, Sequence
 from pydantic import BaseModel, Field, field_validator
 
 from lens._terms import capitalised_spans, content_terms, title_key, tokens
-from lens._values import comparison_of
+from lens._values import comparison_of, names_alternatives
 
 __all__ = [
     "Intent",
@@ -241,9 +241,7 @@ def from_subquestions(question: str, reply: SubQuestionReply) -> Decomposition:
 
 def _question_intent(question: str) -> str | None:
     """Intent the wording makes certain; overrides the model, which mislabels comparisons."""
-    if comparison_of(question) is not None and (
-        re.search(r"\bor\b", question, re.I) or re.search(r"\b(both|same|either|neither)\b", question, re.I)
-    ):
+    if comparison_of(question) is not None and names_alternatives(question):
         return "comparison"
     return None
 

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field, field_validator
 from lens._prompts import fence_passage, render
 from lens._requirements import Decomposition, Requirement
 from lens._result import Evidence
-from lens._values import compare, comparison_of
+from lens._values import compare, comparison_of, names_alternatives
 
 __all__ = [
     "SynthesisReply",
@@ -136,18 +136,18 @@ def _compared(decomposition: Decomposition) -> list[tuple[Requirement, list[Requ
 
 
 def code_answer(question: str, decomposition: Decomposition, values: dict[str, str]) -> tuple[str, str] | None:
-    """(answer, explanation) computed from verified values, or None when the comparison isn't computable.
+    """(answer, explanation) computed from verified values, or None when the comparison isn't computable (the
+    comparison made is ``comparison_of(question)``).
 
     Comparison and computation intents are computed; so is a bridge-typed decomposition whose question is worded
     as a comparison between named alternatives ("… , X or Y?", "both", "same"). The compared values are the
     leaves of the dependency chains; the answer names a chain by its entity as the question writes it, or — for a
     "who" question over a chain of two or more facts — by the value of the fact the leaf depends on (the person
-    the question asks for). The explanation starts with the comparison's kind and pick ("date min …")."""
+    the question asks for)."""
     comparison = comparison_of(question)
     if comparison is None:
         return None
-    worded = re.search(r"\bor\b", question, re.I) or re.search(r"\b(both|same|either|neither)\b", question, re.I)
-    if decomposition.intent not in ("comparison", "computation") and not worded:
+    if decomposition.intent not in ("comparison", "computation") and not names_alternatives(question):
         return None
     chains = _compared(decomposition)
     roots = {root.entity.lower() for root, _ in chains if root.entity}

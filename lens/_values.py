@@ -12,7 +12,16 @@ import re
 from dataclasses import dataclass
 from typing import Literal, Sequence
 
-__all__ = ["Comparison", "parse_date", "parse_number", "comparison_of", "compare", "answer_type", "fits_type"]
+__all__ = [
+    "Comparison",
+    "parse_date",
+    "parse_number",
+    "comparison_of",
+    "names_alternatives",
+    "compare",
+    "answer_type",
+    "fits_type",
+]
 
 _MONTHS = {
     m: i
@@ -116,6 +125,11 @@ def comparison_of(question: str) -> Comparison | None:
     if re.search(_NUM_MIN, q):
         return Comparison("number", "min")
     return None
+
+
+def names_alternatives(question: str) -> bool:
+    """Whether the question names the alternatives it compares: "…, X or Y?", or both/same/either/neither."""
+    return bool(re.search(r"\bor\b", question, re.I) or re.search(r"\b(both|same|either|neither)\b", question, re.I))
 
 
 def _norm(value: str) -> str:
