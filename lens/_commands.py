@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
@@ -139,10 +140,7 @@ def ask(args: argparse.Namespace) -> int:
     agent = Agent(cfg, memory=memory, progress=watch)
     t0 = time.monotonic()
     try:
-        if terminal is not None:
-            with terminal:
-                result = agent.ask(args.question, args.path)
-        else:
+        with terminal if terminal is not None else contextlib.nullcontext():
             result = agent.ask(args.question, args.path)
     except KeyboardInterrupt:
         if last:  # what the interrupted question had spent when its last stage started

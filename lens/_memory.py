@@ -2,7 +2,8 @@
 
 After a query, each requirement whose favoured window holds a verified finding with calibrated posterior at
 least ``memory.min_posterior`` appends one entry (certified or not — certified-only stays empty with a weak
-oracle; read back, an entry's signal is its similarity × its posterior, so a weakly supported one only nudges): the requirement text and its lexical terms (and an embedding when the caller supplies one), the window
+oracle; read back, an entry's signal is its similarity × its posterior, so a weakly supported one only
+nudges): the requirement text and its lexical terms (and an embedding when the caller supplies one), the window
 it was found in (path, document id, sentence and line range), the observed value, the posterior and whether
 the requirement was certified, the sha256 of the file content it was read from, and when it was observed (wall
 time and stream position). Entries are never edited or removed; logs written before posteriors were recorded

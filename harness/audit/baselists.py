@@ -36,6 +36,7 @@ __all__ = [
     "ArtifactCache",
     "compute_base_lists",
     "compute_query_vectors",
+    "tfidf_vectors",
     "combined_index_hash",
 ]
 
@@ -153,16 +154,21 @@ def compute_query_vectors(
         idx = _dense_vectors(texts, [r.id for r in requests], "queries", queries_hash, enc, cache)
         return QueryVectors(np.asarray(idx.vectors, dtype=np.float64), "dense", enc.model_id)
     if method == "tfidf":
-        from sklearn.feature_extraction.text import TfidfVectorizer
-
-        vec = TfidfVectorizer(sublinear_tf=True, stop_words="english", norm="l2")
-        try:
-            m = vec.fit_transform(texts)
-        except ValueError:  # every query is empty or stopwords only
-            m = np.zeros((len(texts), 1))
-        dense = m.toarray() if hasattr(m, "toarray") else np.asarray(m)
-        return QueryVectors(dense.astype(np.float64), "tfidf", "sklearn-tfidf(sublinear,english-stopwords)")
+        return QueryVectors(tfidf_vectors(texts), "tfidf", "sklearn-tfidf(sublinear,english-stopwords)")
     raise ValueError(f"unknown similarity {method!r}")
+
+
+def tfidf_vectors(texts: Sequence[str]) -> np.ndarray:
+    """Query-local TF-IDF vectors (sublinear tf, English stopwords, l2-normalised), one dense row per text."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    vec = TfidfVectorizer(sublinear_tf=True, stop_words="english", norm="l2")
+    try:
+        m = vec.fit_transform(texts)
+    except ValueError:  # every text is empty or stopwords only
+        m = np.zeros((len(texts), 1))
+    dense = m.toarray() if hasattr(m, "toarray") else np.asarray(m)
+    return dense.astype(np.float64)
 
 
 def compute_base_lists(

@@ -310,9 +310,9 @@ class LensRun:
 
 
 def load_lens_run(run_dir: str | Path, system: str = "lens", system_hash: str | None = None) -> LensRun:
-    """Read the ``system`` rows of a ``lens bench run`` (or ``lens bench stream``) folder (label-free). Raises :class:`LensRunError` naming
-    the file, line and field when the folder or a row cannot serve; refuses a folder holding rows of several
-    ``system_hash`` values for ``system`` unless ``system_hash`` picks one."""
+    """Read the ``system`` rows of a ``lens bench run`` (or ``lens bench stream``) folder (label-free). Raises
+    :class:`LensRunError` naming the file, line and field when the folder or a row cannot serve; refuses a folder
+    holding rows of several ``system_hash`` values for ``system`` unless ``system_hash`` picks one."""
     folder = Path(run_dir)
     mpath, rpath = folder / "manifest.json", folder / "rows.jsonl"
     if not mpath.is_file() or not rpath.is_file():

@@ -141,7 +141,9 @@ def _stream_labels(run: LensRun, workload_dir: Path, split: str | None, folder: 
         "queries_hash"
     ):
         raise LensError(f"{workload_dir}: not the workload the stream run {run.folder} was bound to")
-    mpath = folder.with_name(folder.name + ".manifest.json")
+    from harness.bench.stream import folder_manifest_path
+
+    mpath = folder_manifest_path(folder)
     try:
         files = json.loads(mpath.read_text(encoding="utf-8"))["files"]
     except (OSError, ValueError, KeyError) as exc:

@@ -47,6 +47,7 @@ __all__ = [
     "RECALL_CUTOFFS",
     "asset_file",
     "render_asset",
+    "folder_manifest_path",
     "materialise_assets",
     "build_stream",
     "StreamSummary",
@@ -76,10 +77,16 @@ def render_asset(asset: Asset) -> str:
     return "\n".join(lines) + "\n"
 
 
+def folder_manifest_path(folder: str | os.PathLike[str]) -> Path:
+    """Where a stream folder's manifest lives: beside it, ``<folder>.manifest.json`` (never inside it)."""
+    folder = Path(folder)
+    return folder.with_name(folder.name + ".manifest.json")
+
+
 def materialise_assets(workload: Workload, folder: str | os.PathLike[str]) -> dict[str, Any]:
     """Write (or verify) the folder and its manifest; returns the manifest."""
     folder = Path(folder)
-    manifest_path = folder.with_name(folder.name + ".manifest.json")
+    manifest_path = folder_manifest_path(folder)
     files = {}
     blobs = {}
     for a in workload.assets:
@@ -119,12 +126,9 @@ def build_stream(workload: Workload, kind: str, seed: int) -> Stream:
     if kind == "natural":
         return natural_stream(requests)
     if kind == "semantic":
-        from sklearn.feature_extraction.text import TfidfVectorizer
+        from harness.audit.baselists import tfidf_vectors
 
-        m = TfidfVectorizer(sublinear_tf=True, stop_words="english", norm="l2").fit_transform(
-            [r.text for r in requests]
-        )
-        return semantic_stream(requests, m.toarray(), seed)
+        return semantic_stream(requests, tfidf_vectors([r.text for r in requests]), seed)
     raise DataError(f"--order {kind!r}: expected random, semantic or natural")
 
 
