@@ -45,6 +45,15 @@ class Outcome(Generic[J, R]):
     error: BaseException | None
 
 
+def _attempt(worker: Callable[[Any], Any], job: Any) -> Outcome:
+    """``worker(job)`` as an outcome: its result, or the exception it raised (handed to the driver, which
+    decides)."""
+    try:
+        return Outcome(job, worker(job), None)
+    except BaseException as exc:
+        return Outcome(job, None, exc)
+
+
 class Executor(ABC):
     """Runs ``worker(job)`` for every job and yields each :class:`Outcome` as soon as it finishes.
 
@@ -105,10 +114,7 @@ class LocalExecutor(Executor):
                     ok, job = next_job()
                     if not ok:
                         return
-                    try:
-                        results.put(Outcome(job, worker(job), None))
-                    except BaseException as exc:  # handed to the driver, which decides
-                        results.put(Outcome(job, None, exc))
+                    results.put(_attempt(worker, job))
             finally:
                 results.put(None)
 
@@ -201,10 +207,7 @@ class RayExecutor(Executor):
                 self.work = make(llm=llm)  # its own systems and client, built once
 
             def call(self, job):
-                try:
-                    return Outcome(job, self.work(job), None)
-                except BaseException as exc:  # exceptions travel back as data
-                    return Outcome(job, None, exc)
+                return _attempt(self.work, job)
 
         @ray.remote(num_cpus=0, max_restarts=0)
         class _NodeModel:
@@ -238,14 +241,10 @@ class RayExecutor(Executor):
         source = iter(jobs)
         running: dict[Any, Any] = {}  # object ref -> actor
 
-        def submit(actor) -> bool:
-            if self._stopped.is_set():
-                return False
-            job = next(source, None)
-            if job is None:
-                return False
-            running[actor.call.remote(job)] = actor
-            return True
+        def submit(actor) -> None:
+            job = None if self._stopped.is_set() else next(source, None)
+            if job is not None:
+                running[actor.call.remote(job)] = actor
 
         try:
             for a in actors:

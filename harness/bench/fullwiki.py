@@ -163,7 +163,8 @@ def prepare_fullwiki(
     }
     fs = draw_samples(population, (size,), seed=seed, sf_cap=sf_cap, population_sha256=inputs["questions"]["sha256"])
     stage = fs.stage(size)
-    sampled = [q for q in population if q.id in set(stage.ids)]
+    chosen = set(stage.ids)
+    sampled = [q for q in population if q.id in chosen]
     flags = gold_in_pool(sampled, articles)
     by_id = {a.id: a for a in articles}
     groups = [ids[i : i + shard_size] for i in range(0, len(ids), shard_size)]
