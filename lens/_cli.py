@@ -188,6 +188,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from lens._errors import LensError
 
+    restore = _exit_on_sigterm()
     try:
         return int(_resolve(args._handler)(args) or 0)
     except LensError as exc:
@@ -198,6 +199,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    finally:
+        restore()
+
+
+def _exit_on_sigterm() -> Callable[[], None]:
+    """SIGTERM becomes ``SystemExit(143)``, so ``finally`` blocks run (a bench run records its session, the
+    embedded server is shut down) instead of the process dying mid-write. Returns the undo; a no-op off the main
+    thread, where Python cannot set handlers."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def terminate(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    return lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 
 
 if __name__ == "__main__":  # pragma: no cover

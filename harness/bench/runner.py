@@ -18,7 +18,8 @@ Resume
   an arm whose parameters changed while it has rows — its parameters include a fingerprint of the code and
   prompts it runs (``harness.bench.systems.provenance``), so rows made before and after an edit of the agent are never
   mixed either. ``--limit`` may change between sessions (it only selects a prefix of the bound question order)
-  and arms may be added. Each session (start, end, git commit, rows written) is recorded in the manifest.
+  and arms may be added. Each session (start, end, git commit, rows written, why it stopped) is recorded in the
+  manifest, also when it ends by an interrupt (Ctrl-C, or SIGTERM, which ``lens`` turns into a normal exit).
 - Each run uses its own LLM response cache (``RUN_DIR/llm-cache``) unless ``llm.cache_dir`` is set: a run
   starts cold, and a question rerun after an interruption replays the calls it had made (reported as hits).
 
@@ -694,15 +695,19 @@ def run_benchmark(
                 f"tokens {tokens / 1000:.1f}K · errors {errors} · last {job.system} {pred.seconds:.1f}s", refresh=False
             )
             bar.update(1)
+    except BaseException as exc:  # an interrupt (Ctrl-C, or SIGTERM via `lens`) or a failure: the session says so
+        stopped = stopped or f"ended by {type(exc).__name__}{f' ({exc})' if str(exc) else ''}"
+        raise
     finally:
         rows_log.close()
         attempts_log.close()
         bar.close()
-    manifest["updated"] = session["finished"] = _now()
-    session["rows_written"] = written
-    session["endpoint_failures"] = failed_attempts
-    session["stopped"] = stopped
-    write_run_manifest(out, manifest)
+        # the session record is written however the loop ended, so the manifest counts the rows already on disk
+        manifest["updated"] = session["finished"] = _now()
+        session["rows_written"] = written
+        session["endpoint_failures"] = failed_attempts
+        session["stopped"] = stopped
+        write_run_manifest(out, manifest)
     current = {e["system_hash"] for e in entries.values()}
     all_rows = [r for r in existing if r["system_hash"] in current] + new_rows
     planned_keys = {(entries[n]["system_hash"], q.id) for q in plan.questions for n in plan.systems}

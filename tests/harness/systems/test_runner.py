@@ -253,6 +253,13 @@ def test_a_killed_run_resumes_with_every_row_exactly_once(bench_data, tmp_path, 
         proc.wait(timeout=30)
         before = rows_file.read_bytes().count(b"\n")
         assert 10 <= before < 48
+        killed = read_run_manifest(out)["sessions"][-1]
+        if sig == signal.SIGTERM:  # a normal exit: the session records its end and the rows it wrote
+            assert proc.returncode == 143
+            assert killed["finished"] and killed["stopped"] == "ended by SystemExit (143)"
+            assert before - 1 <= killed["rows_written"] <= before  # the signal may land between write and count
+        else:  # nothing runs after SIGKILL; the rows on disk are still the record
+            assert proc.returncode == -signal.SIGKILL and killed["finished"] is None
 
         done = subprocess.run(
             _cli(bench_data, out, server.base_url), env=_clean_env(), capture_output=True, text=True, timeout=300
