@@ -217,7 +217,12 @@ def _exit_on_sigterm() -> Callable[[], None]:
         raise SystemExit(128 + signum)
 
     previous = signal.signal(signal.SIGTERM, terminate)
-    return lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+
+    def restore() -> None:  # only our own handler: one installed since (the embedded server's, which chains) stays
+        if signal.getsignal(signal.SIGTERM) is terminate:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+
+    return restore
 
 
 if __name__ == "__main__":  # pragma: no cover
