@@ -14,6 +14,13 @@ rate ``tpr``, false-positive rate ``fpr``, per model):
 so a weak oracle (tpr ≈ fpr) moves beliefs little and a strong one a lot. Only spans verified against the text
 count as "relevant"; an unverifiable claim is a "not relevant" reading.
 
+The candidate set grows (a wider prior ranking, a self-correction): a window enumerated late is a window that was
+hiding in "elsewhere", so it enters at the mass the prior would have given it had it been enumerated at the start
+— its prior weight on the scale ``init`` set — times the evidence factor ρ = P(elsewhere) / prior mass of
+elsewhere, which every window not yet read shares (readings of other windows move them all alike). A newcomer
+therefore outranks an enumerated window only if the prior scored it higher or readings lowered that window; the
+newcomers together take at most 80 % of elsewhere's mass (some always stays outside).
+
 Hypotheses about the same *fact* are grouped: confirmed windows that verified the same value (normalised) form
 one group — two documents stating that the Marren Gull was built by Osk Yard are not rival answers, and with
 the windows kept apart their posterior would split and never certify. Every other window, and "elsewhere",
@@ -57,33 +64,49 @@ class Belief:
     confirmed: set[str] = field(default_factory=set)  # windows with a verified positive observation
     values: dict[str, str] = field(default_factory=dict)  # confirmed window -> the (normalised) value it verified
     observations: int = 0
+    prior_scale: float | None = None  # prior mass per unit of prior weight, set by init (None: no scale yet)
+    tail_prior: float = 0.0  # prior mass "elsewhere" still stands for (windows not yet enumerated)
 
     def __post_init__(self) -> None:
         self.log_w.setdefault(ELSEWHERE, math.log(self.elsewhere_mass))
 
     def add_candidates(self, weights: dict[str, float]) -> None:
-        """Add windows with prior weights (relative, > 0). New windows take their mass from "elsewhere":
-        they are where the missing mass was hiding. Existing windows keep their beliefs."""
+        """Add windows with prior weights (> 0, on the scale of ``init``'s). A new window was hiding in
+        "elsewhere": it gets its prior mass (weight × ``prior_scale``) times ρ = P(elsewhere) / ``tail_prior``,
+        the evidence factor shared by every window not yet enumerated; the new windows together take at most
+        80 % of elsewhere's mass, and ρ stays what it was for the windows still outside. Without a prior scale
+        (no ``init`` with positive weights) they share 80 % of elsewhere in proportion to their weights.
+        Existing windows keep their beliefs."""
         new = {k: w for k, w in weights.items() if k not in self.log_w and w > 0}
         if not new:
             return
         post = self.posterior()
         pool = post.get(ELSEWHERE, 0.0)
-        share = 0.8 * pool  # some mass always stays outside the candidates
+        cap = 0.8 * pool  # some mass always stays outside the candidates
         total = sum(new.values())
+        if self.prior_scale is not None and self.tail_prior > 0 and pool > 0:
+            rho = pool / self.tail_prior
+            mass = {k: rho * self.prior_scale * w for k, w in new.items()}
+            fit = min(1.0, cap / sum(mass.values()))
+            mass = {k: m * fit for k, m in mass.items()}
+            self.tail_prior = max(self.tail_prior - sum(mass.values()) / rho, 1e-300)
+        else:
+            mass = {k: cap * w / total for k, w in new.items()}
         log_w = {k: math.log(max(p, 1e-300)) for k, p in post.items() if k != ELSEWHERE}
-        log_w[ELSEWHERE] = math.log(max(pool - share, 1e-300))
-        for k, w in new.items():
-            log_w[k] = math.log(max(share * w / total, 1e-300))
+        log_w[ELSEWHERE] = math.log(max(pool - sum(mass.values()), 1e-300))
+        for k, m in mass.items():
+            log_w[k] = math.log(max(m, 1e-300))
         self.log_w = log_w
 
     def init(self, weights: dict[str, float]) -> None:
         """Fresh prior: candidates share 1 − elsewhere_mass in proportion to their weights."""
         total = sum(w for w in weights.values() if w > 0)
         self.log_w = {ELSEWHERE: math.log(self.elsewhere_mass)}
+        self.prior_scale, self.tail_prior = None, self.elsewhere_mass
         if total <= 0:
             self.log_w[ELSEWHERE] = 0.0
             return
+        self.prior_scale = (1.0 - self.elsewhere_mass) / total
         for k, w in weights.items():
             if w > 0:
                 self.log_w[k] = math.log((1.0 - self.elsewhere_mass) * w / total)

@@ -214,6 +214,43 @@ def test_add_candidates_takes_80_percent_of_elsewhere_and_keeps_existing_beliefs
     assert post[ELSEWHERE] == pytest.approx(0.04)
 
 
+def test_a_late_window_enters_at_the_mass_the_prior_would_have_given_it():
+    """Prior weights a 3, b 1 (a 0.6, b 0.2, elsewhere 0.2; 0.2 mass per unit weight). A window ranked after
+    them with weight 0.5 would have had 0.1 at the start, so it enters at 0.1: below b, never above it for being
+    new (the 80 % share of elsewhere, 0.16, would have put it within 0.04 of b)."""
+    b = fresh({"a": 3.0, "b": 1.0})
+    b.add_candidates({"a": 3.0, "b": 1.0, "c": 0.5})
+    post = b.posterior()
+    assert post["a"] == pytest.approx(0.6) and post["b"] == pytest.approx(0.2)
+    assert post["c"] == pytest.approx(0.1)
+    assert post[ELSEWHERE] == pytest.approx(0.1)
+    assert b.tail_prior == pytest.approx(0.1)
+
+
+def test_a_late_window_carries_the_evidence_that_moved_mass_elsewhere():
+    """Readings that lower the enumerated windows raise every unread window alike: ρ = P(elsewhere) / its prior
+    mass multiplies the newcomer's prior mass, and stays the same for the windows still outside."""
+    b = fresh({"a": 3.0, "b": 1.0})
+    b.update("a", math.log(0.25), confirmed=False)  # a: 0.6 → 0.15 before normalising; z = 0.55
+    pool = b.posterior()[ELSEWHERE]
+    assert pool == pytest.approx(0.2 / 0.55)
+    rho = pool / 0.2
+    b.add_candidates({"c": 0.5})
+    post = b.posterior()
+    assert post["c"] == pytest.approx(rho * 0.1)
+    assert post["c"] < post["b"]  # b was not read: it keeps its lead over a window the prior ranked lower
+    assert post[ELSEWHERE] / b.tail_prior == pytest.approx(rho)
+
+
+def test_late_windows_take_at_most_80_percent_of_elsewhere():
+    b = fresh({"a": 1.0})  # 0.8 per unit weight: c alone would claim 8.0
+    b.add_candidates({"c": 10.0})
+    post = b.posterior()
+    assert post["c"] == pytest.approx(0.16)
+    assert post[ELSEWHERE] == pytest.approx(0.04)
+    assert post[ELSEWHERE] / b.tail_prior == pytest.approx(1.0)  # ρ unchanged for what stays outside
+
+
 def test_add_candidates_without_new_windows_changes_nothing():
     b = fresh({"a": 1.0})
     before = dict(b.log_w)
@@ -313,6 +350,27 @@ def test_posterior_stays_a_probability_distribution(weights, elsewhere, tpr, fpr
         assert b.glr() >= 0.0
         assert b.favoured() in weights
     assert b.observations == sum(1 for k, _ in steps if k in weights)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    weights=st.dictionaries(st.sampled_from("abc"), st.floats(0.01, 100.0), min_size=1, max_size=3),
+    late=st.dictionaries(st.sampled_from("defg"), st.floats(0.01, 100.0), min_size=1, max_size=4),
+    lrs=st.lists(st.tuples(st.sampled_from("abc"), st.floats(-4.0, 4.0)), max_size=8),
+)
+def test_growing_the_candidate_set_keeps_a_distribution_and_the_outside_evidence_factor(weights, late, lrs):
+    b = fresh(weights)
+    for key, log_lr in lrs:
+        b.update(key, log_lr, confirmed=False)
+    before = dict(b.posterior())
+    rho = before[ELSEWHERE] / b.tail_prior
+    b.add_candidates(late)
+    post = b.posterior()
+    assert sum(post.values()) == pytest.approx(1.0)
+    assert sum(post[k] for k in late) <= 0.8 * before[ELSEWHERE] + 1e-12
+    for k in weights:  # enumerated windows keep their mass
+        assert post[k] == pytest.approx(before[k])
+    assert post[ELSEWHERE] / b.tail_prior == pytest.approx(rho)
 
 
 def test_windows_that_verified_the_same_value_are_one_hypothesis():
