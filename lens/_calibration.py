@@ -26,8 +26,10 @@ non-supporting sentence is a negative, and so is a finding for a hop it was not 
 with nothing found is positive (a miss) when the window holds such a gold sentence. Unasked hops are never
 positives: only the requirements the loop asked about have readings.
 
-**fit** fits, on the rows of one or more runs, the graded model (logistic regression, L2, by Newton steps;
-with and without the log-probability feature), the rank-only baseline and the single (tpr, fpr) pair, and
+**fit** fits, on the rows of one or more runs, the graded model (logistic regression by Newton steps, with and
+without the log-probability feature: the rank-only baseline as an offset plus an L2-penalised term for what a
+reading adds, the penalty chosen by cross-validated log loss with the one-standard-error rule, so a reading that
+carries no evidence beyond the rank gets a likelihood ratio near 1), the rank-only baseline and the single (tpr, fpr) pair, and
 reports, cross-validated by question (folds of whole questions), the AUC, Brier score and a reliability table
 of both models' posteriors (the baseline's rank odds times each model's likelihood ratio), the AUC of each
 model's log likelihood ratio alone (what a reading adds beyond the prior rank), plus the
@@ -347,20 +349,22 @@ def calibrate(config, questions: list[dict], articles_path: str, out_dir: str, *
 
 
 # ---------------------------------------------------------------------------------------------------- fit
-def logistic_fit(X, y, l2: float = 1.0, iters: int = 50):
-    """L2-penalised logistic regression by Newton steps (the intercept is not penalised); returns
-    (coefficients, intercept)."""
+def logistic_fit(X, y, l2: float = 1.0, iters: int = 50, *, offset=None, penalize_intercept: bool = False):
+    """L2-penalised logistic regression by Newton steps: logit P(y) = ``offset`` + X·w + b. The intercept is not
+    penalised unless ``penalize_intercept`` (a model of the evidence *beyond* an offset shrinks its constant
+    shift too). Returns (coefficients, intercept)."""
     import numpy as np
 
     X = np.asarray(X, dtype=float)
     y = np.asarray(y, dtype=float)
     n, d = X.shape
+    off = np.zeros(n) if offset is None else np.asarray(offset, dtype=float)
     A = np.hstack([X, np.ones((n, 1))])
     w = np.zeros(d + 1)
     pen = np.full(d + 1, l2)
-    pen[-1] = 0.0
+    pen[-1] = l2 if penalize_intercept else 0.0
     for _ in range(iters):
-        z = A @ w
+        z = off + A @ w
         p = 1.0 / (1.0 + np.exp(-np.clip(z, -30, 30)))
         g = A.T @ (p - y) + pen * w
         H = (A * (p * (1 - p))[:, None]).T @ A + np.diag(pen) + 1e-9 * np.eye(d + 1)
@@ -413,24 +417,45 @@ def _reliability(probs: Sequence[float], labels: Sequence[int], bins: int = 5) -
     return out
 
 
+# penalties the fit chooses from by cross-validated log loss (``l2=None``)
+L2_GRID = (0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0)
+
+
 class _Fitted:
     """One fit on a set of readings: the graded model with its rank-only baseline (a ``GradedEvidence``,
-    unrounded) and the single rates (an ``OracleReliability``) — the loop's own scoring code scores them."""
+    unrounded) and the single rates (an ``OracleReliability``) — the loop's own scoring code scores them.
+
+    The baseline is the logistic fit of the label on the window's log prior rank. The graded model is that
+    baseline plus what a reading adds: logit = base logit + w·features + w0, fitted with the base logit as an
+    offset and an L2 penalty ``l2`` on w *and* w0, so a reading's log likelihood ratio (w·features + w0) shrinks
+    to 0 — the belief stays at the prior — unless the readings show that it carries evidence. Stored in the
+    preset's form: ``log_rank``'s coefficient and the intercept include the baseline's."""
 
     def __init__(self, readings: list[dict], l2: float):
         from lens._config import GradedEvidence, OracleReliability
         from lens._grading import FEATURES, LOGPROB_FEATURES
 
-        nolp = [f for f in FEATURES if f not in LOGPROB_FEATURES]
         y = [r["label"] for r in readings]
+        (base_coef,), base_intercept = logistic_fit([[r["features"]["log_rank"]] for r in readings], y, 1.0)
+
+        def beyond_rank(rows: list[dict], names: list[str]) -> tuple[list[float], float]:
+            extra = [f for f in names if f != "log_rank"]
+            offset = [base_intercept + base_coef * r["features"]["log_rank"] for r in rows]
+            w, w0 = logistic_fit(
+                [[r["features"].get(f, 0.0) for f in extra] for r in rows],
+                [r["label"] for r in rows],
+                l2,
+                offset=offset,
+                penalize_intercept=True,
+            )
+            by_name = dict(zip(extra, w))
+            return [base_coef if f == "log_rank" else by_name[f] for f in names], base_intercept + w0
+
+        nolp = [f for f in FEATURES if f not in LOGPROB_FEATURES]
         lp = [r for r in readings if r["logprobs"]]
-        coef, intercept = logistic_fit(
-            [[r["features"].get(f, 0.0) for f in FEATURES] for r in (lp or readings)],
-            [r["label"] for r in (lp or readings)],
-            l2,
-        )
-        coef_nolp, intercept_nolp = logistic_fit([[r["features"].get(f, 0.0) for f in nolp] for r in readings], y, l2)
-        (base_coef,), base_intercept = logistic_fit([[r["features"]["log_rank"]] for r in readings], y, l2)
+        coef, intercept = beyond_rank(lp or readings, list(FEATURES))
+        coef_nolp, intercept_nolp = beyond_rank(readings, nolp)
+        self.l2 = l2
         self.model = GradedEvidence(
             features=list(FEATURES),
             coef=coef,
@@ -448,6 +473,50 @@ class _Fitted:
             fpr=(sum(r["found"] for r in neg) + 1) / (len(neg) + 2),
             n=len(readings),
         )
+
+    @classmethod
+    def choose(cls, rows: list[dict], l2: float | None, folds: int) -> "_Fitted":
+        """The fit on ``rows``' readings with penalty ``l2``; with ``None``, the penalty of ``L2_GRID`` chosen by
+        cross-validation by question within ``rows``: each question's mean log loss of the graded model, and
+        the *largest* penalty whose loss exceeds the best penalty's by at most one standard error of the
+        paired per-question difference (the one-standard-error rule: with readings this noisy the loss curve
+        is flat, and the simpler model — beliefs moved less — wins a tie)."""
+        readings = [r for row in rows for r in row["readings"]]
+        if l2 is not None:
+            return cls(readings, l2)
+        fold_of = _folds(rows, folds)
+        losses: dict[float, dict[str, float]] = {}
+        for lam in L2_GRID:
+            per_q: dict[str, float] = {}
+            for k in range(folds):
+                train = [r for row in rows if fold_of[row["id"]] != k for r in row["readings"]]
+                if len({r["label"] for r in train}) < 2:
+                    continue
+                m = cls(train, lam)
+                for row in rows:
+                    if fold_of[row["id"]] != k or not row["readings"]:
+                        continue
+                    loss = 0.0
+                    for r in row["readings"]:
+                        p = min(max(_sigmoid(m.graded_logit(r)), 1e-9), 1 - 1e-9)
+                        loss -= math.log(p if r["label"] else 1 - p)
+                    per_q[row["id"]] = loss / len(row["readings"])
+            losses[lam] = per_q
+        qids = sorted(set.intersection(*(set(v) for v in losses.values()))) if losses else []
+        if len(qids) < 2:
+            return cls(readings, L2_GRID[0])
+        mean = {lam: sum(v[q] for q in qids) / len(qids) for lam, v in losses.items()}
+        best = min(L2_GRID, key=lambda lam: (mean[lam], lam))
+        chosen = best
+        for lam in L2_GRID:
+            if lam <= best:
+                continue
+            d = [losses[lam][q] - losses[best][q] for q in qids]
+            mu = sum(d) / len(d)
+            se = math.sqrt(sum((x - mu) ** 2 for x in d) / (len(d) - 1) / len(d))
+            if mu <= se:
+                chosen = lam
+        return cls(readings, chosen)
 
     def base_logit(self, r: dict) -> float:
         return self.model.base_logit(r["features"])
@@ -474,24 +543,35 @@ class _Fitted:
         }
 
 
-def fit_readings(rows: list[dict], *, folds: int = 5, l2: float = 1.0) -> dict:
+def _folds(rows: list[dict], folds: int) -> dict[str, int]:
+    """Question id → fold (whole questions per fold, assigned in a fixed hash order)."""
+    ids = sorted({row["id"] for row in rows}, key=lambda i: hashlib.sha256(i.encode()).hexdigest())
+    return {qid: k % folds for k, qid in enumerate(ids)}
+
+
+def fit_readings(rows: list[dict], *, folds: int = 5, l2: float | None = None) -> dict:
     """Fit and cross-validate the graded and single-rate models on calibration rows (see the module
-    docstring); returns the report with the preset's parameters."""
+    docstring); returns the report with the preset's parameters. ``l2=None`` chooses the graded model's penalty
+    by cross-validated log loss — inside each outer training fold for the reported metrics (nested), and on
+    all rows for the preset."""
     readings = [r for row in rows for r in row["readings"]]
     if len({r["label"] for r in readings}) < 2:
         raise LensError("calibration rows need both positive and negative readings to fit")
     ids = sorted({row["id"] for row in rows}, key=lambda i: hashlib.sha256(i.encode()).hexdigest())
-    fold_of = {qid: k % folds for k, qid in enumerate(ids)}
+    fold_of = _folds(rows, folds)
     held: dict[str, list[float]] = {"graded": [], "single": [], "base": []}
     # the observation's own evidence (log LR = full − rank-only log-odds): its discrimination beyond the rank
     lr: dict[str, list[float]] = {"graded": [], "single": []}
     labels: list[int] = []
+    chosen: list[float] = []
     for k in range(folds):
-        train = [r for row in rows if fold_of[row["id"]] != k for r in row["readings"]]
+        train_rows = [row for row in rows if fold_of[row["id"]] != k]
+        train = [r for row in train_rows for r in row["readings"]]
         test = [r for row in rows if fold_of[row["id"]] == k for r in row["readings"]]
         if not test or len({r["label"] for r in train}) < 2:
             continue
-        m = _Fitted(train, l2)
+        m = _Fitted.choose(train_rows, l2, folds)
+        chosen.append(m.l2)
         for r in test:
             held["graded"].append(_sigmoid(m.graded_logit(r)))
             held["single"].append(_sigmoid(m.single_logit(r)))
@@ -508,7 +588,7 @@ def fit_readings(rows: list[dict], *, folds: int = 5, l2: float = 1.0) -> dict:
         }
         if name in lr:
             metrics[name]["lr_auc"] = None if (a := auc(lr[name], labels)) is None else round(a, 4)
-    full = _Fitted(readings, l2)
+    full = _Fitted.choose(rows, l2, folds)
     outcomes = [(row["observation_model"], o) for row in rows for o in row.get("outcome", [])]
     certification = {}
     for name in sorted({n for n, _ in outcomes}):
@@ -530,7 +610,8 @@ def fit_readings(rows: list[dict], *, folds: int = 5, l2: float = 1.0) -> dict:
         "found": sum(r["found"] for r in readings),
         "with_logprobs": sum(bool(r["logprobs"]) for r in readings),
         "folds": folds,
-        "l2": l2,
+        "l2": full.l2,
+        "l2_chosen_in_folds": chosen,
         "cross_validated": metrics,
         "certification": certification,
         "single_rate": {"tpr": round(full.rates.tpr, 4), "fpr": round(full.rates.fpr, 4), "n": len(readings)},
@@ -660,7 +741,8 @@ def fit_command(args: argparse.Namespace) -> int:
     print(
         f"model {report['model']}: {report['questions']} questions, {report['readings']} readings "
         f"({report['positives']} positive, {report['found']} found, {report['with_logprobs']} with logprobs); "
-        f"{report['folds']}-fold cross-validation by question"
+        f"{report['folds']}-fold cross-validation by question; penalty {report['l2']} "
+        f"(chosen in the folds: {report['l2_chosen_in_folds']})"
     )
     for name in ("graded", "single", "base"):
         extra = f"  (AUC of the reading's log LR alone: {cv[name]['lr_auc']})" if "lr_auc" in cv[name] else ""

@@ -155,7 +155,12 @@ def build_parser(*, groups: bool = True) -> argparse.ArgumentParser:
     )
     q.add_argument("runs", nargs="+", metavar="RUN", help="calibration run folders (or readings.jsonl files)")
     q.add_argument("--folds", type=int, default=5, help="cross-validation folds, by question (default 5)")
-    q.add_argument("--l2", type=float, default=1.0, help="L2 penalty of the logistic fits (default 1)")
+    q.add_argument(
+        "--l2",
+        type=float,
+        default=None,
+        help="L2 penalty of what a reading adds beyond the prior rank (default: chosen by cross-validated log loss)",
+    )
     q.add_argument("--out", metavar="FILE", help="write the fit report (JSON) here")
     q.add_argument("--json", action="store_true")
     _handler(q, "lens._commands:calibrate_fit")

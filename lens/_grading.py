@@ -23,10 +23,11 @@ features (``FEATURES``):
 
 ``logprob`` and ``null_confidence`` exist only where the endpoint returns token log-probabilities.
 
-Calibration (``lens calibrate``) fits a logistic regression P(window holds the requirement's fact | features)
-on labelled readings and, on the same readings, one over ``log_rank`` alone (the prior's own information).
-Because the belief already holds the prior, a reading's log likelihood ratio is the difference of the two
-log-odds — the evidence the reading adds beyond the window's rank:
+Calibration (``lens calibrate``) fits, on labelled readings, a logistic regression over ``log_rank`` alone (the
+prior's own information) and, with that baseline as an offset, an L2-penalised term for what the other features
+add (penalty chosen by cross-validation), so P(window holds the requirement's fact | features) = σ(baseline +
+added evidence). Because the belief already holds the prior, a reading's log likelihood ratio is the difference
+of the two log-odds — the evidence the reading adds beyond the window's rank, 0 where the readings show none:
 
     log LR(x) = logit P(fact | x) − logit P(fact | log_rank(x))
 

@@ -223,6 +223,37 @@ def test_the_graded_model_beats_the_single_rate_where_features_carry_signal():
     assert graded.coef[graded.features.index("exact")] > 0
 
 
+def test_readings_without_evidence_beyond_the_rank_get_a_likelihood_ratio_near_one():
+    """A noisy sensor: 'found' and 'exact' are drawn independently of the label, so the rank is all there is.
+    The penalty chosen by cross-validation shrinks what a reading adds, and the loop's log LR stays near 0."""
+    from lens._grading import FEATURES
+
+    rng = random.Random(3)
+    rows = []
+    for q in range(40):
+        readings = []
+        for rank in range(6):
+            label = int(rng.random() < (0.5 if rank == 0 else 0.1))
+            found, exact = rng.random() < 0.3, rng.random() < 0.15
+            feats = dict.fromkeys(FEATURES, 0.0)
+            feats.update(found=float(found), exact=float(exact), log_rank=math.log1p(rank))
+            readings.append({"label": label, "found": found, "features": feats, "logprobs": False})
+        rows.append({"id": f"q{q}", "model": MODEL, "observation_model": "single-rate", "readings": readings})
+    report = fit_readings(rows, folds=5)
+    assert report["l2"] >= 30.0
+    graded = GradedEvidence.model_validate(report["graded"])
+    feats = dict.fromkeys(FEATURES, 0.0)
+    for found, exact, rank in [(1.0, 1.0, 0), (0.0, 0.0, 0), (1.0, 0.0, 3)]:
+        feats.update(found=found, exact=exact, log_rank=math.log1p(rank))
+        assert abs(graded.logit(feats, logprobs=False) - graded.base_logit(feats)) < 0.15
+    # with a fixed small penalty the same readings move beliefs further (the noise is fitted)
+    loose = GradedEvidence.model_validate(fit_readings(rows, folds=5, l2=0.3)["graded"])
+    feats.update(found=1.0, exact=1.0, log_rank=0.0)
+    assert abs(loose.logit(feats, logprobs=False) - loose.base_logit(feats)) > abs(
+        graded.logit(feats, logprobs=False) - graded.base_logit(feats)
+    )
+
+
 def test_the_printed_preset_block_loads_as_configuration(tmp_path, capsys):
     import argparse
 
