@@ -312,7 +312,8 @@ class Agent:
         covered, evidence, missing)."""
         cfg, state = self.config, loop.state
         decomposition = state.decomposition
-        explore = not cfg.ablation.no_exploration
+        # a futile loop (certification out of reach for this observation model) re-enters for nothing
+        explore = not cfg.ablation.no_exploration and not stop.startswith("futile")
         certified = loop.certified()
         evidence = self._consolidate(loop, certified)
         covered: set[str] = set()

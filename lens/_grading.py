@@ -71,6 +71,8 @@ FEATURES = (
     "log_rank",
 )
 LOGPROB_FLOOR = -5.0
+# the range each feature can take (log_rank: up to rank 150, beyond any candidate list the loop builds)
+FEATURE_RANGE = dict.fromkeys(FEATURES, (0.0, 1.0)) | {"logprob": (LOGPROB_FLOOR, 0.0), "log_rank": (0.0, 5.0)}
 
 
 @dataclass(frozen=True)
@@ -200,6 +202,28 @@ class ObservationModel:
         if g is None:
             return self.reliability.log_lr(bool(features.get("found")))
         return max(-g.max_log_lr, min(g.max_log_lr, g.logit(features, logprobs=logprobs) - g.base_logit(features)))
+
+    def max_abs_log_lr(self) -> float:
+        """The most one reading can move a window's log weight, either way: for the graded model the largest
+        |log LR| over the feature ranges (``FEATURE_RANGE``; an upper bound, the features are not independent),
+        capped at ``max_log_lr``; for the single rate the larger of |log LR| of a positive and a negative
+        reading."""
+        g = self.graded
+        if g is None:
+            return max(abs(self.reliability.log_lr(True)), abs(self.reliability.log_lr(False)))
+        most = 0.0
+        for with_lp in (True, False):
+            names = list(g.features) if with_lp else [f for f in g.features if f not in LOGPROB_FEATURES]
+            coef = g.coef if with_lp else g.coef_no_logprob
+            shift = (g.intercept if with_lp else g.intercept_no_logprob) - g.base_intercept
+            hi, lo = shift, shift
+            for f, c in zip(names, coef):
+                c = c - g.base_coef if f == "log_rank" else c
+                a, b = FEATURE_RANGE.get(f, (0.0, 1.0))
+                hi += max(c * a, c * b)
+                lo += min(c * a, c * b)
+            most = max(most, abs(hi), abs(lo))
+        return min(most, g.max_log_lr)
 
 
 def observation_model(config: LensConfig) -> ObservationModel:

@@ -5,8 +5,9 @@ per token (belief mass of each outstanding requirement the window has not yet be
 round's token cap and the ``max_files`` admission limit; one oracle call observes them for *every* outstanding
 requirement; every belief is updated from that one observation. A verified value of a fact that a bridge fact
 depends on fills in the bridge fact's cues and re-runs the prior for it. The loop stops when the weakest
-requirement is certified (min_j GLR_j ≥ β(t, δ)·γ(I)), when no candidate is left to observe, or when the
-budget (rounds, calls, tokens, time) is spent.
+requirement is certified (min_j GLR_j ≥ β(t, δ)·γ(I)), when no candidate is left to observe, when the
+budget (rounds, calls, tokens, time) is spent, or when certification is out of reach: no sequence of readings
+the observation model allows could lift some requirement's GLR to the threshold in the rounds left ("futile").
 """
 
 from __future__ import annotations
@@ -213,6 +214,8 @@ class Loop:
                         s.values.setdefault(r.depends_on or "", "")
                         self.refresh(r, fresh=True)
                 continue
+            if self._futile(outstanding, threshold):
+                return "futile"
             proposal = self._propose(outstanding)
             if not proposal and self._expand(outstanding):
                 proposal = self._propose(outstanding)
@@ -225,6 +228,25 @@ class Loop:
             stop = self._round(outstanding, proposal, threshold_scale)
             if stop:
                 return stop
+
+    def _futile(self, outstanding: list[Requirement], threshold: float) -> bool:
+        """Whether some outstanding requirement cannot certify within the rounds left, however the readings
+        come out. Each reading moves one window's log weight by at most L (the observation model's largest
+        |log LR|) and never touches "elsewhere", which stays an alternative, so after k more readings
+        GLR_j ≤ log((1 − e_j) / e_j) + k·L, e_j = P_j(elsewhere) now; k = rounds left × windows per round; the
+        threshold only grows with the rounds. The bound is over the hypotheses enumerated now: a later expansion
+        that splits "elsewhere" into new windows (at most 80 % of it each time) changes the hypothesis set
+        without any reading, and a GLR raised that way would be bookkeeping, not evidence. A sensor this weak
+        cannot settle the question: the loop stops ("futile") instead of spending the budget, and the answer is
+        made from the prior's evidence."""
+        s, cfg = self.state, self.config
+        k = max(cfg.budget.max_rounds - self.budget.rounds, 0) * cfg.loop.windows_per_round
+        reach = k * self.evidence.max_abs_log_lr()
+        for req in outstanding:
+            e = s.beliefs[req.id].posterior().get(ELSEWHERE, 0.0)
+            if 0.0 < e < 1.0 and math.log((1.0 - e) / e) + reach < threshold:
+                return True
+        return False
 
     def _round(self, outstanding, proposal, threshold_scale) -> str | None:
         s, cfg = self.state, self.config

@@ -198,8 +198,10 @@ def test_loop_does_not_stop_while_one_requirement_is_unresolved(run_agent, light
     certain_early = [i for i, (g, th) in enumerate(zip(glr, thresholds)) if g["R1"] >= th]
     assert certain_early and certain_early[0] < len(result.trace) - 1  # max(GLR) would have stopped here
     assert all(t.stop is None for t in result.trace[:-1])
-    assert result.cost["rounds"] == 4
-    assert result.stop_reason.startswith("budget")
+    # the last round could not have certified R2 whatever it read (one reading: at most log(tpr/fpr)), so the
+    # loop stops as futile after 3 of its 4 rounds instead of spending the fourth
+    assert result.cost["rounds"] == 3
+    assert result.stop_reason.startswith("futile")
     assert result.best_effort
     assert [r.status for r in result.requirements] == ["certified", "unresolved"]
 

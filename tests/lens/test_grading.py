@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 
 import pytest
 import respx
@@ -38,8 +39,10 @@ def graded(**coef) -> dict:
 
 
 STRONG = graded(found=3.0, exact=2.0, value=0.5, value_in_quote=1.0, subject_window=0.5, logprob=1.0, log_rank=-0.5)
-# a reading worth next to nothing: every log-odds equals the baseline's
+# a reading worth next to nothing: every log-odds equals the baseline's (the loop stops as futile)
 WEAK = graded(found=0.05, intercept=-1.5, log_rank=-0.5)
+# a reading that could certify in principle, but the bridge oracle's readings are not telling enough
+FAINT = graded(found=0.6, intercept=-1.5, log_rank=-0.5)
 
 
 def config(model: dict | None, **over):
@@ -158,7 +161,7 @@ def test_a_strong_graded_signal_certifies_and_stops_early(make_client, harbour):
 
 def test_a_weak_graded_signal_never_certifies_and_falls_back_to_best_effort(make_client, harbour):
     strong = ask(make_client, config(STRONG), harbour, bridge_oracle())
-    result = ask(make_client, config(WEAK), harbour, bridge_oracle())
+    result = ask(make_client, config(FAINT), harbour, bridge_oracle())
     assert not any(r.status == "certified" for r in result.requirements)
     assert not result.stop_reason.startswith("certified")
     assert result.best_effort or any(r.status == "covered" for r in result.requirements)
@@ -166,14 +169,27 @@ def test_a_weak_graded_signal_never_certifies_and_falls_back_to_best_effort(make
     assert result.cost["tokens"] > strong.cost["tokens"]  # a certified requirement stops being explored
 
 
+def test_a_signal_too_weak_to_ever_certify_is_not_explored(make_client, harbour):
+    """Futility: with |log LR| ≤ 0.05 per reading no sequence of readings in the budget can lift a GLR from
+    log(0.8/0.2) to the threshold, so the loop reads nothing; the answer is made from the prior's evidence
+    (decomposition and synthesis only: no observation, coverage or self-correction call)."""
+    result = ask(make_client, config(WEAK), harbour, bridge_oracle())
+    assert result.stop_reason == "futile"
+    assert result.cost["rounds"] == 0 and result.trace == []
+    assert result.cost["oracle_calls"] == 2
+    assert result.best_effort and result.evidence
+    faint = ask(make_client, config(FAINT), harbour, bridge_oracle())
+    assert result.cost["tokens"] < faint.cost["tokens"]
+
+
 def test_memory_admits_verified_findings_by_posterior(make_client, harbour, tmp_path):
     weak_mem = MemoryStore(tmp_path / "weak")
-    ask(make_client, config(WEAK, memory__min_posterior=0.0), harbour, bridge_oracle(), memory=weak_mem)
+    ask(make_client, config(FAINT, memory__min_posterior=0.0), harbour, bridge_oracle(), memory=weak_mem)
     entries = weak_mem.entries()
     assert entries and not any(e.certified for e in entries)  # uncertified, yet written: posterior recorded
     assert all(0 < e.posterior < 1 for e in entries)
     strict = MemoryStore(tmp_path / "strict")
-    ask(make_client, config(WEAK, memory__min_posterior=0.99), harbour, bridge_oracle(), memory=strict)
+    ask(make_client, config(FAINT, memory__min_posterior=0.99), harbour, bridge_oracle(), memory=strict)
     assert strict.entries() == []
     strong_mem = MemoryStore(tmp_path / "strong")
     ask(make_client, config(STRONG), harbour, bridge_oracle(), memory=strong_mem)
@@ -256,3 +272,21 @@ def test_a_memory_entry_speaks_as_loudly_as_the_posterior_that_admitted_it():
 
     signal, stale = memory_signal([(0, True, 0.8, 0.5), (0, True, 0.6, 1.0), (1, False, 0.9, 1.0), (None, True, 1, 1)])
     assert signal == {0: pytest.approx(0.6)} and stale == 2  # 0.8 × 0.5 < 0.6 × 1; changed and gone are stale
+
+
+def test_the_largest_log_lr_bounds_every_reading():
+    from lens._config import GradedEvidence, OracleReliability
+    from lens._grading import FEATURE_RANGE
+
+    single = ObservationModel(OracleReliability(tpr=0.8, fpr=0.1))
+    assert single.max_abs_log_lr() == pytest.approx(math.log(8))
+    rng = random.Random(5)
+    for model in (STRONG, FAINT, WEAK):
+        m = ObservationModel(OracleReliability(tpr=0.37, fpr=0.22), GradedEvidence.model_validate(model))
+        bound = m.max_abs_log_lr()
+        for _ in range(300):
+            feats = {f: rng.uniform(*FEATURE_RANGE[f]) for f in FEATURES}
+            for lp in (True, False):
+                assert abs(m.log_lr(feats, logprobs=lp)) <= bound + 1e-9
+    weak = ObservationModel(OracleReliability(tpr=0.37, fpr=0.22), GradedEvidence.model_validate(WEAK))
+    assert weak.max_abs_log_lr() == pytest.approx(0.05)
