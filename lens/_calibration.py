@@ -2,7 +2,8 @@
 
 **run** answers nothing: for each question it runs the loop exactly as ``lens ask`` does (the agent's
 decomposition, the prior over the article pool, the production observation prompt, ``max_tokens`` and
-verification, the configured observation model) for at most ``--rounds`` rounds, and records every *reading*
+verification, the configured observation model) for at most ``--rounds`` rounds — without the futility stop,
+since a sensor calibrated as too weak to certify must still be read to be re-measured — and records every *reading*
 (one requirement × one window judged, with its features — ``lens._grading``) together with a label. Labels
 are used only here, to count; they never reach a call. One row per question is appended to
 ``OUT/readings.jsonl`` as it completes, so a crashed run resumes where it stopped (questions already in the
@@ -277,7 +278,7 @@ def calibrate(config, questions: list[dict], articles_path: str, out_dir: str, *
         state = LoopState(question=q["question"], decomposition=dec, view=view, prior=prior)
         loop = Loop(state, client=client, config=cfg, budget=budget, meter=meter, evidence=model)
         loop.seed()
-        stop = loop.run()
+        stop = loop.run(futility=False)  # measure the sensor even where its calibration says it cannot certify
         reqs = [r.to_dict() for r in dec.requirements]
         readings = [
             {

@@ -199,8 +199,10 @@ class Loop:
             grew = grew or len(self.state.windows) > before
         return grew
 
-    def run(self, *, threshold_scale: float = 1.0, focus: set[str] | None = None) -> str:
-        """Rounds until certified, out of candidates, or out of budget. Returns the stop reason."""
+    def run(self, *, threshold_scale: float = 1.0, focus: set[str] | None = None, futility: bool = True) -> str:
+        """Rounds until certified, out of candidates, out of budget or (with ``futility``) out of reach of
+        certification. Returns the stop reason. ``futility=False`` is for measuring the sensor itself
+        (``lens calibrate run``), which must read whatever the current calibration says of it."""
         s, cfg = self.state, self.config
         while True:
             threshold = stopping_threshold(len(s.trace), s.decomposition.intent, cfg.loop, threshold_scale)
@@ -214,7 +216,7 @@ class Loop:
                         s.values.setdefault(r.depends_on or "", "")
                         self.refresh(r, fresh=True)
                 continue
-            if self._futile(outstanding, threshold):
+            if futility and self._futile(outstanding, threshold):
                 return "futile"
             proposal = self._propose(outstanding)
             if not proposal and self._expand(outstanding):

@@ -159,6 +159,29 @@ def test_run_records_the_loops_readings_with_labels_and_resumes(tmp_path):
     assert not any(r["logprobs"] for r in rds)
 
 
+def test_a_sensor_calibrated_as_too_weak_to_certify_is_still_read(tmp_path):
+    # the agent would stop "futile" at once with these rates (|log LR| ≤ 0.02); calibration must measure anyway
+    oracle = ScriptedOracle(
+        decompositions={QUESTION["question"]: {"questions": ["Which boatbuilder built the ferry Marren Gull?"]}},
+        rules=[Rule("boatbuilder built", "built by Osk Yard", "She was built by Osk Yard in 1931.", "Osk Yard")],
+    )
+    cfg = load_config(
+        "deep",
+        overrides={
+            "llm": {"base_url": BASE_URL, "model": MODEL, "cache": False, "max_retries": 0},
+            "loop": {"windows_per_round": 2, "reliability": {MODEL: {"tpr": 0.5, "fpr": 0.49}}},
+            "prior": {"candidates": 4},
+        },
+    )
+    out = tmp_path / "cal"
+    with respx.mock(assert_all_called=False) as router:
+        router.post(CHAT_URL).mock(side_effect=oracle.reply)
+        assert calibrate(cfg, [QUESTION], str(pool_file(tmp_path)), str(out), rounds=2) == 1
+    row = _read_rows([str(out)])[0]
+    assert row["stop"] != "futile" and row["rounds"] >= 1
+    assert row["readings"] and oracle.calls.count("observation") == row["rounds"]
+
+
 def test_a_torn_last_row_is_skipped_and_the_question_rerun(tmp_path):
     out = tmp_path / "cal"
     out.mkdir()
