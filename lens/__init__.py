@@ -50,6 +50,7 @@ _EXPORTS = {
     "EndpointRefusedError": "lens._llm",
     "is_endpoint_failure": "lens._llm",
     "answer_text": "lens._synthesis",
+    "PLACEHOLDER_ANSWERS": "lens._synthesis",
     # the oracle interface: a simulated oracle (Agent.explore(observer=...)) returns verified findings
     "Observation": "lens._observation",
     "Finding": "lens._observation",

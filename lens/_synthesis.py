@@ -97,10 +97,28 @@ def is_yes_no_question(question: str) -> bool:
     )
 
 
+# What small models copy back from a format description instead of answering (the synthesis prompt's own
+# example says "the shortest answer"): no answer. Shared with the harness's baselines.
+PLACEHOLDER_ANSWERS = frozenset(
+    {
+        "...",
+        "…",
+        "answer",
+        "the answer",
+        "your answer",
+        "short answer",
+        "the shortest answer",
+        "best short answer",
+        "<answer>",
+        "<short answer>",
+    }
+)
+
+
 def clean_answer(answer: str, question: str) -> str:
     a = answer.strip().strip('"').strip()
-    if re.fullmatch(r"\(?[RPE]\d+\)?|none|null|unknown|n/?a", a, re.I):
-        return ""  # a fact or passage id, or a refusal, is no answer
+    if re.fullmatch(r"\(?[RPE]\d+\)?|none|null|unknown|n/?a", a, re.I) or a.casefold() in PLACEHOLDER_ANSWERS:
+        return ""  # a fact or passage id, a refusal or a copied format placeholder is no answer
     a = re.sub(r"\s+", " ", a)
     if a.endswith(".") and not re.search(r"\b[A-Z]\.$", a):
         a = a[:-1]

@@ -39,6 +39,7 @@ PUBLIC = [
     "__version__",
     "add_config_args",
     "answer_text",
+    "PLACEHOLDER_ANSWERS",
     "Observation",
     "Finding",
     "Observer",

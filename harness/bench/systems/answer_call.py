@@ -12,11 +12,11 @@ from typing import Any
 from pydantic import BaseModel, field_validator
 
 from harness.bench.systems.base import QuestionBudget
-from lens import LLMClient, answer_text
+from lens import PLACEHOLDER_ANSWERS, LLMClient, answer_text
 
 PROMPTS = "harness.prompts"  # the baselines' templates (package data of the harness)
 
-__all__ = ["AnswerReply", "ANSWER_TOKENS", "PLACEHOLDERS", "call_for_answer", "clean_answer"]
+__all__ = ["AnswerReply", "ANSWER_TOKENS", "call_for_answer", "clean_answer"]
 
 ANSWER_TOKENS = 96  # an answer is a short span; JSON overhead included
 
@@ -30,30 +30,13 @@ class AnswerReply(BaseModel):
         return "" if v is None else answer_text(v)  # no answer is an empty one
 
 
-# What small models copy back from a format description instead of answering.
-PLACEHOLDERS = frozenset(
-    {
-        "...",
-        "…",
-        "answer",
-        "the answer",
-        "your answer",
-        "short answer",
-        "the shortest answer",
-        "best short answer",
-        "<answer>",
-        "<short answer>",
-    }
-)
-
-
 def clean_answer(text: str) -> str:
     """Whitespace collapsed, wrapping quotes or brackets removed, a copied placeholder made empty (no answer);
     the official normalisation does the rest at scoring."""
     text = " ".join(text.split())
     while len(text) >= 2 and (text[0], text[-1]) in (('"', '"'), ("'", "'"), ("[", "]")):
         text = text[1:-1].strip()
-    return "" if text.casefold() in PLACEHOLDERS else text
+    return "" if text.casefold() in PLACEHOLDER_ANSWERS else text
 
 
 def call_for_answer(
