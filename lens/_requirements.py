@@ -30,6 +30,7 @@ __all__ = [
     "heuristic_decomposition",
     "decompose",
     "DECOMPOSITION_TOKENS",
+    "decomposition_tokens",
     "JsonCall",
     "prompt_for",
     "question_intent",
@@ -184,7 +185,16 @@ def prompt_for(question: str) -> str:
     return "decomposition-comparison" if _question_intent(question) == "comparison" else "decomposition"
 
 
-DECOMPOSITION_TOKENS = 200  # the reply's max_tokens, for every caller (agent, calibration, audit)
+DECOMPOSITION_TOKENS = 200  # the reply's max_tokens for a question of ordinary length (every caller)
+
+
+def decomposition_tokens(question: str) -> int:
+    """The decomposition reply's ``max_tokens`` (agent, calibration and audit alike): ``DECOMPOSITION_TOKENS``,
+    or for a long request (a data-product request runs to 1,000+ characters) about twice its own length in
+    tokens, since the sub-questions restate it — at 200 such a reply was cut off mid-JSON and the whole request
+    fell back to one requirement."""
+    return max(DECOMPOSITION_TOKENS, 60 + len(question) // 2)
+
 
 # How a caller makes one JSON call: (messages, reply schema, max_tokens) -> the parsed reply, or None when the
 # call could not be made or failed (the caller's budget and error policy live in this function).
@@ -200,7 +210,7 @@ def decompose(question: str, call: JsonCall) -> Decomposition:
 
     template = prompt_for(question)
     schema = DecompositionReply if template == "decomposition-comparison" else SubQuestionReply
-    reply = call(render(template, question=question.strip()), schema, DECOMPOSITION_TOKENS)
+    reply = call(render(template, question=question.strip()), schema, decomposition_tokens(question.strip()))
     if reply is None:
         return heuristic_decomposition(question)
     if isinstance(reply, DecompositionReply):

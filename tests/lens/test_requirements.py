@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lens._requirements import Requirement
+from lens._requirements import DECOMPOSITION_TOKENS, Requirement, decompose
 
 BRIDGE = Requirement("R2", "In what Texas town did #R1 occur?", depends_on="R1")
 TEXTS = {"R1": "Where was Rosemary Willis seen in the grass?", "R2": BRIDGE.text}
@@ -31,3 +31,17 @@ def test_with_texts_an_unknown_reference_is_glossed_once():
 def test_a_fact_without_references_is_unchanged():
     plain = Requirement("R1", TEXTS["R1"])
     assert plain.resolved_text({"R1": "x"}, TEXTS) == TEXTS["R1"]
+
+
+def test_a_long_request_gets_a_decomposition_reply_long_enough_to_restate_it():
+    asked = []
+
+    def call(messages, schema, max_tokens):
+        asked.append(max_tokens)
+        return None  # the heuristic decomposition answers
+
+    decompose("When did the Mervale Observatory open?", call)
+    request = "Compile a dataset of the company's goodwill, debt and investments by year. " * 14  # ~1,050 chars
+    decompose(request, call)
+    assert asked[0] == DECOMPOSITION_TOKENS
+    assert asked[1] >= len(request) // 2 > DECOMPOSITION_TOKENS
