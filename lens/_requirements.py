@@ -210,7 +210,8 @@ def decompose(question: str, call: JsonCall) -> Decomposition:
 
     template = prompt_for(question)
     schema = DecompositionReply if template == "decomposition-comparison" else SubQuestionReply
-    reply = call(render(template, question=question.strip()), schema, decomposition_tokens(question.strip()))
+    asked = question.strip()
+    reply = call(render(template, question=asked), schema, decomposition_tokens(asked))
     if reply is None:
         return heuristic_decomposition(question)
     if isinstance(reply, DecompositionReply):
