@@ -426,14 +426,17 @@ class Agent:
     def _memory_entries(
         state: LoopState, decomposition: Decomposition, certified: set[str], question: str, pos: int, admit: float
     ) -> list:
-        """The warm-reuse entries this question found: one per requirement whose favoured window holds a
-        verified finding with posterior ≥ ``admit`` (its window narrowed to the verified span), recording the
-        posterior and whether the requirement was certified."""
+        """The warm-reuse entries this question found: one per requirement whose favoured window has calibrated
+        posterior ≥ ``admit`` (or whose requirement was certified), read or not — the posterior already says
+        what the readings added, and an oracle too weak to read (the futility stop) leaves the prior's
+        calibrated belief, which is still what the system knew. Each entry records the posterior, whether the
+        requirement was certified and whether a reading verified a finding in the window (its window then
+        narrowed to the verified span)."""
         entries = []
         for r in decomposition.requirements:
             belief = state.beliefs[r.id]
             fav = belief.favoured()
-            if fav is None or fav not in belief.confirmed:
+            if fav is None or fav not in state.windows:
                 continue
             posterior = belief.posterior().get(fav, 0.0)
             if posterior < admit and r.id not in certified:
@@ -457,6 +460,7 @@ class Agent:
                     sha256=doc.sha256,
                     posterior=round(posterior, 4),
                     certified=r.id in certified,
+                    verified=fav in belief.confirmed,
                 )
             )
         return entries

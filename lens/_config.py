@@ -207,8 +207,8 @@ class MemorySettings(_Section):
         0.1,
         ge=0,
         le=1,
-        description="A verified finding enters the memory when its window's posterior is this high (its signal, "
-        "read back, is similarity × posterior).",
+        description="A requirement's favoured window enters the memory when its calibrated posterior is this high, "
+        "read or not (its signal, read back, is similarity × posterior).",
     )
     dir: str | None = Field(None, json_schema_extra=_NOT_HASHED)
 

@@ -135,6 +135,45 @@ def _extract_json(text: str) -> Any:
         raise
 
 
+def _close_cut_json(text: str) -> Any:
+    """A JSON object cut off mid-reply (the endpoint stopped at ``max_tokens``) closed after its last complete
+    element: the longest prefix ending after a complete string or bracket that, with the still-open brackets
+    closed, parses. None when the text holds no cut-off object (a complete one that fails to parse is not
+    salvaged)."""
+    cleaned = _FENCE.sub("", text.strip())
+    start = cleaned.find("{")
+    if start < 0:
+        return None
+    stack: list[str] = []
+    cuts: list[tuple[int, str]] = []  # (end of a complete value, the closers still owed there)
+    in_string = escaped = False
+    for i in range(start, len(cleaned)):
+        ch = cleaned[i]
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+                cuts.append((i + 1, "".join(reversed(stack))))
+            continue
+        if ch == '"':
+            in_string = True
+        elif ch in "{[":
+            stack.append("}" if ch == "{" else "]")
+        elif ch in "}]":
+            if not stack or stack.pop() != ch or not stack:
+                return None  # mismatched, or the object closed: not a cut-off reply
+            cuts.append((i + 1, "".join(reversed(stack))))
+    for end, closers in reversed(cuts):
+        try:
+            return json.loads(cleaned[start:end] + closers)
+        except json.JSONDecodeError:
+            continue
+    return None
+
+
 class LLMClient:
     """A chat client bound to one endpoint and model. Safe to share between threads."""
 
@@ -302,7 +341,12 @@ class LLMClient:
         try:
             data = _extract_json(text)
         except json.JSONDecodeError as exc:
-            return None, f"not valid JSON ({exc.msg} at position {exc.pos})"
+            problem = f"not valid JSON ({exc.msg} at position {exc.pos})"
+            data = _close_cut_json(text)  # cut off at max_tokens: its complete elements, if they suffice
+            try:
+                return (schema.model_validate(data), "") if data is not None else (None, problem)
+            except ValidationError:
+                return None, problem
         try:
             return schema.model_validate(data), ""
         except ValidationError as exc:

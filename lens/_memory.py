@@ -1,13 +1,16 @@
-"""Warm-reuse memory: an append-only log of confirmed evidence, read through an eligibility predicate.
+"""Warm-reuse memory: an append-only log of what past queries believed, read through an eligibility predicate.
 
-After a query, each requirement whose favoured window holds a verified finding with calibrated posterior at
-least ``memory.min_posterior`` appends one entry (certified or not — certified-only stays empty with a weak
-oracle; read back, an entry's signal is its similarity × its posterior, so a weakly supported one only
-nudges): the requirement text and its lexical terms (and an embedding when the caller supplies one), the window
-it was found in (path, document id, sentence and line range), the observed value, the posterior and whether
-the requirement was certified, the sha256 of the file content it was read from, and when it was observed (wall
-time and stream position). Entries are never edited or removed; logs written before posteriors were recorded
-read as certified with posterior 1.
+After a query, each requirement whose favoured window has calibrated posterior at least
+``memory.min_posterior`` appends one entry, certified or not and read or not (certified-only stays empty with a
+weak oracle, and read-only stays empty when the futility stop finds the oracle too weak to read at all; read
+back, an entry's signal is its similarity × its posterior, so a weakly supported one only nudges): the
+requirement text and its lexical terms (and an embedding when the caller supplies one), the window (path,
+document id, sentence and line range — narrowed to the verified span when a reading verified a finding), the
+observed value, the posterior, whether the requirement was certified and whether a reading verified it, the
+sha256 of the file content, and when it was observed (wall time and stream position). An unverified entry is
+behaviour memory — what the system favoured — and the PIT paper found behaviour-only trace memory can hurt:
+the PIT audit measures it, it is never assumed to help. Entries are never edited or removed; logs written before
+posteriors were recorded read as certified and verified with posterior 1.
 
 Later queries read the log only through an **eligibility predicate** supplied by the caller — by default "every
 entry from an earlier position"; the PIT audit passes Stateless / PIT / Future-h / Future views. Ineligible
@@ -67,6 +70,7 @@ class MemoryEntry:
     embedding: tuple[float, ...] | None = None
     posterior: float = 1.0  # the window's calibrated posterior for the requirement when it was written
     certified: bool = True  # whether the requirement was certified (GLR over the stopping threshold)
+    verified: bool = True  # whether a reading verified a finding in the window (False: the calibrated belief alone)
 
     def to_json(self) -> str:
         d = asdict(self)
@@ -95,6 +99,7 @@ class MemoryEntry:
                 embedding=tuple(float(x) for x in emb) if emb is not None else None,
                 posterior=float(d.get("posterior", 1.0)),
                 certified=bool(d.get("certified", True)),
+                verified=bool(d.get("verified", True)),
             )
         except KeyError as exc:
             raise MemoryLogError(f"{where}: field {exc.args[0]!r} missing") from None
@@ -247,6 +252,7 @@ def new_entry(
     embedding: Sequence[float] | None = None,
     posterior: float = 1.0,
     certified: bool = True,
+    verified: bool = True,
 ) -> MemoryEntry:
     return MemoryEntry(
         position=position,
@@ -265,4 +271,5 @@ def new_entry(
         embedding=tuple(embedding) if embedding is not None else None,
         posterior=float(posterior),
         certified=bool(certified),
+        verified=bool(verified),
     )

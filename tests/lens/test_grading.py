@@ -196,6 +196,26 @@ def test_memory_admits_verified_findings_by_posterior(make_client, harbour, tmp_
     assert strong_mem.entries() and all(e.certified for e in strong_mem.entries())
     line = json.loads(strong_mem.log_path.read_text().splitlines()[0])
     assert line["certified"] is True and 0 < line["posterior"] <= 1
+    assert all(e.verified for e in strong_mem.entries())  # certified through a reading
+
+
+def test_memory_admits_the_calibrated_belief_when_the_oracle_is_too_weak_to_read(make_client, harbour, tmp_path):
+    """Futility: nothing is read, yet each requirement's favoured window enters at its calibrated posterior,
+    flagged unverified; a threshold above that posterior admits nothing."""
+    silent = MemoryStore(tmp_path / "silent")
+    result = ask(make_client, config(WEAK), harbour, bridge_oracle(), memory=silent)
+    assert result.stop_reason == "futile" and result.trace == []
+    entries = silent.entries()
+    assert len(entries) == len(result.requirements)
+    assert not any(e.verified or e.certified for e in entries)
+    assert all(0.1 <= e.posterior < 1 for e in entries)
+    assert [e.posterior for e in entries] == [m["posterior"] for m in result.memory_entries]
+    line = json.loads(silent.log_path.read_text().splitlines()[0])
+    assert line["verified"] is False
+    top = max(e.posterior for e in entries)
+    strict = MemoryStore(tmp_path / "strict")
+    ask(make_client, config(WEAK, memory__min_posterior=min(1.0, top + 0.01)), harbour, bridge_oracle(), memory=strict)
+    assert strict.entries() == []
 
 
 def test_a_memory_log_without_posteriors_reads_as_certified(tmp_path):

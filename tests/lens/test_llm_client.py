@@ -251,6 +251,31 @@ def test_malformed_json_gets_one_repair_request_that_quotes_the_problem(endpoint
     assert meter.cost.oracle_calls == 2 and meter.cost.tokens == 54
 
 
+class Steps(BaseModel):
+    questions: list[str]
+
+
+def test_a_reply_cut_off_at_max_tokens_keeps_its_complete_elements_without_repair(endpoint, make_client):
+    """A long request's sub-questions overran max_tokens: the complete ones are kept, the cut one dropped."""
+    cut = '```json\n{"questions": ["Which plan grants rights?", "How many \\"rights\\" vested in #1?", "What are the'
+    endpoint.chat.side_effect = [completion(cut, completion_tokens=200)]
+    client = make_client()
+
+    resp = client.chat_json(Q, Steps, max_tokens=200)
+
+    assert resp.parsed.questions == ["Which plan grants rights?", 'How many "rights" vested in #1?']
+    assert endpoint.chat.call_count == 1
+
+
+def test_a_cut_off_reply_whose_complete_part_lacks_a_field_is_still_repaired(endpoint, make_client):
+    endpoint.chat.side_effect = [completion('{"questions": '), completion('{"questions": ["a"]}')]
+    client = make_client()
+
+    assert client.chat_json(Q, Steps).parsed.questions == ["a"]
+    assert endpoint.chat.call_count == 2
+    assert "not valid JSON" in sent_messages(endpoint.chat.calls[1])[-1]["content"]
+
+
 def test_json_of_the_wrong_shape_is_repaired_naming_the_field(endpoint, make_client):
     endpoint.chat.side_effect = [
         completion('{"city": "Paris"}'),
