@@ -46,6 +46,7 @@ _EXPORTS = {
     "heuristic_decomposition": "lens._requirements",
     "new_entry": "lens._memory",
     "memory_signal": "lens._memory",
+    "memory_key": "lens._memory",
     "LLMUnavailableError": "lens._llm",
     "EndpointRefusedError": "lens._llm",
     "is_endpoint_failure": "lens._llm",

@@ -26,8 +26,8 @@ from lens._cost import CostMeter
 from lens._errors import LensError
 from lens._grading import observation_model
 from lens._llm import LLMClient, LLMError, LLMUnavailableError, open_client, refusal
-from lens._loop import Loop, LoopState, Observer
-from lens._memory import Eligibility, MemoryStore, all_past, memory_signal, new_entry
+from lens._loop import PRIOR_RECORD_DEPTH, Loop, LoopState, Observer
+from lens._memory import Eligibility, MemoryStore, all_past, memory_key, memory_signal, new_entry
 from lens._prior import Prior, merge_round_robin
 from lens._progress import Progress, ProgressCallback
 from lens._requirements import Decomposition, decompose
@@ -54,7 +54,6 @@ log = logging.getLogger("lens.agent")
 _SYNTH_TOKENS = 160
 _COVER_TOKENS = 120
 _CALIB_TOKENS = 48
-PRIOR_RECORD_DEPTH = 100  # prior candidates recorded per question (stage "prior")
 
 
 class Agent:
@@ -276,7 +275,9 @@ class Agent:
         signals: dict[str, dict[int, float]] = {}
         stale = 0
         for req in decomposition.requirements:
-            served = self.memory.lookup(req.text, eligible, capacity=self.config.memory.capacity)  # type: ignore[union-attr]
+            served = self.memory.lookup(  # type: ignore[union-attr]
+                memory_key(q.question, req.text), eligible, capacity=self.config.memory.capacity
+            )
             signal, n_stale = memory_signal(
                 (idx, idx is not None and view.docs[idx].sha256 == e.sha256, sim, e.posterior)
                 for e, sim in served
@@ -299,7 +300,8 @@ class Agent:
 
     def _explore(self, q: "_Question", loop: Loop) -> str:
         """Seed the beliefs from the prior, then propose–observe–update until the stop rule fires. The prior's
-        candidate documents (each requirement's ranking, merged round robin) are recorded as stage "prior"."""
+        candidate documents (each requirement's seed ranking to ``PRIOR_RECORD_DEPTH``, merged round robin) are
+        recorded as stage "prior"."""
         loop.seed()
         q.stages.append({"stage": "prior", "candidates": _prior_candidates(loop.state, PRIOR_RECORD_DEPTH)})
         if self.config.ablation.no_exploration:
@@ -472,9 +474,9 @@ def ask(question: str, path: str | os.PathLike[str], *, config: LensConfig | Non
 
 
 def _prior_candidates(state: LoopState, depth: int) -> list[str]:
-    """The prior's candidate documents (doc ids): the requirements' rankings merged round robin, at most
-    ``depth``."""
-    lists = [state.prior_ranking.get(r.id, []) for r in state.requirements]
+    """The prior's candidate documents (doc ids): the requirements' seed rankings (each to
+    ``PRIOR_RECORD_DEPTH``) merged round robin, at most ``depth``."""
+    lists = [state.prior_record.get(r.id, []) for r in state.requirements]
     return [state.view.docs[i].doc_id for i in merge_round_robin(lists, depth)]
 
 

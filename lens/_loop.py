@@ -43,6 +43,8 @@ Observer = Callable[
 
 log = logging.getLogger("lens.loop")
 
+PRIOR_RECORD_DEPTH = 100  # documents of each requirement's seed ranking kept as a record (LoopState.prior_record)
+
 
 @dataclass
 class LoopState:
@@ -62,6 +64,9 @@ class LoopState:
     trace: list[RoundTrace] = field(default_factory=list)
     memory_signal: dict[str, dict[int, float]] = field(default_factory=dict)
     prior_ranking: dict[str, list[int]] = field(default_factory=dict)  # requirement -> doc indices, prior order
+    # requirement -> the seed prior's ranking to PRIOR_RECORD_DEPTH documents: a record (the agent's stage
+    # "prior", candidate recall@k in streams), never read by the loop, whose beliefs use the first ``limit``
+    prior_record: dict[str, list[int]] = field(default_factory=dict)
     bridged: dict[str, str] = field(default_factory=dict)  # bridge requirement -> source value its prior used
     # cues the loop learned for a bridge requirement (names in observations); the decomposition stays as decided
     bridge_cues: dict[str, list[str]] = field(default_factory=dict)
@@ -114,7 +119,16 @@ class Loop:
         limit = limit or s.prior_limit.get(req.id, cfg.prior.candidates)
         s.prior_limit[req.id] = limit
         cues = self._cues(req)
-        ranked = s.prior.score(s.question, cues, memory=s.memory_signal.get(req.id), limit=limit)
+        deep = fresh and req.id not in s.prior_record  # the seed: one scoring call serves the record too
+        ranked = s.prior.score(
+            s.question,
+            cues,
+            memory=s.memory_signal.get(req.id),
+            limit=max(limit, PRIOR_RECORD_DEPTH) if deep else limit,
+        )
+        if deep:
+            s.prior_record[req.id] = [c.index for c in ranked[:PRIOR_RECORD_DEPTH]]
+        ranked = ranked[:limit]
         s.prior_ranking[req.id] = [c.index for c in ranked]
         terms = list(dict.fromkeys(t for c in cues + [s.question] for t in content_terms(c)))
         weights: dict[str, float] = {}

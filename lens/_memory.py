@@ -4,7 +4,7 @@ After a query, each requirement whose favoured window has calibrated posterior a
 ``memory.min_posterior`` appends one entry, certified or not and read or not (certified-only stays empty with a
 weak oracle, and read-only stays empty when the futility stop finds the oracle too weak to read at all; read
 back, an entry's signal is its similarity × its posterior, so a weakly supported one only nudges): the
-requirement text and its lexical terms (and an embedding when the caller supplies one), the window (path,
+requirement text and the lexical terms of its :func:`memory_key` (and an embedding when the caller supplies one), the window (path,
 document id, sentence and line range — narrowed to the verified span when a reading verified a finding), the
 observed value, the posterior, whether the requirement was certified and whether a reading verified it, the
 sha256 of the file content, and when it was observed (wall time and stream position). An unverified entry is
@@ -43,6 +43,7 @@ __all__ = [
     "similarity",
     "MemoryLogError",
     "memory_signal",
+    "memory_key",
 ]
 
 LOG_NAME = "memory.jsonl"
@@ -113,6 +114,15 @@ Eligibility = Callable[[MemoryEntry], bool]
 def all_past(position: int) -> Eligibility:
     """The default view: every entry observed at an earlier stream position."""
     return lambda e: e.position < position
+
+
+def memory_key(question: str, requirement: str) -> str:
+    """What an entry is filed under and a lookup searches with: the requirement, then the question it came from.
+    The question carries the context a requirement alone lacks — a small model decomposes a data-product request
+    into generic sub-questions ("What should be included in the dataset?") that would match every other request's
+    entries, while similar requests share their wording — and for a specific requirement its own terms still
+    dominate the cosine."""
+    return f"{requirement}\n{question}"
 
 
 def similarity(a_terms: Sequence[str], b_terms: Sequence[str], a_emb=None, b_emb=None) -> float:
@@ -202,8 +212,9 @@ class MemoryStore:
         capacity: int | None = None,
         embedding: Sequence[float] | None = None,
     ) -> list[tuple[MemoryEntry, float]]:
-        """At most ``capacity`` eligible entries most similar to ``requirement`` (ineligible ones are never
-        scored), each with its similarity, best first; ties go to the most recent entry."""
+        """At most ``capacity`` eligible entries most similar to ``requirement`` — a :func:`memory_key` —
+        (ineligible ones are never scored), each with its similarity, best first; ties go to the most recent
+        entry."""
         cap = self.capacity if capacity is None else capacity
         if cap <= 0:
             return []
@@ -259,7 +270,7 @@ def new_entry(
         observed_at=time.time(),
         question=question,
         requirement=requirement,
-        terms=tuple(content_terms(requirement)),
+        terms=tuple(content_terms(memory_key(question, requirement))),
         path=path,
         doc_id=doc_id,
         first=first,

@@ -55,6 +55,7 @@ PUBLIC = [
     "heuristic_decomposition",
     "is_endpoint_failure",
     "load_config",
+    "memory_key",
     "memory_signal",
     "merge_round_robin",
     "merge_overrides",

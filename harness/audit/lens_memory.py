@@ -4,7 +4,7 @@ At anchor ``i`` (the question arriving at stream position ``i``) and for each vi
 ``lens.Agent.ask`` reads it** and fed to the **production prior** (``lens._prior.Prior.score``):
 
 1. for every requirement of the anchor's own decomposition (from its bench row), look the memory up with the
-   requirement text, through the view's eligibility predicate, at the agent's capacity (default 32 entries per
+   requirement's ``lens.memory_key`` (requirement text, then the question), through the view's eligibility predicate, at the agent's capacity (default 32 entries per
    lookup) and minimum similarity — ``MemoryStore.lookup``'s rule: ineligible entries are never scored; the
    remaining ones are ranked by the lexical cosine of requirement terms (ties: the most recent position, then log
    order) and the first ``capacity`` kept;
@@ -45,7 +45,7 @@ from harness.audit.replay import Anchors
 from harness.audit.rows import RowBlock
 from harness.audit.streams import Stream
 from harness.audit.views import MemoryView
-from lens import MemoryEntry, MemoryStore, content_terms, merge_round_robin
+from lens import MemoryEntry, MemoryStore, content_terms, memory_key, merge_round_robin
 
 __all__ = [
     "agent_min_similarity",
@@ -354,7 +354,7 @@ def _lookups(
         for k, rq in enumerate(ctx.records[q].requirements):
             owner.append(r)
             req.append(k)
-            texts.append(rq["text"])
+            texts.append(memory_key(ctx.records[q].question, rq["text"]))
     n_req = np.asarray([len(ctx.records[q].requirements) for q in a_q], dtype=np.int64)
     return a_q, n_req, LookupTable.build(texts, np.asarray(owner, dtype=np.int64), np.asarray(req, dtype=np.int64), log)
 
@@ -381,7 +381,11 @@ def served_by_naive(
     """What the pre-materialised full-stream memory serves each anchor (its own separate code path)."""
     naive = NaiveLensMemory.materialise(
         log,
-        {r.question_id: [rq["text"] for rq in r.requirements] for r in ctx.records if r.question_id in log.position_of},
+        {
+            r.question_id: [memory_key(r.question, rq["text"]) for rq in r.requirements]
+            for r in ctx.records
+            if r.question_id in log.position_of
+        },
         ctx.capacity,
         folder,
     )

@@ -459,6 +459,21 @@ def test_a_failing_llm_call_gives_a_best_effort_result_with_its_cost(run_agent, 
     assert any(s.get("stage") == "synthesis" and "error" in s for s in result.stages)
 
 
+def test_the_recorded_prior_candidates_go_deeper_than_the_candidates_the_loop_believes_in(run_agent, lights):
+    """Stage "prior" records the seed ranking to 100 documents (candidate recall@k up to 100 in streams), while
+    the beliefs start from ``prior.candidates`` documents only."""
+    q = "Who was the first keeper of Calder Point Light?"
+    oracle = ScriptedOracle(
+        rules=[Rule("first keeper", "Agnes Rook", "Its first keeper was Agnes Rook.", "Agnes Rook")]
+    )
+    result = run_agent(oracle, q, lights, cfg=config(prior__candidates=2))
+    (prior,) = [st for st in result.stages if st["stage"] == "prior"]
+    assert len(prior["candidates"]) == len(set(prior["candidates"])) >= 12  # the notes mention lights too
+    assert prior["candidates"][0] == "calder-point-light.md"
+    assert result.trace  # the loop read: its first proposal comes from the 2 documents it believes in
+    assert {w["path"] for w in result.trace[0].proposal} <= set(prior["candidates"][:2])
+
+
 def test_the_prior_candidates_and_the_memory_read_are_recorded_as_stages(run_agent, lights, tmp_path):
 
     q = "Who was the first keeper of Calder Point Light?"
