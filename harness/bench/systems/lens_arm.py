@@ -63,8 +63,13 @@ def prediction_from_result(result: Any, folder: str | Path, system: str = "lens"
             titles[e.doc_id] = doc.title if doc is not None else e.title
         title = titles[e.doc_id]
         retrieved.setdefault(e.doc_id, RetrievedDoc(e.doc_id, title))
-        # Line ranges of a whole file map to sent_ids; a record inside a container file has no such mapping.
-        sids = list(sentences_of_lines(e.line_start, e.line_end)) if e.doc_id == e.path else []
+        # Line ranges of a whole file map to sent_ids; a record inside a bench-written .bz2 shard (official layout:
+        # its "text" a list of sentences, which the reader keeps one per sentence) is cited by sentence index,
+        # which is the sent_id.
+        if e.doc_id == e.path:
+            sids = list(sentences_of_lines(e.line_start, e.line_end))
+        else:
+            sids = list(range(e.first_sentence, e.last_sentence + 1))
         evidence.append(
             Passage(
                 path=e.path,

@@ -54,6 +54,31 @@ def test_evidence_lines_become_supporting_facts_under_the_files_title(bench_data
     assert pred.details["stop_reason"] == "certified" and pred.details["rounds"] == 2
 
 
+def test_a_record_in_a_shard_is_cited_by_sentence_index_which_is_the_sent_id(tmp_path):
+    """Fullwiki: the pool's .bz2 shards hold the official layout (text = the list of sentences); the agent cites
+    record sentences by index, which the supporting facts keep as HotpotQA sent_ids."""
+    import bz2
+    import json
+
+    from lens import scan_corpus
+
+    (tmp_path / "AA").mkdir()
+    recs = [
+        {"id": "1", "url": "u", "title": "Calder Point", "text": ["Calder Point is a cape.", " It has a light."]},
+        {"id": "2", "url": "u", "title": "Skerrow", "text": ["Skerrow is an island.", " Boats moor.", " Gulls."]},
+    ]
+    with bz2.open(tmp_path / "AA" / "wiki_00.bz2", "wt", encoding="utf-8") as fh:
+        fh.writelines(json.dumps(r) + "\n" for r in recs)
+    (doc,) = [d for d in scan_corpus(tmp_path).documents if d.title == "Skerrow"]
+    assert [s.text.strip() for s in doc.sentences] == ["Skerrow is an island.", "Boats moor.", "Gulls."]
+    ev = Evidence("E1", doc.path, doc.doc_id, "Skerrow", 1, 2, 2, 2, "Boats moor. Gulls.", "0" * 64, ("R1",), "found")
+
+    pred = prediction_from_result(result([ev]), tmp_path)
+
+    assert pred.supporting_facts == [("Skerrow", 1), ("Skerrow", 2)]
+    assert pred.retrieved_titles == ["Skerrow"] and pred.evidence[0].first_sentence == 1
+
+
 def test_no_evidence_means_empty_supporting_facts_not_none(bench_data):
     pred = prediction_from_result(result([], answer=""), bench_data["D6"])
     assert pred.supporting_facts == [] and pred.retrieved == [] and not pred.grounded(["x"])
