@@ -26,7 +26,8 @@ def add_audit_parser(sub: argparse._SubParsersAction, handler: Callable[[argpars
         "run",
         help="replay Stateless/PIT/Future-h/Future/Naive for a config; report only if the contract passes",
         description="Run the PIT audit design of a config (file or packaged preset: audit-small, audit-tatqa, "
-        "audit-hotpotqa; audit-lens and audit-lens-full audit the LENS warm-reuse memory of a `lens bench run`). "
+        "audit-hotpotqa; audit-lens and audit-lens-full audit the LENS warm-reuse memory of a `lens bench run`, "
+        "audit-lens-stream that of a `lens bench stream` run). "
         "Relative data paths resolve against --data-root, else $LENS_DATA_ROOT, else the "
         "current directory. Exit 0: rows, manifest and report written; 1: the run fails the replay contract "
         "(rows and manifest kept, no report); 2: bad input.",

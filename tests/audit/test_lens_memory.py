@@ -628,8 +628,10 @@ def test_config_kind_hash_and_paths(bench, tmp_path):
     bad.write_text('kind = "lens-memory"\n[streams]\nkinds = ["natural"]\n', encoding="utf-8")
     with pytest.raises(AuditConfigError, match="natural"):
         load_audit_config(bad)
-    for preset in ("audit-lens", "audit-lens-full"):
+    for preset in ("audit-lens", "audit-lens-full", "audit-lens-stream"):
         assert isinstance(load_audit_config(preset), LensAuditConfig)
+    stream = load_audit_config("audit-lens-stream")  # data products: Asset Recall@100 is the headline
+    assert stream.metrics.cutoffs == [10, 20, 50, 100] and stream.headline == "recall@100"
 
 
 def test_questions_file_must_be_the_one_the_run_was_bound_to(bench, tmp_path):
