@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 14: LENS as a stateful system over the DPDisc TAT-QA dev stream (semantic bursts, seed 0), embedded 1.5B
-# (deep preset, cache off), with and without the warm-reuse memory, interleaved in chunks of 25 positions so a
-# partial run stays paired. Code of 64e1ac9 (memory admitted by calibrated posterior, read or not; filed under
+# (deep preset, cache off), with the warm-reuse memory (whole stream first: the PIT audit reads it), then without,
+# in chunks of 25 positions. Code of 64e1ac9 (memory admitted by calibrated posterior, read or not; filed under
 # requirement + question; prior candidates recorded 100 deep), installed frozen in /tmp/frozen7-site (made here
 # if missing). Resumable: rerun it; each chunk's rows are committed as they complete.
 set -u
@@ -21,14 +21,14 @@ commit() {
   done
 }
 count() { [ -f "$R/$1/rows.jsonl" ] && wc -l < "$R/$1/rows.jsonl" || echo 0; }
-for k in 25 50 75 100 125 147; do
-  echo "== $(date -u +%T) memory limit $k"
-  .venv/bin/lens bench stream $COMMON --limit $k --out $R/memory
-  echo "rc=$?"
-  commit "DPDisc stream (1.5B): memory/ through position $k ($(count memory) rows in memory/, $(count no-memory) in no-memory/)"
-  echo "== $(date -u +%T) no-memory limit $k"
-  .venv/bin/lens bench stream $COMMON --no-memory --limit $k --out $R/no-memory
-  echo "rc=$?"
-  commit "DPDisc stream (1.5B): no-memory/ through position $k ($(count memory) rows in memory/, $(count no-memory) in no-memory/)"
+# the memory arm first (the PIT audit needs its whole stream), then the no-memory arm
+for arm in memory no-memory; do
+  flag=""; [ "$arm" = no-memory ] && flag="--no-memory"
+  for k in 25 50 75 100 125 147; do
+    echo "== $(date -u +%T) $arm limit $k"
+    .venv/bin/lens bench stream $COMMON $flag --limit $k --out $R/$arm
+    echo "rc=$?"
+    commit "DPDisc stream (1.5B): $arm/ through position $k ($(count memory) rows in memory/, $(count no-memory) in no-memory/)"
+  done
 done
 echo "== $(date -u +%T) finished"
