@@ -15,7 +15,7 @@ commit() {
     sleep 5
   done
 }
-count() { [ -f "$R/table3/rows.jsonl" ] && grep -c "\"system\":\"$1\"" "$R/table3/rows.jsonl" || true; }
+count() { [ -f "$R/table3/rows.jsonl" ] && grep -c "\"system\":\"$1\",\"system_hash\"" "$R/table3/rows.jsonl" || true; }
 echo "== $(date -u +%T) closed 150"
 .venv/bin/lens bench run $COMMON --systems closed --out $R/table3; echo "rc=$?"
 commit "fullwiki G150 run: closed-book ($(count closed) rows)"
