@@ -10,7 +10,8 @@ At anchor ``i`` (the question arriving at stream position ``i``) and for each vi
    order) and the first ``capacity`` kept;
 2. drop **stale** entries — the document is gone from the folder or its content sha256 differs from the one the
    entry recorded (ignored, never served, as the agent does);
-3. the memory signal of a requirement is ``{document: max similarity}`` over its fresh entries; the prior scores
+3. the memory signal of a requirement is ``{document: max similarity × posterior}`` over its fresh entries
+   (``lens.memory_signal``, what ``Agent.ask`` builds); the prior scores
    the folder for the question and the requirement's seed cues (``Loop._cues`` before any observation) with that
    signal, exactly as the loop's seed does;
 4. the requirements' ranked lists are merged round-robin (rank 1 of each requirement, then rank 2, …, duplicates
