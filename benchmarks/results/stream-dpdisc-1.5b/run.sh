@@ -25,6 +25,7 @@ count() { [ -f "$R/$1/rows.jsonl" ] && wc -l < "$R/$1/rows.jsonl" || echo 0; }
 for arm in memory no-memory; do
   flag=""; [ "$arm" = no-memory ] && flag="--no-memory"
   for k in 25 50 75 100 125 147; do
+    [ "$(count $arm)" -ge "$k" ] && continue  # chunk already complete
     echo "== $(date -u +%T) $arm limit $k"
     .venv/bin/lens bench stream $COMMON $flag --limit $k --out $R/$arm
     echo "rc=$?"
