@@ -5,9 +5,16 @@
 # reads a memory; what the memory does is issue 14's stream measurement.) Resumable: rerun it.
 set -u
 cd /work/main
-export PYTHONPATH=/tmp/frozen5-site HF_HUB_OFFLINE=1
+SITE=/tmp/frozen5-site
+if [ ! -d "$SITE/lens" ]; then
+  git worktree add -f /tmp/frozen5 226df95 && \
+  .venv/bin/pip install -q --no-deps --no-build-isolation --target "$SITE" /tmp/frozen5 || exit 1
+fi
+export PYTHONPATH=$SITE HF_HUB_OFFLINE=1
 Q=$PWD/../shared/data/hotpotqa/hotpot_dev_fullwiki.json R=$PWD/benchmarks/results/fullwiki-1.5b
 FW=${FW:-/tmp/fullwiki}
+[ -d "$FW/pool" ] || .venv/bin/lens bench fullwiki --questions $Q --articles $PWD/../shared/data/hotpotqa/wiki_articles.jsonl \
+  --exclude $PWD/benchmarks/results/calibration/distractor-calibration-ids.txt --out $FW || exit 1
 COMMON="--snapshot $FW/pool --sample $FW/sample --stage 150 --questions $Q --concurrency 1 --no-progress \
   --set llm.cache=false --set budget.question_timeout_s=1200 --set llm.call_timeout_s=300 --systems lens"
 commit() {
