@@ -14,7 +14,8 @@ abstracts layout, 500 articles per ``.bz2`` shard). Folders are built once and r
 Per (size, layout), in a **fresh child process** (so its peak memory is its own): the first query of a process
 (scan reading every file + view + prior scoring; nothing remembered), then ``--queries`` warm queries, each =
 what ``lens ask`` does before its first oracle call (re-scan: list and stat every file, re-read only changed
-ones; build the view; score every document for the question's cues), split into scan and view+scoring; and the
+ones; ``CorpusView.of``: the view, reused when no file changed; score every document for the question's cues),
+split into scan and view+scoring; and the
 process's peak RSS. ripgrep gets the same cue literals (``rg -F -i -c -e cue …``; ``-z`` for the shards, which
 makes rg decompress each one) over the same folder, timed alternately with the warm queries (warm page cache).
 Reported: medians, the ratio lens / rg per size and layout, and the scan rate (documents/s) each implies.
@@ -53,7 +54,7 @@ def cues_of(q):
 t0 = time.perf_counter()
 scan = scan_corpus(folder, cfg.reader)
 t1 = time.perf_counter()
-Prior(CorpusView(scan), cfg.prior).score(questions[0], cues_of(questions[0]))
+Prior(CorpusView.of(scan), cfg.prior).score(questions[0], cues_of(questions[0]))
 cold = {"scan": t1 - t0, "total": time.perf_counter() - t0}
 rss_cold = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 scan_t, score_t, rg_t = [], [], []
@@ -62,7 +63,7 @@ for q in questions:
     t0 = time.perf_counter()
     scan = scan_corpus(folder, cfg.reader)
     t1 = time.perf_counter()
-    Prior(CorpusView(scan), cfg.prior).score(q, cues)
+    Prior(CorpusView.of(scan), cfg.prior).score(q, cues)
     t2 = time.perf_counter()
     scan_t.append(t1 - t0)
     score_t.append(t2 - t1)

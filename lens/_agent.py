@@ -232,7 +232,7 @@ class Agent:
         scan = scan_corpus(path, cfg.reader)
         if not scan.documents:
             raise LensError(f"{path}: no readable documents (skipped: {dict(scan.skipped) or 'none'})")
-        view = CorpusView(scan)
+        view = CorpusView.of(scan)
         if decomposition is None:
             decomposition = self._decompose(q)
         pos = position if position is not None else (self.memory.next_position() if self.memory else 0)

@@ -2,12 +2,20 @@
 
 The documents' lowered, accent-folded text joined into one string (``\x00`` between documents) with the start
 offset of each document, so one multi-pattern (Aho–Corasick) pass counts every term in every document; a title
-table (full title, title without "(disambiguation)", file stem) for maximal word n-gram title matches. Nothing is
-stored between questions: the view is as current as the scan it is built from.
+table (full title, title without "(disambiguation)", file stem) for maximal word n-gram title matches.
+
+``CorpusView.of(scan)`` is how a question gets its view. The view is a pure function of the scan's documents, so
+a process keeps the last view it built per folder and hands it out again when the new scan holds the very same
+document objects — which the scan's read memo returns only for files whose stat signature is unchanged. Any
+added, removed or changed file gives a scan with other objects, and the view is rebuilt from it. Like the read
+memo this is a per-process memo, not an index: every question still lists and stats the folder as it is now,
+nothing is written anywhere, and the view always equals the one built from scratch.
 """
 
 from __future__ import annotations
 
+import operator
+import os
 from typing import Sequence
 
 import numpy as np
@@ -20,6 +28,10 @@ __all__ = ["CorpusView"]
 # suffixes folded onto a term match (-s, -es, -ed, -ing, 's, ...): a cheap stand-in for stemming
 _SUFFIXES = ("s", "es", "ed", "ing", "'s", "’s", "ly", "er", "ers")
 _MAX_NGRAM = 10  # longest title, in words, looked up as an n-gram of a text
+
+# the last view built per folder (real path), for CorpusView.of; a few folders at most, so memory stays bounded
+_LAST: dict[str, "CorpusView"] = {}
+_LAST_MAX = 4
 
 
 class CorpusView:
@@ -40,6 +52,23 @@ class CorpusView:
         self.avg_len = float(self.lengths.mean()) if len(lowered) else 1.0
         self._titles: dict[str, list[int]] | None = None
         self._title_keys: list[str] | None = None
+
+    @classmethod
+    def of(cls, scan: CorpusScan) -> "CorpusView":
+        """The view of ``scan``: the last one built for its folder when the scan holds the same document objects
+        (nothing changed on disk since), else a new one, remembered for the next question."""
+        key = os.path.realpath(scan.root)
+        last = _LAST.get(key)
+        docs = scan.documents
+        if last is not None and len(last.docs) == len(docs) and all(map(operator.is_, last.docs, docs)):
+            last.scan = scan  # the newest scan's counts (files, bytes, seconds) for whoever reports them
+            return last
+        view = cls(scan)
+        _LAST.pop(key, None)
+        if len(_LAST) >= _LAST_MAX:
+            _LAST.pop(next(iter(_LAST)))
+        _LAST[key] = view
+        return view
 
     def __len__(self) -> int:
         return len(self.docs)

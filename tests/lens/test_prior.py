@@ -528,3 +528,72 @@ def test_title_contained_in_a_longer_matched_title_gets_no_title_signal(small):
     ranked = Prior(small, PriorSettings()).score("When was the Electoral district of Bass created?")
     bass = next(c for c in ranked if small.docs[c.index].title == "Bass")
     assert "title" not in bass.signals
+
+
+# ---------------------------------------------------------------- the per-process view memo (CorpusView.of)
+
+
+def _state(view: CorpusView, terms: list[str]) -> tuple:
+    """Everything the prior reads from a view, for comparing a memoised view with one built from scratch."""
+    return (
+        [d.doc_id for d in view.docs],
+        [d.sha256 for d in view.docs],
+        view.term_counts(terms).tolist(),
+        view.lengths.tolist(),
+        view.avg_len,
+        sorted((k, tuple(v)) for k, v in view.titles.items()),
+    )
+
+
+def test_an_unchanged_folder_gets_its_view_back_and_any_change_rebuilds_it(tmp_path, monkeypatch):
+    import time
+
+    from lens import _corpus
+
+    monkeypatch.setattr(_corpus, "_RACY_NS", 0)  # remember even files written a moment ago
+    (tmp_path / "a.txt").write_text("Quill Point\nQuill Point is a cape in the north.\n", encoding="utf-8")
+    (tmp_path / "b.txt").write_text("Harbor Town\nHarbor Town lies south of Quill Point.\n", encoding="utf-8")
+    terms = ["quill", "cape", "harbor", "lighthouse"]
+    first = CorpusView.of(scan_corpus(tmp_path))
+    first.titles  # built lazily once, kept with the view
+    scan = scan_corpus(tmp_path)
+    again = CorpusView.of(scan)
+    assert again is first and again.scan is scan  # nothing changed: the same lookups, the newest scan's counts
+
+    time.sleep(0.02)
+    (tmp_path / "a.txt").write_text("Quill Point\nQuill Point has a lighthouse.\n", encoding="utf-8")
+    changed = CorpusView.of(scan_corpus(tmp_path))
+    assert changed is not first
+    assert _state(changed, terms) == _state(CorpusView(scan_corpus(tmp_path)), terms)
+    assert changed.term_counts(["lighthouse"])[:, 0].tolist() == [1.0, 0.0]
+
+    (tmp_path / "c.txt").write_text("Lighthouse\nA lighthouse is a tower.\n", encoding="utf-8")
+    added = CorpusView.of(scan_corpus(tmp_path))
+    assert added is not changed and len(added) == 3
+    (tmp_path / "c.txt").unlink()
+    removed = CorpusView.of(scan_corpus(tmp_path))
+    assert removed is not added and [d.doc_id for d in removed.docs] == ["a.txt", "b.txt"]
+    assert "lighthouse" not in removed.titles
+
+
+def test_without_the_read_memo_every_scan_gets_a_fresh_view(tmp_path, monkeypatch):
+    from lens import _corpus
+    from lens._config import ReaderSettings
+
+    monkeypatch.setattr(_corpus, "_RACY_NS", 0)
+    (tmp_path / "a.txt").write_text("Quill Point\nQuill Point is a cape.\n", encoding="utf-8")
+    settings = ReaderSettings(reuse_unchanged=False)
+    assert CorpusView.of(scan_corpus(tmp_path, settings)) is not CorpusView.of(scan_corpus(tmp_path, settings))
+
+
+def test_views_of_different_folders_are_kept_apart(tmp_path, monkeypatch):
+    from lens import _corpus
+
+    monkeypatch.setattr(_corpus, "_RACY_NS", 0)
+    for name, title in (("one", "Quill Point"), ("two", "Harbor Town")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "a.txt").write_text(f"{title}\n{title} is a place.\n", encoding="utf-8")
+    one = CorpusView.of(scan_corpus(tmp_path / "one"))
+    two = CorpusView.of(scan_corpus(tmp_path / "two"))
+    assert one is not two and one.docs[0].title == "Quill Point" and two.docs[0].title == "Harbor Town"
+    assert CorpusView.of(scan_corpus(tmp_path / "one")) is one
