@@ -553,3 +553,21 @@ def test_record_sentences_keep_their_list_positions_and_text_is_held_once(tmp_pa
     assert [(s.index, s.text) for s in doc.sentences] == [(0, "A one."), (2, "B two."), (3, "C three.")]
     assert doc.text == "T\nA one.\n\nB two.\nC three."
     assert doc._record_form == "lines"  # no sentence list is stored beside the text: it is derived from it
+
+
+def test_a_full_read_memo_keeps_what_it_holds_and_forgets_files_that_are_gone(tmp_path, monkeypatch):
+    monkeypatch.setattr(corpus, "_RACY_NS", 0)
+    monkeypatch.setattr(corpus, "_UNCHANGED", {})
+    monkeypatch.setattr(corpus, "_UNCHANGED_MAX", 2)
+    for name in ("a.txt", "b.txt", "c.txt"):
+        write(tmp_path, name, f"Text of {name}.")
+    first = by_id(scan_corpus(tmp_path))
+    second = by_id(scan_corpus(tmp_path))
+    # two files stay remembered scan after scan (the memo is not cleared and refilled); the third is re-read
+    assert sum(second[n] is first[n] for n in first) == 2
+    assert by_id(scan_corpus(tmp_path))["c.txt"].text == "Text of c.txt."
+    kept = next(n for n in first if second[n] is first[n])
+    (tmp_path / kept).unlink()
+    third = by_id(scan_corpus(tmp_path))  # the gone file's slot is freed for a file that is still there
+    fourth = by_id(scan_corpus(tmp_path))
+    assert all(fourth[n] is third[n] for n in third)
