@@ -1,4 +1,4 @@
-"""A corpus view: one scan of the folder with the lookups the prior needs, built once per question.
+"""A corpus view: one scan of the folder with the lookups the prior needs, built once per state of the folder.
 
 The documents' lowered, accent-folded text joined into one string (``\x00`` between documents) with the start
 offset of each document, so one multi-pattern (Aho–Corasick) pass counts every term in every document; a title
@@ -35,7 +35,7 @@ _LAST_MAX = 4
 
 
 class CorpusView:
-    """One scan of the folder, with the lookups the prior needs built once per query."""
+    """One scan of the folder, with the lookups the prior needs (get it with ``CorpusView.of``)."""
 
     def __init__(self, scan: CorpusScan):
         self.scan = scan
