@@ -7,13 +7,17 @@ Tables (each emitted once per binding it can honestly hold):
   output when given (``--lifecycle``), else from the index builds the runs recorded.
 - **Table 2** — controlled evaluation per run binding: EM, F1, Ev.Rec, Ground (+ supporting-fact and joint F1
   where a system gives sentence evidence), errors.
+- **Table 3** — fullwiki runs (the sample over the raw shard pool) take Table 2's place, once on every question
+  and once on the questions whose gold articles are all in the pool; so do Table 6 and the JudgeAcc table.
+- **JudgeAcc** — ``lens bench judge`` verdicts beside EM with Cohen's κ, per run group (auxiliary).
 - **Table 4** — Ev.Rec by snapshot size (one column per D_n; each column is one binding; one configuration).
 - **Table 5** — staleness: the stale arm (indexes built on D_from answer the questions new in D_to; index-free
   systems read D_to) against the reference run on D_from with the same configuration; EM and Ev.Rec gaps.
 - **Cost and statistics** (paper §6.6) — tokens, oracle calls, seconds per question, cache hits, EM with a 95 %
   bootstrap interval; paired exact McNemar on EM and a paired bootstrap interval of the EM difference for every
   pair of systems; the failure taxonomy.
-- **Table 6** — ablation rows, when runs of the same binding differ from the main one only in ``ablation.*``.
+- **Table 6** — ablation rows, when runs of the same binding differ from the main one only in ``ablation.*``;
+  JudgeAcc beside EM where the folders hold verdicts.
 
 Binding rules (refusals are listed in the report and make the command exit 1): rows are grouped by
 (``binding_hash``, ``config_hash``); a table takes rows of one group only (Table 4: one group per column and
@@ -536,15 +540,16 @@ def _answer_path_table(g: Group) -> Table | None:
     )
 
 
-def _judge_table(g: Group) -> Table | None:
+def _judge_table(g: Group, subset: Sequence[str] | None = None) -> Table | None:
     """JudgeAcc beside EM (``lens bench judge`` verdicts in the group's run folders), per system on the table's
-    questions, with Cohen's κ of the two and the verdicts missing. Auxiliary, never a primary score."""
+    questions (or the ``subset`` of them, e.g. fullwiki's gold-in-pool questions), with Cohen's κ of the two and the
+    verdicts missing. Auxiliary, never a primary score."""
     from harness.bench.judge import cohen_kappa, load_verdicts
 
     verdicts = load_verdicts(g.runs)
     if not verdicts:
         return None
-    ids = g.common_ids()
+    ids = _restrict(g.common_ids(), subset)
     rows = []
     for s in g.ordered_systems():
         em, judged, missing = [], [], 0
@@ -568,8 +573,9 @@ def _judge_table(g: Group) -> Table | None:
             ]
         )
     return Table(
-        f"judge__{_group_slug(g)}",
-        f"JudgeAcc beside EM on {g.corpus} (auxiliary; n={len(ids)})",
+        f"judge{'_gold_in_pool' if subset is not None else ''}__{_group_slug(g)}",
+        f"JudgeAcc beside EM on {g.corpus} (auxiliary; n={len(ids)}"
+        + (", questions whose gold articles are all in the pool)" if subset is not None else ")"),
         f"{g.binding_line()}. JudgeAcc: the share an LLM judge (`lens bench judge`, its own configuration, calls "
         "outside every system's budget) grades correct; EM on the same judged questions; Cohen's κ of the two; "
         "Missing: questions without a verdict (judge failed or not run), left out of both.",
@@ -607,11 +613,23 @@ def _ceiling_table(g: Group) -> Table | None:
     )
 
 
+def _restrict(ids: Sequence[str], subset: Sequence[str] | None) -> list[str]:
+    """``ids`` in their order, kept to ``subset`` when one is given."""
+    if subset is None:
+        return list(ids)
+    keep = set(subset)
+    return [i for i in ids if i in keep]
+
+
+def _gold_in_pool(g: Group) -> list[str] | None:
+    """A fullwiki group's questions whose gold articles are all in the pool (None for other settings)."""
+    if not g.fullwiki:
+        return None
+    return (g.manifest.get("snapshot") or {}).get("fullwiki", {}).get("gold_in_pool", [])
+
+
 def _main_table(g: Group, subset: Sequence[str] | None = None) -> Table:
-    ids = g.common_ids()
-    if subset is not None:
-        keep = set(subset)
-        ids = [i for i in ids if i in keep]
+    ids = _restrict(g.common_ids(), subset)
     rows = []
     for s in g.ordered_systems():
         m = _metrics(g, s, ids)
@@ -905,18 +923,27 @@ def _lens_details(g: Group, ids: Sequence[str]) -> dict[str, Any]:
     }
 
 
-def _ablation_table(base: Group, variants: Sequence[Group], resamples: int = 10_000, seed: int = 42) -> Table | None:
-    """Full LENS against each ablation on the questions all of them answered: EM, F1, Ev.Rec, Ground, cited
-    documents, certified share, tokens (and their ratio to the full system), oracle calls, seconds, and for each
-    variant the exact McNemar test on EM and a paired bootstrap interval of the Ev.Rec difference (full −
-    variant); stop reasons in the notes."""
+def _ablation_table(
+    base: Group,
+    variants: Sequence[Group],
+    resamples: int = 10_000,
+    seed: int = 42,
+    subset: Sequence[str] | None = None,
+) -> Table | None:
+    """Full LENS against each ablation on the questions all of them answered (kept to ``subset`` when given, e.g.
+    fullwiki's gold-in-pool questions): EM, JudgeAcc (where ``lens bench judge`` verdicts exist), F1, Ev.Rec,
+    Ground, cited documents, certified share, tokens (and their ratio to the full system), oracle calls, seconds,
+    and for each variant the exact McNemar test on EM and a paired bootstrap interval of the Ev.Rec difference
+    (full − variant); stop reasons and judged counts in the notes."""
+    from harness.bench.judge import load_verdicts
+
     if "lens" not in base.rows or not any("lens" in v.rows for v in variants):
         return None
     ids = set(base.rows["lens"])
     for v in variants:
         if "lens" in v.rows:
             ids &= set(v.rows["lens"])
-    order = sorted(ids, key=lambda i: base.rows["lens"][i]["position"])
+    order = _restrict(sorted(ids, key=lambda i: base.rows["lens"][i]["position"]), subset)
     rows, notes = [], []
     full = _metrics(base, "lens", order)
     full_em = [bool(base.rows["lens"][i]["scores"]["em"]) for i in order]
@@ -928,6 +955,9 @@ def _ablation_table(base: Group, variants: Sequence[Group], resamples: int = 10_
     ]:
         m = _metrics(g, "lens", order)
         d = _lens_details(g, order)
+        verdicts = load_verdicts(g.runs)
+        judged = [verdicts.get((g.rows["lens"][i]["system_hash"], i)) for i in order]
+        judged = [v for v in judged if v is not None]
         test, ci = "—", "—"
         if g is not base and order:
             em = [bool(g.rows["lens"][i]["scores"]["em"]) for i in order]
@@ -943,6 +973,7 @@ def _ablation_table(base: Group, variants: Sequence[Group], resamples: int = 10_
             [
                 label,
                 _pct(m["em"]),
+                _pct(sum(judged) / len(judged)) if judged else "—",
                 _pct(m["f1"]),
                 _pct(m["ev_rec"]),
                 _pct(m["ground"]),
@@ -957,17 +988,24 @@ def _ablation_table(base: Group, variants: Sequence[Group], resamples: int = 10_
                 f"`{g.config_hash[:8]}`",
             ]
         )
-        notes.append(f"{label} stop reasons: " + ", ".join(f"{k} {v}" for k, v in sorted(d["stops"].items())))
+        notes.append(
+            f"{label} stop reasons: "
+            + ", ".join(f"{k} {v}" for k, v in sorted(d["stops"].items()))
+            + f"; judged {len(judged)}/{len(order)}"
+        )
     return Table(
-        f"table6_ablation__{_group_slug(base)}",
-        f"Table 6 — ablation on {base.corpus} (%, n={len(order)})",
+        f"table6_ablation{'_gold_in_pool' if subset is not None else ''}__{_group_slug(base)}",
+        f"Table 6 — ablation on {base.corpus} (%, n={len(order)}"
+        + (", questions whose gold articles are all in the pool)" if subset is not None else ")"),
         f"{base.binding_line()}. Rows share the binding; their configurations differ only in `ablation.*`. "
+        "JudgeAcc: auxiliary LLM-judge accuracy on the judged rows (never a primary score). "
         f"Full/variant: the full system's tokens per query over the variant's. McNemar b:c on EM (b = only the "
         f"full system right) and the paired percentile bootstrap of ΔEv.Rec = full − variant (pp; {resamples:,} "
         f"resamples, seed {seed}).",
         [
             "Variant",
             "EM",
+            "JudgeAcc",
             "F1",
             "Ev.Rec",
             "Ground",
@@ -1121,11 +1159,11 @@ def build_report(
     main = [g for g in groups if g.arm == "fresh" and id(g) not in variants]
     for g in sorted(main, key=lambda g: (g.size, g.config_hash)):
         tables.append(_main_table(g))
-        if g.fullwiki:
-            tables.append(
-                _main_table(g, (g.manifest.get("snapshot") or {}).get("fullwiki", {}).get("gold_in_pool", []))
-            )
-        for extra in (_ceiling_table(g), _near_miss_table(g), _answer_path_table(g), _judge_table(g)):
+        gip = _gold_in_pool(g)
+        if gip is not None:
+            tables.append(_main_table(g, gip))
+        judge = [_judge_table(g)] + ([_judge_table(g, gip)] if gip is not None else [])
+        for extra in (_ceiling_table(g), _near_miss_table(g), _answer_path_table(g), *judge):
             if extra:
                 tables.append(extra)
     for ch in sorted({g.config_hash for g in main}):
@@ -1155,9 +1193,11 @@ def build_report(
                     f"Table 6 for {g.label()}: {'; '.join(conflicts)} — rows of different code never share a table"
                 )
                 continue
-            t = _ablation_table(g, vs, resamples, seed)
-            if t:
-                tables.append(t)
+            gip = _gold_in_pool(g)
+            for subset in [None] + ([gip] if gip is not None else []):
+                t = _ablation_table(g, vs, resamples, seed, subset)
+                if t:
+                    tables.append(t)
     for g in [g for g in groups if g.arm == "stale"]:
         tables += _cost_tables(g, resamples, seed)
 

@@ -93,6 +93,49 @@ def test_the_report_gives_table_3_on_all_questions_and_on_the_gold_in_pool_subse
     assert {r[0] for r in full.rows} == {"LENS", "Closed-Book"}
 
 
+def test_table_6_and_judgeacc_are_given_on_all_questions_and_on_the_gold_in_pool_subset(fullwiki, endpoint, tmp_path):
+    import respx
+
+    from harness.bench.judge import judge_runs
+    from harness.bench.report import build_report
+    from lens import LLMClient
+
+    from .scripted_llm import Responder, respx_side_effect
+
+    runs = {}
+    for name, extra in (("full", {}), ("no-exploration", {"ablation.no_exploration": True})):
+        plan = plan_run(
+            snapshot=fullwiki["out"] / "pool",
+            questions_file=fullwiki["questions"],
+            systems=("lens",),
+            out=tmp_path / name,
+            config=make_config(**extra),
+            sample=fullwiki["out"] / "sample",
+            stage=12,
+        )
+        run_benchmark(plan, executor=LocalExecutor(1), progress=False)
+        runs[name] = tmp_path / name
+    judge = Responder()
+    judge.script["other"] = lambda messages: json.dumps({"correct": True})  # every prediction judged right
+    url = "http://judge-llm.test/v1"
+    with respx.mock(assert_all_called=False) as router:
+        router.post(f"{url}/chat/completions").mock(side_effect=respx_side_effect(judge))
+        client = LLMClient(base_url=url, model="judge-model", settings=make_config().llm)
+        summary = judge_runs([runs["full"], runs["no-exploration"]], client)
+    assert summary.judged == 24
+
+    result = build_report([runs["full"], runs["no-exploration"]], tmp_path / "rep", resamples=50, plots=False)
+    by = {t.name.split("__")[0]: t for t in result.tables}
+    for name in ("table6_ablation", "table6_ablation_gold_in_pool", "judge", "judge_gold_in_pool"):
+        assert name in by, sorted(by)
+    assert "n=12" in by["table6_ablation"].title and "n=11" in by["table6_ablation_gold_in_pool"].title
+    assert "n=11" in by["judge_gold_in_pool"].title
+    t6 = by["table6_ablation_gold_in_pool"]
+    assert [r[0] for r in t6.rows] == ["LENS (full)", "LENS (no exploration)"]
+    assert all(r[t6.headers.index("JudgeAcc")] == "100.0" for r in t6.rows)  # beside EM, from the verdicts
+    assert all("judged 11/11" in n for n in t6.notes)
+
+
 def test_the_lifecycle_arm_measures_index_builds_over_the_whole_pool(fullwiki, tmp_path):
     from harness.bench.lifecycle import find_stages, measure_lifecycle
 
