@@ -144,7 +144,13 @@ def test_ctrl_c_stops_cleanly_and_shows_the_partial_cost(tmp_path):
         argv = [sys.executable, "-m", "lens._cli", "ask", "Who was the keeper of the harbour light?", str(folder)]
         argv += ["--base-url", server.base_url, "--model", "test-model", "--set", "llm.cache=false"]
         p = subprocess.Popen(
-            argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "OPENAI_API_KEY": "k"}
+            argv,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, "OPENAI_API_KEY": "k"},
+            # a user's terminal delivers Ctrl-C; under a shell's background job (CI started with `&`) the child
+            # would inherit SIGINT ignored and never see it
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
         deadline = time.monotonic() + 60
         # into the loop: the first observation call has reached the endpoint, which holds it for a second
