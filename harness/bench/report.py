@@ -575,7 +575,7 @@ def _judge_table(g: Group, subset: Sequence[str] | None = None) -> Table | None:
     return Table(
         f"judge{'_gold_in_pool' if subset is not None else ''}__{_group_slug(g)}",
         f"JudgeAcc beside EM on {g.corpus} (auxiliary; n={len(ids)}"
-        + (", questions whose gold articles are all in the pool)" if subset is not None else ")"),
+        + (f", {_GOLD_IN_POOL})" if subset is not None else ")"),
         f"{g.binding_line()}. JudgeAcc: the share an LLM judge (`lens bench judge`, its own configuration, calls "
         "outside every system's budget) grades correct; EM on the same judged questions; Cohen's κ of the two; "
         "Missing: questions without a verdict (judge failed or not run), left out of both.",
@@ -611,6 +611,9 @@ def _ceiling_table(g: Group) -> Table | None:
         ["System", "EM", "F1", "EM / gold-passage EM"],
         rows,
     )
+
+
+_GOLD_IN_POOL = "questions whose gold articles are all in the pool"  # the fullwiki subset, in every table title
 
 
 def _restrict(ids: Sequence[str], subset: Sequence[str] | None) -> list[str]:
@@ -650,7 +653,7 @@ def _main_table(g: Group, subset: Sequence[str] | None = None) -> Table:
         name = "table3_fullwiki" + ("_gold_in_pool" if subset is not None else "")
         title = f"Table 3 — open-domain fullwiki over the raw {g.corpus}, zero indexing (%, n={len(ids)})"
         if subset is not None:
-            title += ", questions whose gold articles are all in the pool"
+            title += f", {_GOLD_IN_POOL}"
     else:
         name, title = "table2_main", f"Table 2 — controlled evaluation on {g.corpus} (%, n={len(ids)})"
     return Table(
@@ -996,7 +999,7 @@ def _ablation_table(
     return Table(
         f"table6_ablation{'_gold_in_pool' if subset is not None else ''}__{_group_slug(base)}",
         f"Table 6 — ablation on {base.corpus} (%, n={len(order)}"
-        + (", questions whose gold articles are all in the pool)" if subset is not None else ")"),
+        + (f", {_GOLD_IN_POOL})" if subset is not None else ")"),
         f"{base.binding_line()}. Rows share the binding; their configurations differ only in `ablation.*`. "
         "JudgeAcc: auxiliary LLM-judge accuracy on the judged rows (never a primary score). "
         f"Full/variant: the full system's tokens per query over the variant's. McNemar b:c on EM (b = only the "

@@ -4,7 +4,7 @@
 # of 10 so a partial run stays paired. ("No memory" is the full row itself: the bench's LENS arm is cold, it never
 # reads a memory; what the memory does is issue 14's stream measurement.) Resumable: rerun it.
 set -u
-cd /work/main
+cd "$(dirname "$0")/../../.."
 SITE=/tmp/frozen5-site
 if [ ! -d "$SITE/lens" ]; then
   git worktree add -f /tmp/frozen5 226df95 && \

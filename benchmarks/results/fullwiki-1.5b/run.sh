@@ -3,7 +3,7 @@
 # code of 226df95 (frozen in /tmp/frozen5-site). Closed-Book first (cheap), then LENS and ReAct in
 # chunks of 10 questions so a partial run stays paired across the systems. Resumable: rerun it.
 set -u
-cd /work/main
+cd "$(dirname "$0")/../../.."
 SITE=/tmp/frozen5-site
 if [ ! -d "$SITE/lens" ]; then
   git worktree add -f /tmp/frozen5 226df95 && \
