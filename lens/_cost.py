@@ -20,6 +20,7 @@ class Cost:
     failed_calls: int = 0  # requests sent that got no usable response (timeouts, 4xx, 5xx, 429), retried or not
     retries: int = 0  # requests re-sent after a failed attempt (not oracle calls, but paid for)
     endpoint_errors: int = 0  # calls given up on because the endpoint failed (after their retries)
+    cached_prompt_tokens: int = 0  # prompt tokens the endpoint reused from its prefix cache (part of prompt_tokens)
 
     @property
     def tokens(self) -> int:
@@ -40,13 +41,16 @@ class CostMeter:
         self._cost = Cost()
         self.last_error: str | None = None  # the message of the last call that failed for good
 
-    def add(self, *, prompt_tokens: int, completion_tokens: int, cache_hit: bool, seconds: float) -> None:
+    def add(
+        self, *, prompt_tokens: int, completion_tokens: int, cache_hit: bool, seconds: float, cached_tokens: int = 0
+    ) -> None:
         with self._lock:
             c = self._cost
             self._cost = replace(
                 c,
                 oracle_calls=c.oracle_calls + 1,
                 prompt_tokens=c.prompt_tokens + prompt_tokens,
+                cached_prompt_tokens=c.cached_prompt_tokens + cached_tokens,
                 completion_tokens=c.completion_tokens + completion_tokens,
                 cache_hits=c.cache_hits + int(cache_hit),
                 llm_seconds=c.llm_seconds + seconds,

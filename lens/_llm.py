@@ -105,6 +105,9 @@ class LLMResponse(Generic[T]):
     parsed: Any = None
     # (token, log-probability) of each generated token, when asked for and the endpoint returns them
     logprobs: tuple[tuple[str, float], ...] | None = None
+    # per generated token, the most likely alternatives (token, log-probability), when ``top_logprobs`` was asked
+    top_logprobs: tuple[tuple[tuple[str, float], ...], ...] | None = None
+    cached_tokens: int = 0  # prompt tokens the endpoint reused from its cache (llama.cpp: a shared prefix)
 
     @property
     def tokens(self) -> int:
@@ -230,10 +233,12 @@ class LLMClient:
         deadline: float | None = None,
         meter: CostMeter | None = None,
         logprobs: bool = False,
+        top_logprobs: int = 0,
     ) -> LLMResponse:
         """One chat completion (cached, retried). ``deadline`` is a ``time.monotonic()`` instant. ``logprobs``
-        asks for the generated tokens' log-probabilities; an endpoint that rejects the parameter is asked again
-        without it (and not asked again), and one that ignores it gives ``logprobs=None``."""
+        asks for the generated tokens' log-probabilities (``top_logprobs`` > 0: and that many alternatives per
+        token); an endpoint that rejects the parameter is asked again without it (and not asked again), and one
+        that ignores it gives ``logprobs=None``."""
         logprobs = logprobs and self._logprobs_supported
         params = {
             "temperature": self.settings.temperature if temperature is None else temperature,
@@ -243,12 +248,15 @@ class LLMClient:
         }
         if logprobs:
             params["logprobs"] = True  # only when asked: the keys of every other request stay as they were
+            if top_logprobs > 0:
+                params["top_logprobs"] = int(top_logprobs)
         request = {"model": self.model, "messages": list(messages), "params": params}
         key = request_key(request)
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None and isinstance(hit.get("text"), str):
-                resp = LLMResponse(hit["text"], 0, 0, True, 0.0, self.model, logprobs=_token_logprobs(hit))
+                lps, tops = _token_logprobs(hit)
+                resp = LLMResponse(hit["text"], 0, 0, True, 0.0, self.model, logprobs=lps, top_logprobs=tops)
                 if meter is not None:
                     meter.add(prompt_tokens=0, completion_tokens=0, cache_hit=True, seconds=0.0)
                 log.debug("llm cache hit %s", key[:12])
@@ -278,21 +286,24 @@ class LLMClient:
         seconds = time.monotonic() - t0
         choice = completion.choices[0] if completion.choices else None
         text = (choice.message.content if choice and choice.message else None) or ""
-        token_lps = _choice_logprobs(choice) if logprobs else None
+        token_lps, tops = _choice_logprobs(choice) if logprobs else (None, None)
         usage = completion.usage
         if usage is None:
             log.warning("endpoint returned no usage; tokens for this call count as 0")
         pt = int(getattr(usage, "prompt_tokens", 0) or 0)
         ct = int(getattr(usage, "completion_tokens", 0) or 0)
+        cached = int(getattr(getattr(usage, "prompt_tokens_details", None), "cached_tokens", 0) or 0)
         if meter is not None:
-            meter.add(prompt_tokens=pt, completion_tokens=ct, cache_hit=False, seconds=seconds)
+            meter.add(prompt_tokens=pt, completion_tokens=ct, cache_hit=False, seconds=seconds, cached_tokens=cached)
         if self.cache is not None:
             stored: dict[str, Any] = {"text": text, "prompt_tokens": pt, "completion_tokens": ct}
             if token_lps is not None:
                 stored["logprobs"] = [list(t) for t in token_lps]
+            if tops is not None:
+                stored["top_logprobs"] = [[list(a) for a in alts] for alts in tops]
             self.cache.put(key, request, stored)
-        log.debug("llm call model=%s prompt=%d completion=%d %.2fs", self.model, pt, ct, seconds)
-        return LLMResponse(text, pt, ct, False, seconds, self.model, logprobs=token_lps)
+        log.debug("llm call model=%s prompt=%d (cached %d) completion=%d %.2fs", self.model, pt, cached, ct, seconds)
+        return LLMResponse(text, pt, ct, False, seconds, self.model, logprobs=token_lps, top_logprobs=tops, cached_tokens=cached)
 
     def chat_json(
         self,
@@ -305,6 +316,7 @@ class LLMClient:
         meter: CostMeter | None = None,
         repair: bool = True,
         logprobs: bool = False,
+        top_logprobs: int = 0,
     ) -> LLMResponse:
         """A chat completion parsed into ``schema``; one repair request on failure (unless ``repair`` is
         False, e.g. when the caller's call budget has no room for it), then LLMFormatError."""
@@ -315,6 +327,7 @@ class LLMClient:
             deadline=deadline,
             meter=meter,
             logprobs=logprobs,
+            top_logprobs=top_logprobs,
         )
         resp = self.chat(messages, **kw)
         parsed, problem = self._parse(resp.text, schema)
@@ -404,6 +417,8 @@ class LLMClient:
             kwargs["response_format"] = {"type": "json_object"}
         if params.get("logprobs"):
             kwargs["logprobs"] = True
+            if params.get("top_logprobs"):
+                kwargs["top_logprobs"] = params["top_logprobs"]
         try:
             return self._client.chat.completions.create(**kwargs)
         except oa.APITimeoutError as exc:
@@ -453,31 +468,46 @@ def _with_parsed(resp: LLMResponse, parsed: Any, extra: LLMResponse | None = Non
     ct = resp.completion_tokens + (extra.completion_tokens if extra else 0)
     secs = resp.seconds + (extra.seconds if extra else 0.0)
     hit = resp.cache_hit and (extra.cache_hit if extra else True)
-    return LLMResponse(resp.text, pt, ct, hit, secs, resp.model, parsed, resp.logprobs)
+    cached = resp.cached_tokens + (extra.cached_tokens if extra else 0)
+    return LLMResponse(resp.text, pt, ct, hit, secs, resp.model, parsed, resp.logprobs, resp.top_logprobs, cached)
 
 
-def _choice_logprobs(choice: Any) -> tuple[tuple[str, float], ...] | None:
-    """(token, logprob) pairs of a completion choice, or None when the endpoint sent none."""
-    content = getattr(getattr(choice, "logprobs", None), "content", None)
-    if not content:
-        return None
+_Alternatives = tuple[tuple[str, float], ...]
+
+
+def _pairs(items: Any) -> _Alternatives | None:
+    """(token, logprob) pairs of SDK objects or stored lists; None if any item is malformed."""
     out = []
-    for item in content:
-        token, lp = getattr(item, "token", None), getattr(item, "logprob", None)
+    for item in items:
+        if isinstance(item, (list, tuple)) and len(item) == 2:
+            token, lp = item
+        else:
+            token, lp = getattr(item, "token", None), getattr(item, "logprob", None)
         if not isinstance(token, str) or not isinstance(lp, (int, float)):
             return None
         out.append((token, float(lp)))
     return tuple(out)
 
 
-def _token_logprobs(stored: dict[str, Any]) -> tuple[tuple[str, float], ...] | None:
-    items = stored.get("logprobs")
-    if not isinstance(items, list):
-        return None
-    try:
-        return tuple((str(t), float(lp)) for t, lp in items)
-    except (TypeError, ValueError):
-        return None
+def _choice_logprobs(choice: Any) -> tuple[_Alternatives | None, tuple[_Alternatives, ...] | None]:
+    """(token, logprob) pairs of a completion choice and, per token, its top alternatives (None when the
+    endpoint sent none)."""
+    content = getattr(getattr(choice, "logprobs", None), "content", None)
+    if not content:
+        return None, None
+    tokens = _pairs(content)
+    alts = [_pairs(getattr(item, "top_logprobs", None) or ()) for item in content]
+    tops = None if tokens is None or any(a is None for a in alts) or not any(alts) else tuple(alts)
+    return tokens, tops  # type: ignore[return-value]
+
+
+def _token_logprobs(stored: dict[str, Any]) -> tuple[_Alternatives | None, tuple[_Alternatives, ...] | None]:
+    items, tops = stored.get("logprobs"), stored.get("top_logprobs")
+    tokens = _pairs(items) if isinstance(items, list) else None
+    if tokens is None or not isinstance(tops, list):
+        return tokens, None
+    alts = [_pairs(a) if isinstance(a, list) else None for a in tops]
+    return tokens, None if any(a is None for a in alts) else tuple(alts)  # type: ignore[arg-type]
 
 
 # 4xx statuses that say something about this one request (too long, malformed), not about the endpoint
