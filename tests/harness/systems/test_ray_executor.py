@@ -221,7 +221,8 @@ def _bench_run(bench_data, out: Path, env: dict[str, str], *ray_address: str) ->
 def local_run_home(bench_data, tmp_path_factory) -> Path:
     """A fresh HOME after one ``--executor ray`` run on a local cluster (no ``--ray-address``)."""
     home = tmp_path_factory.mktemp("fresh-home")
-    p = _bench_run(bench_data, tmp_path_factory.mktemp("local") / "run", _env(home))
+    env = _env(home, RAY_TMPDIR=str(tmp_path_factory.mktemp("ray")))  # its session logs, not /tmp/ray's
+    p = _bench_run(bench_data, tmp_path_factory.mktemp("local") / "run", env)
     assert p.returncode == 0, p.stderr[-2000:]
     return home
 
