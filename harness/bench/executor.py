@@ -24,7 +24,9 @@ their hashes are checked on load).
 
 from __future__ import annotations
 
+import os
 import queue
+import secrets
 import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -153,7 +155,7 @@ class RayExecutor(Executor):
     """Jobs as calls on ``workers`` Ray actors spread over the cluster's alive nodes (round robin).
 
     ``address``: a running cluster (``"auto"``, ``"HOST:PORT"``) or None for a local one started by
-    ``ray.init()``. ``embedded``: start one embedded model server per node (an actor holding
+    ``ray.init()`` (token auth, its token only in the environment: nothing written to ``~/.ray``). ``embedded``: start one embedded model server per node (an actor holding
     ``lens.open_client(llm_config)``, ``llm.n_threads`` set to the node's CPU count) and point that node's workers
     at it; otherwise (an endpoint is configured) every worker calls the configured endpoint.
     """
@@ -190,6 +192,12 @@ class RayExecutor(Executor):
         ray = _ray()
         t0 = time.monotonic()
         if not ray.is_initialized():
+            if self.address is None:
+                # A local cluster turns token auth on; without a token Ray writes one to ~/.ray/auth_token, where
+                # every later `ray start` on the machine finds it (and requires it) while a driver joining by
+                # address does not send it. A token in this process's environment (the cluster's processes
+                # inherit it) is never written; Ray keeps the process in token mode after shutdown either way.
+                os.environ.setdefault("RAY_AUTH_TOKEN", secrets.token_hex(32))
             ray.init(address=self.address, include_dashboard=False, log_to_driver=False, logging_level="WARNING")
             self._started_here = True
         self.nodes = [n for n in ray.nodes() if n.get("Alive")]

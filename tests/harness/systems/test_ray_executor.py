@@ -1,17 +1,22 @@
 """``--executor ray`` (issue: scale-out on an existing engine): a real local Ray cluster started on loopback
 (``ray start --head --num-cpus 2``) and a loopback fake endpoint of fixed latency. All rows are written once and
 equal the local executor's rows for the same questions; a worker killed mid-run stops the run, and the rerun
-completes it with no row lost or written twice."""
+completes it with no row lost or written twice. A local cluster (no ``--ray-address``) leaves no token in HOME, so a
+cluster started on the machine later is still joined by address. The module runs under a HOME of its own that
+holds a token file, as a machine where Ray once ran with token auth."""
 
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import socket
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -36,20 +41,55 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    """A one-node Ray cluster on loopback, stopped at the end."""
+def _env(home: Path, **extra: str) -> dict[str, str]:
+    """This process's environment with HOME set to ``home``, none of the user's Ray auth settings, and ``extra``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH_")}
+    return {**env, "HOME": str(home), "RAY_USAGE_STATS_ENABLED": "0", **extra}
+
+
+@contextmanager
+def _head(home: Path, temp_dir: Path, **extra: str) -> Iterator[str]:
+    """A one-node Ray cluster on loopback (``ray start --head --block``) run under ``_env(home, **extra)``."""
     port = _free_port()
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
-    start = [RAY, "start", "--head", f"--port={port}", "--num-cpus=2", "--include-dashboard=false"]
-    start += ["--node-ip-address=127.0.0.1", f"--temp-dir={tmp_path_factory.mktemp('ray')}", "--disable-usage-stats"]
-    p = subprocess.run(start, capture_output=True, text=True, timeout=180, env=env)
-    if p.returncode != 0:
-        pytest.fail(f"ray start failed: {p.stderr[-2000:]}")
-    yield f"127.0.0.1:{port}"
-    if ray.is_initialized():
-        ray.shutdown()
-    subprocess.run([RAY, "stop", "--force"], capture_output=True, timeout=120, env=env)
+    start = [RAY, "start", "--head", f"--port={port}", "--num-cpus=2", "--include-dashboard=false", "--block"]
+    start += ["--node-ip-address=127.0.0.1", f"--temp-dir={temp_dir}", "--disable-usage-stats"]
+    log = temp_dir / "start.log"
+    with open(log, "w") as out:
+        p = subprocess.Popen(start, stdout=out, stderr=subprocess.STDOUT, env=_env(home, **extra))
+    try:
+        deadline = time.monotonic() + 180
+        while "block forever" not in log.read_text():
+            if p.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"ray start failed: {log.read_text()[-2000:]}")
+            time.sleep(0.2)
+        yield f"127.0.0.1:{port}"
+    finally:
+        # SIGTERM stops this cluster's processes; `ray stop` would stop every Ray cluster on the machine
+        p.terminate()
+        p.wait(120)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def home(tmp_path_factory) -> Iterator[Path]:
+    """HOME for the module: a folder of its own holding a token file (``~/.ray/auth_token``), no RAY_AUTH_*."""
+    home = tmp_path_factory.mktemp("home")
+    (home / ".ray").mkdir()
+    (home / ".ray" / "auth_token").write_text(secrets.token_hex(32))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HOME", str(home))
+        for name in [k for k in os.environ if k.startswith("RAY_AUTH_")]:
+            mp.delenv(name)
+        yield home
+
+
+@pytest.fixture(scope="module")
+def cluster(home, tmp_path_factory) -> Iterator[str]:
+    """A cluster without token auth, stated explicitly: a token file in HOME would otherwise turn it on, and a
+    driver joining by address sends no token."""
+    with _head(home, tmp_path_factory.mktemp("ray"), RAY_AUTH_MODE="disabled") as address:
+        yield address
+        if ray.is_initialized():
+            ray.shutdown()
 
 
 def _plan(bench_data, out: Path, base_url: str):
@@ -164,6 +204,52 @@ def test_the_cli_names_the_extra_and_refuses_a_stray_ray_address(bench_data, tmp
         ]
     )
     assert code == 2 and "--ray-address needs --executor ray" in capsys.readouterr().err
+
+
+def _bench_run(bench_data, out: Path, env: dict[str, str], *ray_address: str) -> subprocess.CompletedProcess:
+    """``lens bench run --executor ray`` of one closed-book question in a process of its own, answered by a loopback
+    fake endpoint; ``ray_address``: ``--ray-address HOST:PORT`` (none: a local cluster)."""
+    with StubServer(Responder()) as server:
+        cmd = [sys.executable, "-m", "lens._cli", "bench", "run", "--snapshot", str(bench_data["D6"])]
+        cmd += ["--questions", str(bench_data["questions"]), "--systems", "closed", "--limit", "1"]
+        cmd += ["--executor", "ray", "--concurrency", "1", "--out", str(out), "--no-progress"]
+        cmd += ["--base-url", server.base_url, "--model", "m", *ray_address]
+        return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
+
+
+@pytest.fixture(scope="module")
+def local_run_home(bench_data, tmp_path_factory) -> Path:
+    """A fresh HOME after one ``--executor ray`` run on a local cluster (no ``--ray-address``)."""
+    home = tmp_path_factory.mktemp("fresh-home")
+    env = _env(home, RAY_TMPDIR=str(tmp_path_factory.mktemp("ray")))  # its session logs, not /tmp/ray's
+    p = _bench_run(bench_data, tmp_path_factory.mktemp("local") / "run", env)
+    assert p.returncode == 0, p.stderr[-2000:]
+    return home
+
+
+def test_a_local_cluster_leaves_no_token_in_home(local_run_home):
+    assert not (local_run_home / ".ray" / "auth_token").exists()
+
+
+def test_a_cluster_started_after_a_local_run_is_joined_by_address(
+    bench_data, local_run_home, tmp_path, tmp_path_factory
+):
+    with _head(local_run_home, tmp_path_factory.mktemp("ray")) as address:
+        p = _bench_run(bench_data, tmp_path / "run", _env(local_run_home), "--ray-address", address)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert len(read_rows(tmp_path / "run")) == 1
+
+
+def test_a_token_cluster_is_joined_by_address_with_the_users_token(bench_data, tmp_path, tmp_path_factory):
+    """A head that finds a token in ~/.ray/auth_token requires it; a driver joining by address sends it with
+    RAY_AUTH_MODE=token (the README's cluster section)."""
+    home = tmp_path / "home"
+    (home / ".ray").mkdir(parents=True)
+    (home / ".ray" / "auth_token").write_text(secrets.token_hex(32))
+    with _head(home, tmp_path_factory.mktemp("ray")) as address:
+        p = _bench_run(bench_data, tmp_path / "run", _env(home, RAY_AUTH_MODE="token"), "--ray-address", address)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert len(read_rows(tmp_path / "run")) == 1
 
 
 @pytest.mark.live
