@@ -30,7 +30,8 @@ Errors
   ``endpoint_failure``) is not a result: the attempt is appended to ``attempts.jsonl`` (system, question, error,
   cost) and no row is written, so rerunning the same command retries that question once the endpoint
   recovers. After ``ENDPOINT_BREAKER`` such failures in a row with no success between them the run stops.
-- An unreachable endpoint stops the run at once. Rows so far are kept; rerun to resume.
+- An unreachable endpoint, or a local I/O error in a question (a file of this machine that cannot be read or
+  written), stops the run at once. Rows so far are kept; rerun to resume (the question is asked again).
 """
 
 from __future__ import annotations
@@ -493,7 +494,7 @@ def run_benchmark(
     on_row: Callable[[dict[str, Any]], None] | None = None,
 ) -> RunSummary:
     """Run every (system, question) of ``plan`` not yet in ``plan.out``; see the module docstring."""
-    from harness.bench.systems.base import RunLevelError
+    from harness.bench.systems.base import RUN_STOPPERS
 
     log = log or sys.stderr
     executor = executor or LocalExecutor(5)
@@ -624,7 +625,7 @@ def run_benchmark(
         for outcome in executor.run(make, jobs):
             job: Job = outcome.job
             if outcome.error is not None:
-                if isinstance(outcome.error, RunLevelError):
+                if isinstance(outcome.error, RUN_STOPPERS):
                     stopped = str(outcome.error)
                     executor.stop()
                     continue

@@ -359,3 +359,34 @@ def test_a_run_stops_after_ten_endpoint_failures_in_a_row(endpoint, responder, c
 
     assert summary.stopped and "the endpoint failed 10 questions in a row" in summary.stopped
     assert "401" in summary.stopped and 10 <= summary.endpoint_failures < 12 * 2 and summary.rows_written == 0
+
+
+# --------------------------------------------------------------------------- local I/O errors are not results
+
+
+def test_a_broken_llm_cache_gives_answers_not_error_rows(endpoint, bench_data, tmp_path, caplog):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "llm-cache").write_text("a file where the run's cache folder goes")
+
+    summary = run(plan(bench_data, out, make_config(**{"llm.cache": True}), limit=2, systems=("closed", "bm25")), None)
+
+    counts, rows = keys(out)
+    assert summary.complete and len(counts) == 4
+    assert [r["prediction"]["error"] for r in rows] == [None] * 4
+    assert any("llm cache" in r.getMessage() and "miss" in r.getMessage() for r in caplog.records)
+
+
+def test_a_local_io_error_in_a_question_is_not_a_result(tmp_path):
+    from harness.bench.systems.base import LocalIOError, System
+
+    class WritesItsNotes(System):
+        name = "notes"
+        index_free = True
+
+        def _answer(self, question, budget):
+            (tmp_path / "notes").write_text(question)  # a folder there: the write fails on this machine
+
+    (tmp_path / "notes").mkdir()
+    with pytest.raises(LocalIOError, match=r"notes: local I/O error \(IsADirectoryError: .*notes"):
+        WritesItsNotes(question_timeout_s=5, max_tokens=100).answer("q?")
