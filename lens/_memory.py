@@ -201,8 +201,9 @@ class MemoryStore:
             try:
                 append_lines(self.log_path, lines)
             except OSError as exc:
+                what = "1 entry" if len(lines) == 1 else f"{len(lines)} entries"
                 raise MemoryLogError(
-                    f"{self.log_path}: {len(lines)} entries not written ({exc.strerror or exc}); the log is as it was"
+                    f"{self.log_path}: {what} not written ({exc.strerror or exc}); the log is as it was"
                 ) from None
         return len(lines)
 
