@@ -48,8 +48,9 @@ def main(argv: list[str] | None = None) -> int:
     from harness.audit.config import data_root, load_audit_config
     from harness.audit.contract import check_rows
     from harness.audit.events import EventLog
+    from harness.audit.inputs import load_workload
     from harness.audit.memories import PositiveFeedbackCache, TraceMemory
-    from harness.audit.pipeline import build_streams, load_workload
+    from harness.audit.pipeline import build_streams
     from harness.audit.replay import Budgets, ReplayInputs, choose_anchors, replay_stream
     from harness.audit.rows import read_rows, write_rows
     from harness.audit.views import standard_views

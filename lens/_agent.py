@@ -27,7 +27,7 @@ from lens._errors import LensError
 from lens._grading import observation_model
 from lens._llm import LLMClient, LLMError, LLMUnavailableError, open_client, refusal
 from lens._loop import PRIOR_RECORD_DEPTH, Loop, LoopState, Observer
-from lens._memory import Eligibility, MemoryStore, all_past, memory_key, memory_signal, new_entry
+from lens._memory import Eligibility, MemoryLogError, MemoryStore, all_past, memory_key, memory_signal, new_entry
 from lens._prior import Prior, merge_round_robin
 from lens._progress import Progress, ProgressCallback
 from lens._requirements import Decomposition, decompose
@@ -159,7 +159,11 @@ class Agent:
         )
         entries = self._memory_entries(state, decomposition, certified, question, pos, cfg.memory.min_posterior)
         if record and use_memory and entries:
-            self.memory.append(entries)  # type: ignore[union-attr]
+            try:
+                self.memory.append(entries)  # type: ignore[union-attr]
+            except MemoryLogError as exc:  # the answer is paid for: keep it, and say what was not kept
+                q.notes.append(f"memory: {exc}")
+                q.stages.append({"stage": "memory-write", "error": str(exc)})
         spans = [st for st in q.stages if st["stage"] == "answer-span"]
         verified = bool(answer) and (not spans or spans[-1]["verified"])
         return self._result(
@@ -235,9 +239,14 @@ class Agent:
         view = CorpusView.of(scan)
         if decomposition is None:
             decomposition = self._decompose(q)
-        pos = position if position is not None else (self.memory.next_position() if self.memory else 0)
         use_memory = self.memory is not None and cfg.memory.enabled and not cfg.ablation.no_memory
-        signal = self._read_memory(q, decomposition, view, eligible or all_past(pos)) if use_memory else {}
+        try:
+            pos = position if position is not None else (self.memory.next_position() if self.memory else 0)
+            signal = self._read_memory(q, decomposition, view, eligible or all_past(pos)) if use_memory else {}
+        except MemoryLogError as exc:  # an unreadable memory costs its signal, never the question
+            q.notes.append(f"memory: {exc}; answered without it, and nothing was written to it")
+            q.stages.append({"stage": "memory", "error": str(exc)})
+            pos, use_memory, signal = position or 0, False, {}
         state = LoopState(
             question=question,
             decomposition=decomposition,

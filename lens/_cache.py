@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,8 @@ from typing import Any
 from lens._files import atomic_write
 
 __all__ = ["ResponseCache", "request_key"]
+
+log = logging.getLogger(__name__)
 
 
 def request_key(request: dict[str, Any]) -> str:
@@ -26,23 +29,41 @@ def request_key(request: dict[str, Any]) -> str:
 
 
 class ResponseCache:
-    """A folder of ``<key[:2]>/<key>.json`` entries, each ``{"request": ..., "response": ...}``."""
+    """A folder of ``<key[:2]>/<key>.json`` entries, each ``{"request": ..., "response": ...}``. An entry that
+    cannot be read or written (a folder that is a file or read-only, a full disk, an entry that is a folder) is
+    a miss: the reply was paid for and is used; the first such failure is logged as a warning, later ones at
+    debug level."""
 
     def __init__(self, directory: str | os.PathLike[str]):
         self.directory = Path(directory)
+        self._warned = False
 
     def _path(self, key: str) -> Path:
         return self.directory / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> dict[str, Any] | None:
+        path = self._path(key)
         try:
-            with open(self._path(key), encoding="utf-8") as fh:
+            with open(path, encoding="utf-8") as fh:
                 entry = json.load(fh)
         except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
+            return None
+        except OSError as exc:
+            self._failed(f"cannot read {path} ({exc.strerror or exc}); treated as a miss")
             return None
         response = entry.get("response") if isinstance(entry, dict) else None
         return response if isinstance(response, dict) else None
 
     def put(self, key: str, request: dict[str, Any], response: dict[str, Any]) -> None:
         data = json.dumps({"request": request, "response": response}, ensure_ascii=False).encode("utf-8")
-        atomic_write(self._path(key), lambda fh: fh.write(data), durable=False)  # a lost entry is only a miss
+        path = self._path(key)
+        try:
+            atomic_write(path, lambda fh: fh.write(data), durable=False)  # a lost entry is only a miss
+        except OSError as exc:
+            self._failed(
+                f"cannot write {path} ({exc.strerror or exc}); the reply is used, not cached (a miss next time)"
+            )
+
+    def _failed(self, what: str) -> None:
+        log.log(logging.DEBUG if self._warned else logging.WARNING, "llm cache %s: %s", self.directory, what)
+        self._warned = True

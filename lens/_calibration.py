@@ -242,7 +242,7 @@ def calibrate(config, questions: list[dict], articles_path: str, out_dir: str, *
     from lens._beliefs import stopping_threshold
     from lens._budget import Budget
     from lens._cost import CostMeter
-    from lens._files import append_line
+    from lens._files import append_lines
     from lens._grading import observation_model
     from lens._llm import LLMError, LLMUnavailableError, open_client
     from lens._loop import Loop, LoopState
@@ -342,7 +342,7 @@ def calibrate(config, questions: list[dict], articles_path: str, out_dir: str, *
             "cost": meter.cost.to_dict(),
             "seconds": round(time.monotonic() - t0, 1),
         }
-        append_line(out / READINGS, json.dumps(row, ensure_ascii=False))
+        append_lines(out / READINGS, [json.dumps(row, ensure_ascii=False)])
         written += 1
         if progress:
             progress(qi + 1, len(questions), row)

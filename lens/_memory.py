@@ -21,10 +21,8 @@ stale entries are ignored, never served.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import math
-import os
 import threading
 import time
 from dataclasses import asdict, dataclass, field
@@ -32,6 +30,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 from lens._errors import LensError
+from lens._files import append_lines
 from lens._terms import content_terms
 
 __all__ = [
@@ -140,7 +139,8 @@ def similarity(a_terms: Sequence[str], b_terms: Sequence[str], a_emb=None, b_emb
 
 @dataclass
 class MemoryStore:
-    """The memory folder: ``memory.jsonl``, appended under a file lock (safe across threads and processes)."""
+    """The memory folder: ``memory.jsonl``, appended whole entries at a time under a file lock (safe across threads
+    and processes; :func:`lens._files.append_lines`)."""
 
     directory: Path
     capacity: int = 32
@@ -160,27 +160,31 @@ class MemoryStore:
         return self.directory / LOG_NAME
 
     def entries(self) -> list[MemoryEntry]:
-        """Every entry in log order (cached until the log changes)."""
+        """Every entry in log order (cached until the log changes). A last line without its newline is the torn
+        tail of a crash: not an entry (the next append cuts it). Raises MemoryLogError when the log cannot be read."""
         path = self.log_path
         try:
             st = path.stat()
         except FileNotFoundError:
             return []
+        except OSError as exc:
+            raise MemoryLogError(f"{path}: cannot read the memory log ({exc.strerror or exc})") from None
         key = (st.st_size, st.st_mtime_ns)
         if self._cache and self._cache[:2] == key:
             return self._cache[2]
         out: list[MemoryEntry] = []
-        with open(path, encoding="utf-8") as fh:
-            for n, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    d = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    if not line.endswith("\n"):  # a torn last line from a crash: ignore it
+        try:
+            with open(path, encoding="utf-8") as fh:
+                for n, line in enumerate(fh, 1):
+                    if not line.strip() or not line.endswith("\n"):
                         continue
-                    raise MemoryLogError(f"{path}:{n}: malformed JSON ({exc.msg})") from None
-                out.append(MemoryEntry.from_dict(d, f"{path}:{n}"))
+                    try:
+                        d = json.loads(line)
+                    except json.JSONDecodeError as exc:
+                        raise MemoryLogError(f"{path}:{n}: malformed JSON ({exc.msg})") from None
+                    out.append(MemoryEntry.from_dict(d, f"{path}:{n}"))
+        except OSError as exc:
+            raise MemoryLogError(f"{path}: cannot read the memory log ({exc.strerror or exc})") from None
         self._cache = (key[0], key[1], out)
         return out
 
@@ -188,20 +192,19 @@ class MemoryStore:
         return max((e.position for e in self.entries()), default=-1) + 1
 
     def append(self, entries: Iterable[MemoryEntry]) -> int:
-        """Append entries (never rewrites); returns how many were written."""
-        lines = [e.to_json() + "\n" for e in entries]
+        """Append entries (never rewrites), all or none; returns how many were written. Raises MemoryLogError
+        when they cannot be written (the log is left as it was)."""
+        lines = [e.to_json() for e in entries]
         if not lines:
             return 0
-        blob = "".join(lines).encode("utf-8")
         with self._lock:
-            fd = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
-                os.write(fd, blob)
-                os.fsync(fd)
-            finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-                os.close(fd)
+                append_lines(self.log_path, lines)
+            except OSError as exc:
+                what = "1 entry" if len(lines) == 1 else f"{len(lines)} entries"
+                raise MemoryLogError(
+                    f"{self.log_path}: {what} not written ({exc.strerror or exc}); the log is as it was"
+                ) from None
         return len(lines)
 
     def lookup(

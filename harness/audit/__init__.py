@@ -2,7 +2,8 @@
 
 Module map (one concept of the PIT paper each):
 
-- :mod:`~harness.audit.inputs` — typed assets, queries, gold products; BEIR and HotpotQA loaders
+- :mod:`~harness.audit.inputs` — typed assets, queries, gold products; BEIR and HotpotQA loaders; the workload a
+  config names
 - :mod:`~harness.audit.baselists` — base top-``L`` lists and query vectors, shared by every condition
 - :mod:`~harness.audit.streams` — random, semantic-burst, natural and (stress) gold-overlap streams
 - :mod:`~harness.audit.events` — the append-only event log
@@ -10,7 +11,8 @@ Module map (one concept of the PIT paper each):
 - :mod:`~harness.audit.memories` — trace memory, positive-feedback cache, the rule combining them with the base
 - :mod:`~harness.audit.replay` — the vectorised paired replay
 - :mod:`~harness.audit.metrics` — recall, product metrics, TVR, query-cluster bootstrap, verdict
-- :mod:`~harness.audit.contract` — the replay contract checker
+- :mod:`~harness.audit.contract`, :mod:`~harness.audit.rescore` — the replay contract checker; every row's metrics
+  recomputed from its selected positions and the labels
 - :mod:`~harness.audit.rows`, :mod:`~harness.audit.manifest` — row files and sha256 manifests
 - :mod:`~harness.audit.report` — tables (paper Tables 5–7 shapes) and plots
 - :mod:`~harness.audit.config`, :mod:`~harness.audit.pipeline` — configs and ``lens audit run``

@@ -56,6 +56,11 @@ def add_audit_parser(sub: argparse._SubParsersAction, handler: Callable[[argpars
 
     q = a_sub.add_parser("check", help="verify a run against the replay contract (non-zero exit naming each violation)")
     q.add_argument("run_dir", metavar="RUN_DIR")
+    q.add_argument(
+        "--data-root",
+        metavar="DIR",
+        help="where the config's relative data paths start (default: the run's); the labels are read again from there",
+    )
     q.add_argument("--json", action="store_true", help="print violations as JSON")
     handler(q, "harness.audit.commands:check")
 

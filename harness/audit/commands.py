@@ -102,7 +102,7 @@ def check(args: argparse.Namespace) -> int:
     """Exit 0 when RUN_DIR passes the replay contract; 1 naming each violation otherwise."""
     from harness.audit.contract import check_run, violations_json
 
-    violations = check_run(Path(args.run_dir))
+    violations = check_run(Path(args.run_dir), args.data_root)
     if args.json:
         print(violations_json(violations))
     else:

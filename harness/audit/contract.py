@@ -17,6 +17,8 @@ A run is rejected — as a whole, never averaged — when any of these holds. Ea
 ``missing-condition``       a paired anchor lacks a condition that the run replayed elsewhere
 ``duplicate-row``           two rows claim the same anchor and condition
 ``output-hash-mismatch``    a run file differs from the sha256 its manifest recorded (or is missing)
+``metric-mismatch``         a row's metrics differ from those recomputed from its selected positions, the run's
+                            base lists and event log, and the labels (:mod:`~harness.audit.rescore`)
 ==========================  ===================================================================================
 
 A negative PIT effect is a valid result; a positive score with TVR > 0 is not.
@@ -31,6 +33,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
+from harness.audit.rescore import MetricDiff, rescore_rows
 from harness.audit.rows import BUDGET_FIELDS, PAIR_FIELDS, RowTable, read_rows
 from lens import LensError
 
@@ -51,6 +54,7 @@ CODES = (
     "missing-condition",
     "duplicate-row",
     "output-hash-mismatch",
+    "metric-mismatch",
 )
 _SHOW = 8
 
@@ -246,10 +250,12 @@ def check_rows(t: RowTable, bindings: Mapping[str, Any] | None = None) -> list[V
     return out
 
 
-def check_run(run_dir: str | Path) -> list[Violation]:
-    """Check a run folder: its files against the manifest's sha256, then every row against the contract.
+def check_run(run_dir: str | Path, data_root: str | Path | None = None) -> list[Violation]:
+    """Check a run folder: its files against the manifest's sha256, every row against the contract, and every
+    row's metrics against their recomputation (the workload's files read again, relative paths from
+    ``data_root``, default the run's).
 
-    Raises ``LensError`` when the folder is not a run (no manifest or rows).
+    Raises ``LensError`` when the folder is not a run (no manifest or rows), or its workload cannot be read again.
     """
     from harness.audit.manifest import load_manifest, verify_outputs
 
@@ -259,8 +265,28 @@ def check_run(run_dir: str | Path) -> list[Violation]:
     rows_path = run_dir / "rows.jsonl"
     if not rows_path.is_file():
         raise LensError(f"{run_dir}: no rows.jsonl (not a finished audit run)")
-    out.extend(check_rows(read_rows(rows_path), manifest.get("bindings")))
+    table = read_rows(rows_path)
+    out.extend(check_rows(table, manifest.get("bindings")))
+    diffs = rescore_rows(run_dir, manifest, table, data_root)
+    if diffs:
+        out.append(_metric_violation(diffs))
     return out
+
+
+def _metric_violation(diffs: list[MetricDiff]) -> Violation:
+    rows = np.asarray(sorted({d.row for d in diffs}), dtype=np.int64)
+    metrics = sorted({d.metric for d in diffs if d.metric})
+    first = min(diffs, key=lambda d: (d.row, d.metric is None, d.metric or ""))
+    if first.metric is None:
+        detail = f"row {first.row}: names a stream, retriever or memory the run saved no inputs for"
+    else:
+        detail = f"row {first.row}: {first.metric} is {first.stored:.6g}, recomputed {first.recomputed:.6g}"
+    what = "rows record metrics that differ from those recomputed from their selected positions and the labels"
+    return Violation(
+        "metric-mismatch",
+        f"{rows.size} {what} ({', '.join(metrics) or 'no inputs'}; rows {_rows_text(rows)}); first: {detail}",
+        tuple(int(x) for x in rows),
+    )
 
 
 def violations_json(violations: Iterable[Violation]) -> str:

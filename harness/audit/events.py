@@ -171,6 +171,15 @@ class EventLog(AppendOnlyLog):
         )
         return atomic_write(path, buf.getvalue())
 
+    @classmethod
+    def load(cls, path: str | Path) -> "EventLog":
+        """Read a log written by :meth:`save` back, frozen."""
+        with np.load(path, allow_pickle=False) as z:
+            log = cls(int(z["depth"]), str(z["version"]))
+            for q, qid, assets, scores in zip(z["query_index"], z["query_ids"], z["assets"], z["scores"]):
+                log.append(int(q), str(qid), assets, scores)
+        return log.freeze()
+
     def _require_frozen(self) -> None:
         if not self._frozen:
             raise RuntimeError("the event log is still being built")

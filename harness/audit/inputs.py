@@ -30,6 +30,7 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
+from harness.audit.config import WorkloadSpec, resolve_data_path
 from harness.files import canonical_json, sha256_bytes, sha256_file
 from lens import LensError
 
@@ -42,6 +43,7 @@ __all__ = [
     "Workload",
     "load_beir",
     "load_hotpotqa",
+    "load_workload",
     "make_workload",
     "workload_summary",
 ]
@@ -407,3 +409,15 @@ def workload_summary(w: Workload) -> dict[str, object]:
         "queries_sharing_a_gold_asset": int(shared),
         "skipped": dict(w.notes),
     }
+
+
+def load_workload(spec: WorkloadSpec, root: Path, config_name: str | None = None) -> Workload:
+    """Resolve the spec's data paths against ``root`` and load the workload."""
+    if spec.format == "beir":
+        folder = resolve_data_path(
+            spec.path or "", f"workloads[{spec.name}].path", root, config=config_name, folder=True
+        )
+        return load_beir(folder, split=spec.split, name=spec.name)
+    q = resolve_data_path(spec.questions or "", f"workloads[{spec.name}].questions", root, config=config_name)
+    a = resolve_data_path(spec.articles or "", f"workloads[{spec.name}].articles", root, config=config_name)
+    return load_hotpotqa(q, a, name=spec.name)

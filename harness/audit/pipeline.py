@@ -22,10 +22,10 @@ from typing import Any, Callable
 import numpy as np
 
 from harness.audit.baselists import ArtifactCache, combined_index_hash, compute_base_lists, compute_query_vectors
-from harness.audit.config import AuditConfig, WorkloadSpec, data_root, resolve_data_path
+from harness.audit.config import AuditConfig, data_root
 from harness.audit.contract import ContractFailed, check_rows, violations_json
 from harness.audit.events import EventLog
-from harness.audit.inputs import Workload, load_beir, load_hotpotqa, workload_summary
+from harness.audit.inputs import Workload, load_workload, workload_summary
 from harness.audit.manifest import MANIFEST_NAME, environment, file_record, write_manifest
 from harness.audit.memories import PositiveFeedbackCache, TraceMemory
 from harness.audit.replay import Budgets, ReplayInputs, choose_anchors, replay_stream
@@ -35,7 +35,7 @@ from harness.audit.views import standard_views
 from harness.files import atomic_write, atomic_write_json
 from lens import LensError
 
-__all__ = ["RunResult", "run_audit", "load_workload", "build_streams"]
+__all__ = ["RunResult", "run_audit", "build_streams"]
 
 log = logging.getLogger(__name__)
 Progress = Callable[[str], None]
@@ -48,18 +48,6 @@ class RunResult:
     violations: int
     report_dir: Path | None
     timings: dict[str, float]
-
-
-def load_workload(spec: WorkloadSpec, root: Path, config_name: str | None = None) -> Workload:
-    """Resolve the spec's data paths against ``root`` and load the workload."""
-    if spec.format == "beir":
-        folder = resolve_data_path(
-            spec.path or "", f"workloads[{spec.name}].path", root, config=config_name, folder=True
-        )
-        return load_beir(folder, split=spec.split, name=spec.name)
-    q = resolve_data_path(spec.questions or "", f"workloads[{spec.name}].questions", root, config=config_name)
-    a = resolve_data_path(spec.articles or "", f"workloads[{spec.name}].articles", root, config=config_name)
-    return load_hotpotqa(q, a, name=spec.name)
 
 
 def build_streams(config: AuditConfig, workload: Workload, query_vectors: np.ndarray) -> list[Stream]:

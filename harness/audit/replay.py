@@ -27,7 +27,7 @@ from harness.audit.rows import RowBlock
 from harness.audit.streams import Stream
 from harness.audit.views import MemoryView, NaiveMemory, Selection, neighbour_order, select
 
-__all__ = ["Anchors", "choose_anchors", "Budgets", "replay_stream"]
+__all__ = ["Anchors", "choose_anchors", "Budgets", "ReplayInputs", "selection_metrics", "replay_stream"]
 
 
 @dataclass(frozen=True)
@@ -106,6 +106,27 @@ def _selections(
     return out
 
 
+def selection_metrics(
+    inputs: ReplayInputs, memory: Any, sel: Selection, anchor_queries: np.ndarray, budgets: Budgets
+) -> dict[str, np.ndarray]:
+    """The row metrics of each anchor (workload query ``anchor_queries``) under one memory and its selection:
+    the selection's bonus, the anchor's base list reranked with it by the one combination rule, scored against
+    the labels. The replay and ``lens audit check`` both score rows with it."""
+    n_assets = inputs.gold.n_assets
+    bonus = memory.bonus(sel, inputs.events, n_assets, inputs.tie_key)
+    base = inputs.base[anchor_queries, : budgets.base_depth]
+    final = rerank(base, bonus, n_assets, inputs.tie_key, budgets.list_depth)
+    return row_metrics(
+        final,
+        anchor_queries,
+        inputs.gold,
+        inputs.type_codes,
+        inputs.type_names,
+        cutoffs=budgets.cutoffs,
+        headline_k=budgets.headline_k,
+    )
+
+
 def replay_stream(
     inputs: ReplayInputs,
     anchors: Anchors,
@@ -124,10 +145,8 @@ def replay_stream(
         raise ValueError(f"event log depth {events.depth} differs from the trace-depth budget {budgets.trace_depth}")
     if len(events) != len(stream):
         raise ValueError("event log and stream differ in length")
-    n_assets = inputs.gold.n_assets
     a_pos = anchors.positions
     a_q = stream.order[a_pos]
-    base = inputs.base[a_q, : budgets.base_depth]
     query_ids = np.asarray([stream.query_ids[p] for p in a_pos], dtype=object)
     selections = _selections(views, inputs, anchors, budgets.capacity)
     common = {
@@ -145,17 +164,7 @@ def replay_stream(
     blocks: list[RowBlock] = []
     for memory in memories:
         for view, sel in selections:
-            bonus = memory.bonus(sel, events, n_assets, inputs.tie_key)
-            final = rerank(base, bonus, n_assets, inputs.tie_key, budgets.list_depth)
-            metrics = row_metrics(
-                final,
-                a_q,
-                inputs.gold,
-                inputs.type_codes,
-                inputs.type_names,
-                cutoffs=budgets.cutoffs,
-                headline_k=budgets.headline_k,
-            )
+            metrics = selection_metrics(inputs, memory, sel, a_q, budgets)
             tvr, n_sel, n_fut = temporal_violation(sel.positions, a_pos)
             filled = sel.positions >= 0
             with np.errstate(invalid="ignore"):

@@ -8,12 +8,17 @@ Promises
   them against the manifest, and a row key ``(system_hash, question_id)`` can occur only once. A file that breaks
   either rule is refused, never averaged.
 - The manifest is replaced atomically (temporary file, fsync, rename), so readers see the old or the new one.
+- One run writes a folder at a time: :class:`RunLock` (``flock`` on ``run.lock``, which names its holder). The
+  kernel drops the lock when the process ends, however it ends, so a run that died never blocks the next.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import socket
+import time
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -28,6 +33,7 @@ __all__ = [
     "ATTEMPT_FORMAT",
     "ATTEMPTS_NAME",
     "RunStoreError",
+    "RunLock",
     "RowLog",
     "read_run_manifest",
     "write_run_manifest",
@@ -42,6 +48,7 @@ MANIFEST_NAME = "manifest.json"
 ROWS_NAME = "rows.jsonl"
 ATTEMPT_FORMAT = "lens-run-attempt/1"
 ATTEMPTS_NAME = "attempts.jsonl"  # attempts that failed at the endpoint: a record, never rows
+LOCK_NAME = "run.lock"
 
 
 class RunStoreError(LensError):
@@ -127,6 +134,52 @@ def read_rows(run_dir: str | os.PathLike[str], manifest: dict[str, Any] | None =
     rows = read_row_file(path)
     check_rows(path, rows, manifest)
     return rows
+
+
+class RunLock:
+    """The writer's lock on a run folder (a context manager): an exclusive ``flock`` on ``run.lock``, whose text
+    records the holder (pid, host, since). Raises RunStoreError naming the holder when another run has it."""
+
+    def __init__(self, run_dir: str | os.PathLike[str]) -> None:
+        self.path = Path(run_dir) / LOCK_NAME
+        self._fd: int | None = None
+
+    def __enter__(self) -> "RunLock":
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _lock_holder(fd)
+            os.close(fd)
+            raise RunStoreError(
+                f"{self.path.parent}: another run is writing this folder ({holder}); wait for it to end or use "
+                f"another --out"
+            ) from None
+        except BaseException:
+            os.close(fd)
+            raise
+        me = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+        os.ftruncate(fd, 0)  # a dead holder's record is replaced
+        os.pwrite(fd, json.dumps(me).encode("utf-8") + b"\n", 0)
+        self._fd = fd
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # releases the lock
+            self._fd = None
+
+
+def _lock_holder(fd: int) -> str:
+    try:
+        h = json.loads(os.pread(fd, 4096, 0))
+        return f"pid {h['pid']} on {h['host']}, since {h['since']}"
+    except (OSError, ValueError, TypeError, KeyError):
+        return "its holder is not recorded yet"
 
 
 class RowLog:

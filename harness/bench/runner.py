@@ -14,6 +14,8 @@ Resume
 - Rows are keyed by ``(system_hash, question_id)``. Rerunning the same command skips every key already in
   ``rows.jsonl`` and runs the rest; a row interrupted mid-write is cut off and rerun. Nothing is ever written
   twice, nothing finished is lost.
+- One run writes a folder at a time: a second run on a busy folder exits 2 naming the holder (pid, host,
+  since); the lock dies with its process, so a run that was killed never blocks the next.
 - A run folder made under another binding or configuration is refused (the message names what differs); so is
   an arm whose parameters changed while it has rows — its parameters include a fingerprint of the code and
   prompts it runs (``harness.bench.systems.provenance``), so rows made before and after an edit of the agent are never
@@ -30,7 +32,8 @@ Errors
   ``endpoint_failure``) is not a result: the attempt is appended to ``attempts.jsonl`` (system, question, error,
   cost) and no row is written, so rerunning the same command retries that question once the endpoint
   recovers. After ``ENDPOINT_BREAKER`` such failures in a row with no success between them the run stops.
-- An unreachable endpoint stops the run at once. Rows so far are kept; rerun to resume.
+- An unreachable endpoint, or a local I/O error in a question (a file of this machine that cannot be read or
+  written), stops the run at once. Rows so far are kept; rerun to resume (the question is asked again).
 """
 
 from __future__ import annotations
@@ -62,6 +65,7 @@ from harness.bench.run_store import (
     ROWS_NAME,
     RUN_FORMAT,
     RowLog,
+    RunLock,
     RunStoreError,
     read_run_manifest,
     row_key,
@@ -492,13 +496,27 @@ def run_benchmark(
     log: TextIO | None = None,
     on_row: Callable[[dict[str, Any]], None] | None = None,
 ) -> RunSummary:
-    """Run every (system, question) of ``plan`` not yet in ``plan.out``; see the module docstring."""
-    from harness.bench.systems.base import RunLevelError
+    """Run every (system, question) of ``plan`` not yet in ``plan.out``; see the module docstring. Raises
+    RunStoreError when another run is writing the folder."""
+    plan.out.mkdir(parents=True, exist_ok=True)
+    with RunLock(plan.out):
+        return _run_locked(plan, executor=executor, progress=progress, client=client, log=log, on_row=on_row)
+
+
+def _run_locked(
+    plan: RunPlan,
+    *,
+    executor: Executor | None,
+    progress: bool,
+    client: Any,
+    log: TextIO | None,
+    on_row: Callable[[dict[str, Any]], None] | None,
+) -> RunSummary:
+    from harness.bench.systems.base import RUN_STOPPERS
 
     log = log or sys.stderr
     executor = executor or LocalExecutor(5)
     out = plan.out
-    out.mkdir(parents=True, exist_ok=True)
     cfg = plan.config
     if cfg.llm.cache and cfg.llm.cache_dir is None:
         cfg.llm.cache_dir = str(out / "llm-cache")  # not hashed: where, not what
@@ -624,7 +642,7 @@ def run_benchmark(
         for outcome in executor.run(make, jobs):
             job: Job = outcome.job
             if outcome.error is not None:
-                if isinstance(outcome.error, RunLevelError):
+                if isinstance(outcome.error, RUN_STOPPERS):
                     stopped = str(outcome.error)
                     executor.stop()
                     continue

@@ -252,6 +252,9 @@ def run_stream(
                 result = agent.ask(q.text, folder, position=pos)
             except LensError as exc:  # an unusable folder or a dead endpoint: stop, resumable
                 raise DataError(f"position {pos} ({q.id}): {exc}") from exc
+            lost = [st["error"] for st in result.stages if st.get("stage", "").startswith("memory") and "error" in st]
+            if lost:  # a row on a memory that was not read or not written would misstate the stream: stop, resumable
+                raise DataError(f"position {pos} ({q.id}): {lost[0]}; rerun to resume")
             seconds = time.monotonic() - t0
             cited = [file_asset.get(e.path) for e in result.evidence]
             cited_assets = sorted({c for c in cited if c})

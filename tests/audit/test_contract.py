@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 from harness.audit.contract import check_run
+from harness.audit.manifest import file_record
 from lens._cli import main
 
 
@@ -131,6 +132,32 @@ def test_any_edit_to_a_run_file_breaks_its_manifest_hash(finished_run, tmp_path)
     with open(run / "streams" / "syn" / "random-s0.json", "a", encoding="utf-8") as fh:
         fh.write(" ")
     assert _codes(run) == {"output-hash-mismatch"}
+
+
+def test_metrics_raised_behind_a_rehashed_manifest_are_caught_naming_the_row_and_metric(finished_run, tmp_path, capsys):
+    run = _copy(finished_run, tmp_path)
+    rows = _rows(run)
+    pit = [r for r in rows if r["condition"] == "pit"]
+    for r in pit:  # the forger raises PIT recall and makes the manifest agree with the new file
+        r["recall@10"] += 0.3
+        r["recall@100"] += 0.3
+    _save(run, rows)
+    manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
+    (rec,) = [o for o in manifest["outputs"] if o["path"] == "rows.jsonl"]
+    rec.update(file_record(run / "rows.jsonl", run))
+    (run / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+
+    assert main(["audit", "check", str(run)]) == 1
+
+    out = capsys.readouterr().out.splitlines()
+    (line,) = [v for v in out if v.startswith("violation ")]
+    assert line.startswith(f"violation metric-mismatch: {len(pit)} rows record metrics that differ from")
+    first = pit[0]
+    assert (
+        f"row {first['row_id']}: recall@10 is {first['recall@10']:.6g}, recomputed {first['recall@10'] - 0.3:.6g}"
+        in line
+    )
+    assert "recall@100" in line
 
 
 def test_check_command_exits_non_zero_and_names_each_violation(finished_run, tmp_path, capsys):

@@ -7,7 +7,10 @@ transport is replaced by respx, so every retry, parse and cache decision runs th
 from __future__ import annotations
 
 import json
-from typing import Any
+import os
+import resource
+import signal
+from typing import Any, Callable
 
 import httpx
 import pytest
@@ -121,3 +124,30 @@ def harbour(tmp_path) -> Any:
         "year of the great storm.\nA shipyard built the ferry slip.\n",
     )
     return root
+
+
+def with_full_disk(limit: int, fn: Callable[[], Any]) -> Any:
+    """``fn()`` run in a forked child on a "disk" that is full once a file reaches ``limit`` bytes
+    (``RLIMIT_FSIZE``, with SIGXFSZ ignored: the write that crosses the limit writes what fits, the next fails with
+    EFBIG). Returns what ``fn`` returned (JSON-able); what it raised comes back as ``AssertionError``."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        os.close(r)
+        try:
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+            out = {"result": fn()}
+        except BaseException as exc:  # noqa: BLE001 — reported to the parent
+            out = {"error": f"{type(exc).__name__}: {exc}"}
+        with os.fdopen(w, "w") as fh:  # a pipe: not limited
+            json.dump(out, fh)
+        os._exit(0)
+    os.close(w)
+    with os.fdopen(r) as fh:
+        data = fh.read()
+    os.waitpid(pid, 0)
+    out = json.loads(data)
+    if "error" in out:
+        raise AssertionError(f"in the full-disk child: {out['error']}")
+    return out["result"]

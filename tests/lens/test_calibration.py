@@ -188,9 +188,9 @@ def test_a_torn_last_row_is_skipped_and_the_question_rerun(tmp_path):
     good = {"id": "a", "readings": [], "observation_model": "graded"}
     (out / "readings.jsonl").write_text(json.dumps(good) + "\n" + '{"id": "b", "read')
     assert [r["id"] for r in _read_rows([str(out)])] == ["a"]
-    from lens._files import append_line
+    from lens._files import append_lines
 
-    append_line(out / "readings.jsonl", json.dumps(dict(good, id="b")))
+    append_lines(out / "readings.jsonl", [json.dumps(dict(good, id="b"))])
     assert [r["id"] for r in _read_rows([str(out)])] == ["a", "b"]
 
 

@@ -19,7 +19,7 @@ from lens._config import LLMSettings, load_config
 from lens._cost import CostMeter
 from lens._llm import LLMClient, LLMFormatError, LLMRequestError, open_client
 
-from .conftest import BASE_URL, CHAT_URL, MODEL, completion, error
+from .conftest import BASE_URL, CHAT_URL, MODEL, completion, error, with_full_disk
 
 Q = [{"role": "user", "content": "Which river runs through Lyon?"}]
 
@@ -152,6 +152,65 @@ def test_a_corrupt_cache_entry_is_a_miss_not_a_crash(endpoint, make_client, tmp_
 
     assert resp.cache_hit is False and resp.text == "two"
     assert json.loads(entry.read_text(encoding="utf-8"))["response"]["text"] == "two"
+
+
+# --------------------------------------------------------------------------- a broken cache is a miss
+
+BROKEN_CACHES = {
+    "cache-dir-is-a-file": lambda d, key: d.write_text("not a folder"),
+    "entry-is-a-folder": lambda d, key: (d / key[:2] / f"{key}.json").mkdir(parents=True),
+}
+
+
+@pytest.mark.parametrize("break_it", BROKEN_CACHES.values(), ids=BROKEN_CACHES)
+def test_a_cache_that_cannot_be_read_or_written_is_one_warning_and_a_miss(endpoint, tmp_path, caplog, break_it):
+    endpoint.chat.side_effect = [completion("The Rhône"), completion("The Rhône again")]
+    cache_dir = tmp_path / "cache"
+    break_it(cache_dir, request_key({"model": MODEL, "messages": Q, "params": _params()}))
+    client = LLMClient(
+        base_url=BASE_URL, model=MODEL, settings=LLMSettings(retry_backoff_s=0), cache=ResponseCache(cache_dir)
+    )
+
+    with caplog.at_level(logging.WARNING, logger="lens"):
+        first, second = client.chat(Q), client.chat(Q)
+
+    assert (first.text, first.cache_hit, second.text, second.cache_hit) == (
+        "The Rhône",
+        False,
+        "The Rhône again",
+        False,
+    )
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and str(cache_dir) in warnings[0] and "miss" in warnings[0]
+
+
+def test_a_full_disk_under_the_cache_is_a_warning_and_a_miss(endpoint, make_client, tmp_path):
+    endpoint.chat.side_effect = [completion("The Rhône " + "x" * 20_000)]
+    client = make_client(cache=True)
+
+    def call() -> tuple[str, list[str]]:
+        records: list[str] = []
+        handler = logging.Handler(logging.WARNING)
+        handler.emit = lambda r: records.append(r.getMessage())
+        logging.getLogger("lens").addHandler(handler)
+        return client.chat(Q).text[:9], records
+
+    text, warnings = with_full_disk(4096, call)
+
+    assert text == "The Rhône"
+    assert len(warnings) == 1 and "cannot write" in warnings[0]
+    assert cache_entries(tmp_path / "cache") == []  # no half entry, no temporary file left
+
+
+def _params() -> dict:
+    """The generation parameters of ``client.chat(Q)`` with default settings (part of the cache key)."""
+    s = LLMSettings()
+    return {
+        "temperature": s.temperature,
+        "max_tokens": s.max_output_tokens,
+        "seed": s.seed,
+        "json": False,
+    }
 
 
 # --------------------------------------------------------------------------- concurrency

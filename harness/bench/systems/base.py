@@ -10,7 +10,9 @@ call failed because of the endpoint (``lens._llm.is_endpoint_failure``: auth, un
 after retries) the prediction is marked ``endpoint_failure``: the runner logs it as a failed attempt and retries
 the question on resume, since it says nothing about the system. Only
 :class:`RunLevelError` — the endpoint cannot be reached at all — propagates, because every later question would
-fail the same way; the runner stops and a rerun resumes.
+fail the same way; the runner stops and a rerun resumes. A local I/O error (disk full, a file that cannot be read or
+written) is not the system's result either: it becomes :class:`LocalIOError`, which stops the run the same way,
+so the question is asked again on resume.
 """
 
 from __future__ import annotations
@@ -22,13 +24,20 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from harness.bench.systems.prediction import Prediction
-from lens import CostMeter, LLMUnavailableError, is_endpoint_failure
+from lens import CostMeter, LensError, LLMUnavailableError, is_endpoint_failure
 
-__all__ = ["System", "QuestionBudget", "RunLevelError", "error_text"]
+__all__ = ["System", "QuestionBudget", "RunLevelError", "LocalIOError", "RUN_STOPPERS", "error_text"]
 
 log = logging.getLogger(__name__)
 
-RunLevelError = LLMUnavailableError  # the one failure that stops a run instead of becoming a row
+RunLevelError = LLMUnavailableError  # the endpoint cannot be reached: stops a run instead of becoming a row
+
+
+class LocalIOError(LensError):
+    """A file operation of this machine failed during a question: not a result; the run stops, a rerun retries."""
+
+
+RUN_STOPPERS = (RunLevelError, LocalIOError)  # the failures that stop a run instead of becoming a row
 
 
 def error_text(exc: BaseException) -> str:
@@ -77,13 +86,15 @@ class System(ABC):
         return {}
 
     def answer(self, question: str) -> Prediction:
-        """Answer ``question`` (text only: systems never see gold). Raises only :data:`RunLevelError`."""
+        """Answer ``question`` (text only: systems never see gold). Raises only :data:`RUN_STOPPERS`."""
         budget = QuestionBudget.start(self.question_timeout_s, self.max_tokens)
         try:
             pred = self._answer(question, budget)
         except RunLevelError:
             raise
         except Exception as exc:  # a question-level failure: recorded, never a crash
+            if isinstance(exc, OSError) and not isinstance(exc, (ConnectionError, TimeoutError)):
+                raise LocalIOError(f"{self.name}: local I/O error ({error_text(exc)})") from exc
             log.warning(
                 "%s failed on a question: %s", self.name, error_text(exc), exc_info=log.isEnabledFor(logging.DEBUG)
             )

@@ -11,6 +11,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import httpx
@@ -24,7 +25,7 @@ from harness.bench.samples import draw_samples, write_samples
 from harness.bench.snapshots import read_manifest
 from harness.bench.systems import ArmSettings
 
-from .conftest import make_config
+from .conftest import BASE_URL, make_config
 from .scripted_llm import Responder, StubServer
 
 FAST = ("closed", "bm25", "react", "lens")
@@ -359,3 +360,79 @@ def test_a_run_stops_after_ten_endpoint_failures_in_a_row(endpoint, responder, c
 
     assert summary.stopped and "the endpoint failed 10 questions in a row" in summary.stopped
     assert "401" in summary.stopped and 10 <= summary.endpoint_failures < 12 * 2 and summary.rows_written == 0
+
+
+# --------------------------------------------------------------------------- local I/O errors are not results
+
+
+def test_a_broken_llm_cache_gives_answers_not_error_rows(endpoint, bench_data, tmp_path, caplog):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "llm-cache").write_text("a file where the run's cache folder goes")
+
+    summary = run(plan(bench_data, out, make_config(**{"llm.cache": True}), limit=2, systems=("closed", "bm25")), None)
+
+    counts, rows = keys(out)
+    assert summary.complete and len(counts) == 4
+    assert [r["prediction"]["error"] for r in rows] == [None] * 4
+    assert any("llm cache" in r.getMessage() and "miss" in r.getMessage() for r in caplog.records)
+
+
+def test_a_local_io_error_in_a_question_is_not_a_result(tmp_path):
+    from harness.bench.systems.base import LocalIOError, System
+
+    class WritesItsNotes(System):
+        name = "notes"
+        index_free = True
+
+        def _answer(self, question, budget):
+            (tmp_path / "notes").write_text(question)  # a folder there: the write fails on this machine
+
+    (tmp_path / "notes").mkdir()
+    with pytest.raises(LocalIOError, match=r"notes: local I/O error \(IsADirectoryError: .*notes"):
+        WritesItsNotes(question_timeout_s=5, max_tokens=100).answer("q?")
+
+
+# --------------------------------------------------------------------------- one run per folder
+
+
+def test_a_second_run_on_a_busy_folder_exits_2_naming_the_holder_and_no_row_is_doubled(
+    endpoint, responder, client, config, bench_data, tmp_path, capsys
+):
+    from lens._cli import main
+
+    out = tmp_path / "run"
+    responder.delay = 0.05
+    first = threading.Thread(
+        target=run, args=(plan(bench_data, out, config, limit=3, systems=("closed", "bm25")), client)
+    )
+    first.start()
+    deadline = time.monotonic() + 60
+    while not (out / "rows.jsonl").exists() and time.monotonic() < deadline:  # the first run is writing rows
+        time.sleep(0.01)
+    cmd = ["bench", "run", "--snapshot", str(bench_data["D6"]), "--questions", str(bench_data["questions"])]
+    cmd += ["--systems", "closed,bm25", "--out", str(out), "--limit", "3", "--base-url", BASE_URL, "--preset", "fast"]
+    cmd += ["--index-dir", str(bench_data["root"] / "indexes"), "--no-progress", "--set", "llm.cache=false"]
+
+    second = main(cmd)
+    first.join()
+
+    err = capsys.readouterr().err.strip().splitlines()
+    assert second == 2
+    assert err[-1].startswith(f"lens: error: {out}: another run is writing this folder (pid {os.getpid()} on ")
+    assert " since 20" in err[-1]
+    counts, _ = keys(out)
+    assert len(counts) == 6 and set(counts.values()) == {1}
+
+
+def test_the_lock_of_a_run_that_died_does_not_block_the_next(endpoint, client, config, bench_data, tmp_path):
+    out = tmp_path / "run"
+    out.mkdir()
+    code = f"import os, signal; from harness.bench.run_store import RunLock; RunLock({str(out)!r}).__enter__(); "
+    code += "os.kill(os.getpid(), signal.SIGKILL)"
+    died = subprocess.run([sys.executable, "-c", code], env=_clean_env(), capture_output=True, timeout=60)
+    assert died.returncode == -signal.SIGKILL and (out / "run.lock").read_text()  # its holder record is left behind
+
+    summary = run(plan(bench_data, out, config, limit=1, systems=("closed",)), client)
+
+    assert summary.complete and summary.rows_written == 1
