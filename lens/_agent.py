@@ -241,6 +241,8 @@ class Agent:
         scan = scan_corpus(path, cfg.reader, within=self.within)
         if not scan.documents:
             raise LensError(f"{path}: no readable documents (skipped: {dict(scan.skipped) or 'none'})")
+        if scan.ignore_unread:  # files the user meant to exclude may be read: said with the answer
+            q.notes.append(scan.ignore_unread)
         view = CorpusView.of(scan)
         if decomposition is None:
             decomposition = self._decompose(q)

@@ -36,7 +36,6 @@ import errno
 import fnmatch
 import hashlib
 import json
-import logging
 import os
 import re
 import stat
@@ -60,8 +59,6 @@ __all__ = [
     "read_document",
     "split_sentences",
 ]
-
-log = logging.getLogger("lens.corpus")
 
 CONTAINER_SUFFIXES = (".jsonl", ".jsonl.bz2", ".bz2", ".ndjson")
 BINARY_SUFFIXES = frozenset(
@@ -169,6 +166,7 @@ class CorpusScan:
     skipped: Counter = field(default_factory=Counter)
     problems: list[str] = field(default_factory=list)
     bad_encoding: int = 0  # files read although some bytes were not valid UTF-8 (U+FFFD in their place)
+    ignore_unread: str | None = None  # why the .lensignore there was not read (no path was ignored), if so
 
     @property
     def mb_per_s(self) -> float:
@@ -212,20 +210,17 @@ _IGNORE_UNREAD = {
 }
 
 
-def _ignore_patterns(root: Path, root_real: str, problems: list[str]) -> list[str]:
-    """fnmatch patterns from ``<root>/.lensignore`` (one per line, ``#`` comments), matched on relative paths.
-    The file is read like a document; one that cannot be (a FIFO, a link out, too large) is named in
-    ``problems`` and logged, and no path is ignored."""
+def _ignore_patterns(root: Path, root_real: str) -> tuple[list[str], str | None]:
+    """fnmatch patterns from ``<root>/.lensignore`` (one per line, ``#`` comments), matched on relative paths,
+    and None; or no patterns and the line saying why the file was not read (it is read like a document: a FIFO,
+    a link out or a file over 1 MiB is not)."""
     data = _read_bytes(os.path.join(root, IGNORE_FILE), _IGNORE_MAX_BYTES, root_real)
     if data == "vanished":  # no ignore file
-        return []
+        return [], None
     if isinstance(data, str):
-        line = f"{IGNORE_FILE}: not read ({_IGNORE_UNREAD.get(data, data)}); no paths are ignored"
-        problems.append(line)
-        log.warning("%s: %s", root, line)
-        return []
+        return [], f"{IGNORE_FILE}: not read ({_IGNORE_UNREAD.get(data, data)}); no paths are ignored"
     lines = _decode(data)[0].splitlines()
-    return [ln.strip() for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]
+    return [ln.strip() for ln in lines if ln.strip() and not ln.lstrip().startswith("#")], None
 
 
 def _ignored(rel_path: str, patterns: list[str]) -> bool:
@@ -234,13 +229,20 @@ def _ignored(rel_path: str, patterns: list[str]) -> bool:
 
 
 def _list_files(
-    root: Path, settings: ReaderSettings, skipped: Counter, problems: list[str], root_real: str | None = None
+    root: Path,
+    settings: ReaderSettings,
+    skipped: Counter,
+    problems: list[str],
+    root_real: str | None = None,
+    patterns: list[str] | None = None,
 ) -> list[str]:
     """Relative posix paths of the candidate files, sorted; skip reasons counted in ``skipped``. ``root_real``:
-    the folder's real path (default: resolved now)."""
+    the folder's real path (default: resolved now); ``patterns``: what to ignore (default: the .lensignore's)."""
     out: list[str] = []
     root_real = root_real or _folder_real(root)
-    patterns = _ignore_patterns(root, root_real, problems)
+    if patterns is None:
+        patterns, unread = _ignore_patterns(root, root_real)
+        problems.extend([unread] if unread else [])
 
     def walk(dir_path: str, rel: str, seen: set[str]) -> None:
         try:
@@ -649,8 +651,9 @@ def scan_corpus(
     if within is not None and not any(_within(root_real, os.fspath(w)) for w in within):
         raise CorpusError(f"{root_path}: resolves to {root_real}, outside {', '.join(map(os.fspath, within))}; refused")
     skipped: Counter = Counter()
-    problems: list[str] = []
-    paths = _list_files(root_path, settings, skipped, problems, root_real)
+    patterns, ignore_unread = _ignore_patterns(root_path, root_real)
+    problems: list[str] = [ignore_unread] if ignore_unread else []
+    paths = _list_files(root_path, settings, skipped, problems, root_real, patterns)
     documents: list[Document] = []
     nbytes = 0
     files = 0
@@ -710,6 +713,7 @@ def scan_corpus(
         skipped=skipped,
         problems=problems,
         bad_encoding=bad_encoding,
+        ignore_unread=ignore_unread,
     )
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import random
 from pathlib import Path
 
@@ -431,6 +432,13 @@ def test_a_stale_memory_entry_is_ignored(run_agent, lights, tmp_path):
     assert any("1 stale" in n for n in result.notes)
     result2 = run_agent(oracle, q, lights, memory=memory, eligible=lambda e: e.position == 1)
     assert not any("stale" in n for n in result2.notes)
+
+
+@pytest.mark.timeout(60)  # the old reader blocked on the FIFO forever
+def test_a_lensignore_that_cannot_be_read_is_noted_with_the_answer(run_agent, lights):
+    os.mkfifo(lights / ".lensignore")
+    result = run_agent(ScriptedOracle(), "Who was the first keeper of Calder Point Light?", lights)
+    assert ".lensignore: not read (not a regular file); no paths are ignored" in result.notes
 
 
 def test_a_question_over_the_length_limit_is_refused_before_any_work(lights, endpoint, make_client):
