@@ -481,7 +481,9 @@ _FD_PATHS = "/proc/self/fd" if os.path.isdir("/proc/self/fd") else None
 
 
 def _within(path: str, root_real: str) -> bool:
-    return path == root_real or path.startswith(os.path.join(root_real, ""))
+    """``path`` is ``root_real`` or lies under it (both real paths); called once per file read, so no joins."""
+    n = len(root_real)
+    return path.startswith(root_real) and (len(path) == n or path[n] == os.sep or root_real.endswith(os.sep))
 
 
 def _opened_path(fd: int, full: str) -> str:
