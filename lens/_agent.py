@@ -16,7 +16,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from lens._budget import Budget
 from lens._config import LensConfig, load_config
@@ -48,9 +48,12 @@ from lens._values import comparison_of
 from lens._view import CorpusView
 from lens._windows import estimate_tokens
 
-__all__ = ["Agent", "ask"]
+__all__ = ["Agent", "ask", "MAX_QUESTION_CHARS"]
 
 log = logging.getLogger("lens.agent")
+# a question is one or a few sentences (HotpotQA's longest: 223 characters); a longer one is refused up front
+# rather than costing the prior and the prompts time and tokens in proportion to its length
+MAX_QUESTION_CHARS = 4000
 _SYNTH_TOKENS = 160
 _COVER_TOKENS = 120
 _CALIB_TOKENS = 48
@@ -60,7 +63,8 @@ class Agent:
     """Answers questions over folders with one configuration, one LLM client and an optional memory.
 
     Thread-safe for concurrent ``ask`` calls: per-question state lives in the call. ``progress`` is called with
-    a :class:`~lens._progress.Progress` snapshot as each stage of a question starts and when it ends.
+    a :class:`~lens._progress.Progress` snapshot as each stage of a question starts and when it ends. ``within``:
+    real paths of the only folders a question may read (checked on the folder as the scan opens it); None: any.
     """
 
     def __init__(
@@ -70,11 +74,13 @@ class Agent:
         client: LLMClient | None = None,
         memory: MemoryStore | None = None,
         progress: ProgressCallback | None = None,
+        within: Sequence[str | os.PathLike[str]] | None = None,
     ):
         self.config = config or load_config()
         self._client = client
         self.memory = memory
         self.progress = progress
+        self.within = within
 
     @property
     def client(self) -> LLMClient:
@@ -136,7 +142,8 @@ class Agent:
 
         ``eligible`` selects which memory entries may be read (default: every earlier entry); ``position`` is
         this query's stream position (default: next in the memory log); ``record`` appends confirmed evidence
-        to the memory. Raises CorpusError for an unusable folder and LLMError when the LLM is unreachable.
+        to the memory. Raises LensError for an empty question or one over ``MAX_QUESTION_CHARS``, CorpusError
+        for an unusable folder and LLMError when the LLM is unreachable.
         """
         cfg = self.config
         q, scan, loop, pos, use_memory = self._begin(question, path, eligible, position)
@@ -226,6 +233,8 @@ class Agent:
         cfg = self.config
         if not question or not question.strip():
             raise LensError("the question is empty")
+        if len(question) > MAX_QUESTION_CHARS:
+            raise LensError(f"the question is {len(question):,} characters long; the limit is {MAX_QUESTION_CHARS:,}")
         if cfg.llm.cache and cfg.llm.cache_dir and _inside(Path(cfg.llm.cache_dir), Path(path)):
             raise LensError(
                 f"llm.cache_dir {cfg.llm.cache_dir}: inside the document folder {path}; lens never writes there"
@@ -233,9 +242,11 @@ class Agent:
         meter = CostMeter()
         q = _Question(question, time.monotonic(), meter, Budget(cfg.budget, meter), progress=self.progress)
         q.report("scan")
-        scan = scan_corpus(path, cfg.reader)
+        scan = scan_corpus(path, cfg.reader, within=self.within)
         if not scan.documents:
             raise LensError(f"{path}: no readable documents (skipped: {dict(scan.skipped) or 'none'})")
+        if scan.ignore_unread:  # files the user meant to exclude may be read: said with the answer
+            q.notes.append(scan.ignore_unread)
         view = CorpusView.of(scan)
         if decomposition is None:
             decomposition = self._decompose(q)
@@ -251,7 +262,7 @@ class Agent:
             question=question,
             decomposition=decomposition,
             view=view,
-            prior=Prior(view, cfg.prior, lexical_only=cfg.ablation.lexical_only_prior),
+            prior=Prior(view, cfg.prior, lexical_only=cfg.ablation.lexical_only_prior, deadline=q.budget.deadline),
             memory_signal=signal,
         )
         evidence_model = observation_model(cfg)

@@ -7,13 +7,22 @@ What it reads
   abstracts layout (``title`` and ``text`` as a list of sentences; ``sentences`` or a plain string also work).
 
 Containers are streamed line by line (``bz2`` decompressed on the fly) up to ``reader.max_container_bytes``
-(default 400 MB; the rest of a larger one is not read and a problem line says so). Each record's text is held
-once; its sentences are derived from that text when a window of it is read. Measured on a 200 MB JSONL of
+decompressed bytes (default 400 MB), counted inside a line too: the rest of a larger one is not read and a problem
+line says it is over the container limit. A record longer than ``max_file_bytes`` is skipped like a file that
+size, read past in bounded pieces, so one line never costs more memory than a document may. Each record's text
+is held once; its sentences are derived from that text when a window of it is read. Measured on a 200 MB JSONL of
 HotpotQA abstracts (163,906 records): scan 4.3 s and 257 MB peak RSS for ``lens corpus stats``.
 
 What it skips, counting the reason: hidden entries, binary files (known binary kinds, or NUL bytes in the first
-8 KiB), files larger than ``max_file_bytes``, unreadable files, files that vanish between listing and reading,
-symlinks whose target lies outside the folder, and malformed container records (named by file and line).
+8 KiB), files larger than ``max_file_bytes``, unreadable files, FIFOs and devices, files that vanish between
+listing and reading, symlinks whose target lies outside the folder, and malformed or oversized container records
+(named by file and line).
+
+Every file (``.lensignore`` included) is read the same guarded way, since it may change between listing and
+reading: opened without following a symbolic link (a link is resolved and its target must lie inside the folder),
+non-blocking (a FIFO never hangs the scan), and read only if the opened file is a regular file inside the folder,
+whose size is then bounded. On Linux the opened file's own path (``/proc/self/fd``) is what is checked, so a
+folder swapped for a link out is caught too.
 
 Every document has a stable id (its path relative to the folder, plus ``#L<line>`` inside containers), a
 title, its text, and the sha256 of the exact bytes read for it. Sentences (with 1-based line ranges) are
@@ -23,18 +32,21 @@ segmented lazily, on first use, so a scan of a large folder stays cheap.
 from __future__ import annotations
 
 import bz2
+import contextlib
+import errno
 import fnmatch
 import hashlib
 import json
 import os
 import re
+import stat
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Sequence
 
 from lens._config import ReaderSettings
 from lens._errors import LensError
@@ -155,6 +167,7 @@ class CorpusScan:
     skipped: Counter = field(default_factory=Counter)
     problems: list[str] = field(default_factory=list)
     bad_encoding: int = 0  # files read although some bytes were not valid UTF-8 (U+FFFD in their place)
+    ignore_unread: str | None = None  # why the .lensignore there was not read (no path was ignored), if so
 
     @property
     def mb_per_s(self) -> float:
@@ -188,15 +201,27 @@ def _suffix(name: str) -> str:
 
 
 IGNORE_FILE = ".lensignore"
+_IGNORE_MAX_BYTES = 1 << 20  # patterns are matched against every path: a larger file is not a list of patterns
+_IGNORE_UNREAD = {
+    "not_regular": "not a regular file",
+    "symlink_outside": "a link out of the folder",
+    "oversized": f"larger than {_IGNORE_MAX_BYTES:,} bytes",
+    "binary": "binary",
+    "unreadable": "unreadable",
+}
 
 
-def _ignore_patterns(root: Path) -> list[str]:
-    """fnmatch patterns from ``<root>/.lensignore`` (one per line, ``#`` comments), matched on relative paths."""
-    try:
-        lines = (root / IGNORE_FILE).read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return []
-    return [ln.strip() for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]
+def _ignore_patterns(root: Path, root_real: str) -> tuple[list[str], str | None]:
+    """fnmatch patterns from ``<root>/.lensignore`` (one per line, ``#`` comments), matched on relative paths,
+    and None; or no patterns and the line saying why the file was not read (it is read like a document: a FIFO,
+    a link out or a file over 1 MiB is not)."""
+    data = _read_bytes(os.path.join(root, IGNORE_FILE), _IGNORE_MAX_BYTES, root_real)
+    if data == "vanished":  # no ignore file
+        return [], None
+    if isinstance(data, str):
+        return [], f"{IGNORE_FILE}: not read ({_IGNORE_UNREAD.get(data, data)}); no paths are ignored"
+    lines = _decode(data)[0].splitlines()
+    return [ln.strip() for ln in lines if ln.strip() and not ln.lstrip().startswith("#")], None
 
 
 def _ignored(rel_path: str, patterns: list[str]) -> bool:
@@ -204,14 +229,21 @@ def _ignored(rel_path: str, patterns: list[str]) -> bool:
     return any(fnmatch.fnmatchcase(rel_path, p) or fnmatch.fnmatchcase(name, p) for p in patterns)
 
 
-def _list_files(root: Path, settings: ReaderSettings, skipped: Counter, problems: list[str]) -> list[str]:
-    """Relative posix paths of the candidate files, sorted; skip reasons counted in ``skipped``."""
+def _list_files(
+    root: Path,
+    settings: ReaderSettings,
+    skipped: Counter,
+    problems: list[str],
+    root_real: str | None = None,
+    patterns: list[str] | None = None,
+) -> list[str]:
+    """Relative posix paths of the candidate files, sorted; skip reasons counted in ``skipped``. ``root_real``:
+    the folder's real path (default: resolved now); ``patterns``: what to ignore (default: the .lensignore's)."""
     out: list[str] = []
-    root_real = os.path.realpath(root)
-    patterns = _ignore_patterns(root)
-
-    def inside(target: str) -> bool:
-        return target == root_real or target.startswith(root_real + os.sep)
+    root_real = root_real or _folder_real(root)
+    if patterns is None:
+        patterns, unread = _ignore_patterns(root, root_real)
+        problems.extend([unread] if unread else [])
 
     def walk(dir_path: str, rel: str, seen: set[str]) -> None:
         try:
@@ -236,7 +268,7 @@ def _list_files(root: Path, settings: ReaderSettings, skipped: Counter, problems
             try:
                 if entry.is_symlink():
                     target = os.path.realpath(entry.path)
-                    if not inside(target):
+                    if not _within(target, root_real):
                         skipped["symlink_outside"] += 1
                         continue
                     if not settings.follow_symlinks and os.path.isdir(target):
@@ -274,6 +306,7 @@ class _FileResult:
     skip: str | None = None
     problems: list[str] = field(default_factory=list)
     malformed: int = 0  # container records skipped as malformed
+    oversized: int = 0  # container records skipped as larger than max_file_bytes
     bad_encoding: bool = False  # some bytes were not valid UTF-8 (read with U+FFFD in their place)
 
 
@@ -343,19 +376,48 @@ def _record_body(obj: dict, where: str) -> tuple[str, str, str]:
     raise ValueError(f'{where}: field "text" is {type(raw).__name__}, expected a list of sentences')
 
 
-def _read_container(path: str, full: str, settings: ReaderSettings) -> _FileResult:
+def _read_container(
+    path: str, full: str, settings: ReaderSettings, root_real: str, sig: list | None = None
+) -> _FileResult:
+    opened = _open_regular(full, root_real)
+    if isinstance(opened, str):
+        return _FileResult(path, [], skip=opened)
+    fd, st = opened
+    if sig is not None:
+        sig.append(_signature(st))  # before reading: a later write moves ctime
     res = _FileResult(path, [])
-    opener = bz2.open if path.lower().endswith(".bz2") else open
+    limit = settings.max_container_bytes
+    record_cap = min(settings.max_file_bytes, limit)
+    over = False
     try:
-        with opener(full, "rb") as fh:
-            for lineno, raw in enumerate(fh, 1):
-                res.nbytes += len(raw)
-                if res.nbytes > settings.max_container_bytes:
-                    res.problems.append(
-                        f"{path}: container larger than reader.max_container_bytes "
-                        f"({settings.max_container_bytes:,} bytes), read up to line {lineno - 1}"
-                    )
+        with (
+            os.fdopen(fd, "rb") as raw_fh,
+            bz2.BZ2File(raw_fh) if path.lower().endswith(".bz2") else contextlib.nullcontext(raw_fh) as fh,
+        ):
+            lineno = 0
+            while not over:
+                # never more than the container has left (+1 to see it is over), nor more than a document may be
+                raw = fh.readline(min(record_cap, limit - res.nbytes) + 1)
+                if not raw:
                     break
+                lineno += 1
+                res.nbytes += len(raw)
+                over = res.nbytes > limit
+                if over:
+                    break
+                if len(raw) > record_cap:  # a record larger than a document may be: read past it in pieces
+                    while not raw.endswith(b"\n"):
+                        raw = fh.readline(min(1 << 20, limit - res.nbytes) + 1)
+                        res.nbytes += len(raw)
+                        over = res.nbytes > limit
+                        if over or not raw:
+                            break
+                    res.problems.append(
+                        f"{path}:{lineno}: record larger than reader.max_file_bytes ({settings.max_file_bytes:,} "
+                        "bytes), skipped"
+                    )
+                    res.oversized += 1
+                    continue
                 if not raw.strip():
                     continue
                 where = f"{path}:{lineno}"
@@ -386,21 +448,27 @@ def _read_container(path: str, full: str, settings: ReaderSettings) -> _FileResu
                         _record_form=form,
                     )
                 )
-    except FileNotFoundError:
-        return _FileResult(path, [], skip="vanished")
+            if over:
+                res.problems.append(
+                    f"{path}: over the container limit (reader.max_container_bytes, {limit:,} bytes decompressed) "
+                    f"at line {lineno}; read up to line {lineno - 1}"
+                )
     except (OSError, EOFError) as exc:  # unreadable, or a corrupt .bz2 stream
         if res.documents:
             res.problems.append(f"{path}: read stopped early: {exc}")
             return res
         return _FileResult(path, [], skip="unreadable", problems=[f"{path}: {exc}"])
     if not res.documents:
-        res.skip = "empty" if not res.malformed else "no_valid_records"
+        if over or res.oversized:
+            res.skip = "oversized"
+        else:
+            res.skip = "empty" if not res.malformed else "no_valid_records"
     return res
 
 
 def read_document(root: Path, path: str, settings: ReaderSettings | None = None) -> _FileResult:
     """Read one file (relative ``path`` under ``root``) into documents, or a skip reason."""
-    return _read_file(os.path.join(root, path), path, settings or ReaderSettings())
+    return _read_file(os.path.join(root, path), path, settings or ReaderSettings(), _folder_real(root))
 
 
 def _signature(st: os.stat_result) -> tuple:
@@ -408,21 +476,85 @@ def _signature(st: os.stat_result) -> tuple:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
-def _read_bytes(full: str, max_bytes: int, sig: list | None = None) -> bytes | str:
-    """The file's bytes (at most ``max_bytes + 1``), or a skip reason. The stat signature of the open file
-    (taken before reading) is appended to ``sig`` when given.
+# never follow a link blindly, never block on a FIFO; both flags are POSIX (absent on Windows)
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+_FD_PATHS = "/proc/self/fd" if os.path.isdir("/proc/self/fd") else None
 
-    One ``os.read`` per file in the common case (a regular file that did not change since ``fstat``); the
-    scan of a folder of many small files is dominated by per-file overhead, not by bytes.
+
+def _within(path: str, root_real: str) -> bool:
+    """``path`` is ``root_real`` or lies under it (both real paths); called once per file read, so no joins."""
+    n = len(root_real)
+    return path.startswith(root_real) and (len(path) == n or path[n] == os.sep or root_real.endswith(os.sep))
+
+
+def _opened_path(fd: int, full: str) -> str:
+    """The real path of the file open as ``fd``: as the kernel holds it (Linux), else ``full`` resolved now."""
+    if _FD_PATHS:
+        try:
+            return os.readlink(f"{_FD_PATHS}/{fd}")
+        except OSError:
+            pass
+    return os.path.realpath(full)
+
+
+def _folder_real(root: str | os.PathLike[str]) -> str:
+    """The real path of the folder ``root``, taken from the folder opened (the path every read is checked against)."""
+    try:
+        fd = os.open(root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return os.path.realpath(root)
+    try:
+        return _opened_path(fd, os.fspath(root))
+    finally:
+        os.close(fd)
+
+
+def _open_regular(full: str, root_real: str) -> tuple[int, os.stat_result] | str:
+    """``full`` opened for reading with its stat, if it is a regular file inside ``root_real``; else a skip reason.
+
+    The file may have changed since it was listed: a link is resolved and opened only if its target lies inside
+    the folder, a FIFO or device is refused after a non-blocking open, and the opened file's own path is checked.
     """
     try:
-        fd = os.open(full, os.O_RDONLY)  # non-inheritable by default (PEP 446)
+        try:
+            fd = os.open(full, _OPEN_FLAGS)
+        except OSError as exc:
+            if exc.errno not in (errno.ELOOP, errno.EMLINK):  # EMLINK: a link under O_NOFOLLOW on BSD
+                raise
+            target = os.path.realpath(full)  # a link (listed as one, or swapped in since)
+            if not _within(target, root_real):
+                return "symlink_outside"
+            fd = os.open(target, _OPEN_FLAGS)
     except FileNotFoundError:
         return "vanished"
     except OSError:
         return "unreadable"
     try:
         st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            reason = "not_regular"
+        elif not _within(_opened_path(fd, full), root_real):  # a folder on the way became a link out
+            reason = "symlink_outside"
+        else:
+            return fd, st
+    except OSError:
+        reason = "unreadable"
+    os.close(fd)
+    return reason
+
+
+def _read_bytes(full: str, max_bytes: int, root_real: str, sig: list | None = None) -> bytes | str:
+    """The file's bytes (at most ``max_bytes + 1``), or a skip reason. The stat signature of the open file
+    (taken before reading) is appended to ``sig`` when given.
+
+    One ``os.read`` per file in the common case (a regular file that did not change since ``fstat``); the
+    scan of a folder of many small files is dominated by per-file overhead, not by bytes.
+    """
+    opened = _open_regular(full, root_real)
+    if isinstance(opened, str):
+        return opened
+    fd, st = opened
+    try:
         if sig is not None:
             sig.append(_signature(st))
         size = st.st_size
@@ -460,15 +592,10 @@ def _decode(data: bytes) -> tuple[str, bool]:
         return data.decode("utf-8", errors="replace"), True
 
 
-def _read_file(full: str, path: str, settings: ReaderSettings, sig: list | None = None) -> _FileResult:
+def _read_file(full: str, path: str, settings: ReaderSettings, root_real: str, sig: list | None = None) -> _FileResult:
     if _is_container(path):
-        if sig is not None:
-            try:
-                sig.append(_signature(os.stat(full)))  # before reading: a later write moves ctime
-            except OSError:
-                pass
-        return _read_container(path, full, settings)
-    data = _read_bytes(full, settings.max_file_bytes, sig)
+        return _read_container(path, full, settings, root_real, sig)
+    data = _read_bytes(full, settings.max_file_bytes, root_real, sig)
     if isinstance(data, str):
         return _FileResult(path, [], skip=data)
     text, bad = _decode(data)
@@ -504,8 +631,14 @@ _UNCHANGED_MAX = 2_000_000
 _RACY_NS = 2_000_000_000
 
 
-def scan_corpus(root: str | os.PathLike[str], settings: ReaderSettings | None = None) -> CorpusScan:
-    """Read every document under ``root`` as it is now. Raises CorpusError if the folder is unusable."""
+def scan_corpus(
+    root: str | os.PathLike[str],
+    settings: ReaderSettings | None = None,
+    *,
+    within: Sequence[str | os.PathLike[str]] | None = None,
+) -> CorpusScan:
+    """Read every document under ``root`` as it is now. Raises CorpusError if the folder is unusable, or when
+    ``within`` (real paths of folders) is given and the folder, resolved as the scan opens it, lies outside them."""
     settings = settings or ReaderSettings()
     root_path = Path(root)
     if not root_path.exists():
@@ -515,16 +648,22 @@ def scan_corpus(root: str | os.PathLike[str], settings: ReaderSettings | None = 
     if not os.access(root_path, os.R_OK | os.X_OK):
         raise CorpusError(f"{root_path}: folder is not readable")
     t0 = time.perf_counter()
+    # resolved once, from the folder opened: what ``within`` is checked against and every file read must lie in,
+    # so a folder swapped for a link after a caller checked its path is still caught
+    root_real = _folder_real(root_path)
+    if within is not None and not any(_within(root_real, os.fspath(w)) for w in within):
+        raise CorpusError(f"{root_path}: resolves to {root_real}, outside {', '.join(map(os.fspath, within))}; refused")
     skipped: Counter = Counter()
-    problems: list[str] = []
-    paths = _list_files(root_path, settings, skipped, problems)
+    patterns, ignore_unread = _ignore_patterns(root_path, root_real)
+    problems: list[str] = [ignore_unread] if ignore_unread else []
+    paths = _list_files(root_path, settings, skipped, problems, root_real, patterns)
     documents: list[Document] = []
     nbytes = 0
     files = 0
     bad_encoding = 0
 
     prefix = os.path.join(root_path, "")  # joined by concatenation: cheaper than os.path.join per file
-    root_key = os.path.realpath(root_path)
+    root_key = root_real
     settled = time.time_ns() - _RACY_NS
     if settings.reuse_unchanged and len(_UNCHANGED) >= _UNCHANGED_MAX:  # full: forget this folder's gone files
         listed = set(paths)
@@ -533,7 +672,7 @@ def scan_corpus(root: str | os.PathLike[str], settings: ReaderSettings | None = 
 
     def work(p: str) -> _FileResult:
         if not settings.reuse_unchanged:
-            return _read_file(prefix + p, p, settings)
+            return _read_file(prefix + p, p, settings, root_real)
         key = (root_key, p, settings.max_file_bytes)
         hit = _UNCHANGED.get(key)
         if hit is not None:  # only remembered files are stat'ed: a first scan pays nothing for the memo
@@ -543,7 +682,7 @@ def scan_corpus(root: str | os.PathLike[str], settings: ReaderSettings | None = 
             except OSError:
                 pass
         sig: list = []  # the signature of what the read actually opened
-        res = _read_file(prefix + p, p, settings, sig)
+        res = _read_file(prefix + p, p, settings, root_real, sig)
         if sig and sig[0][4] < settled:
             if key in _UNCHANGED or len(_UNCHANGED) < _UNCHANGED_MAX:
                 _UNCHANGED[key] = (sig[0], res)
@@ -559,6 +698,8 @@ def scan_corpus(root: str | os.PathLike[str], settings: ReaderSettings | None = 
         problems.extend(res.problems)
         if res.malformed:
             skipped["malformed_record"] += res.malformed
+        if res.oversized:
+            skipped["oversized_record"] += res.oversized
         if res.skip:
             skipped[res.skip] += 1
             continue
@@ -575,6 +716,7 @@ def scan_corpus(root: str | os.PathLike[str], settings: ReaderSettings | None = 
         skipped=skipped,
         problems=problems,
         bad_encoding=bad_encoding,
+        ignore_unread=ignore_unread,
     )
 
 

@@ -8,7 +8,8 @@ Two read-only tools, served with the ``mcp`` SDK (the ``mcp`` extra):
 
 Paths are confined to the roots given at start (``--root``, repeatable; default the working directory): a path is
 resolved with every symlink followed and refused unless it lies inside a root (a relative path is taken relative
-to the first root); a missing folder is a tool error, not a crash. The scan itself never leaves the folder
+to the first root); a missing folder, a NUL byte or a name too long is a tool error, not a crash. The scan checks
+the folder again as it opens it (a folder swapped for a link out after the check is refused), and never leaves it
 (symlinks pointing outside it are skipped). The LLM configuration is the CLI's: preset, ``--config``,
 environment and ``--set``. The server holds one LLM client, so the embedded model starts once, on the first
 ``ask``. While an ``ask`` runs, a client that asked for progress (a progress token) receives a notification as
@@ -59,6 +60,15 @@ class Roots:
         """The resolved folder for ``path``, or LensError naming why it is refused."""
         if not path or not str(path).strip():
             raise LensError("path is empty")
+        if "\x00" in path:
+            raise LensError("path contains a NUL byte; refused")
+        try:
+            return self._check(path)
+        except (OSError, RuntimeError) as exc:  # a name too long, a folder on the way not searchable, ~nosuchuser
+            shown = path if len(path) <= 120 else f"{path[:120]}… ({len(path):,} characters)"
+            raise LensError(f"{shown}: {getattr(exc, 'strerror', None) or exc}; refused") from None
+
+    def _check(self, path: str) -> Path:
         p = Path(path).expanduser()
         if not p.is_absolute():
             p = self.paths[0] / p
@@ -157,8 +167,8 @@ def build_server(config: "LensConfig", roots: Roots, *, client: Any = None):
         def progress(p: Progress) -> None:  # on the asking thread: hand the notification to the server's loop
             anyio.from_thread.run(ctx.report_progress, float(p.round), float(p.max_rounds), p.line())
 
-        def run() -> Any:
-            return Agent(config, client=llm(), progress=progress).ask(question, where)
+        def run() -> Any:  # the scan checks the folder again as it opens it: it may have changed since
+            return Agent(config, client=llm(), progress=progress, within=roots.paths).ask(question, where)
 
         try:
             result = await anyio.to_thread.run_sync(run)
@@ -184,7 +194,7 @@ def build_server(config: "LensConfig", roots: Roots, *, client: Any = None):
     def corpus_stats(path: str) -> dict[str, Any]:
         where = folder(path)
         try:
-            stats = scan_corpus(where, config.reader).stats()
+            stats = scan_corpus(where, config.reader, within=roots.paths).stats()
         except LensError as exc:
             raise ToolError(str(exc)) from None
         stats["problems"] = stats.get("problems", [])[:20]

@@ -21,6 +21,7 @@ traces and ablations can show where each candidate came from.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
@@ -54,12 +55,24 @@ def _bm25(counts: np.ndarray, lengths: np.ndarray, avg_len: float, weights: np.n
 
 
 class Prior:
-    """Scores every document of a CorpusView for a question and one requirement's cues."""
+    """Scores every document of a CorpusView for a question and one requirement's cues. Past ``deadline`` (a
+    ``time.monotonic()`` instant: the question's) the title and link-hop signals stop where they are."""
 
-    def __init__(self, view: CorpusView, settings: PriorSettings | None = None, *, lexical_only: bool = False):
+    def __init__(
+        self,
+        view: CorpusView,
+        settings: PriorSettings | None = None,
+        *,
+        lexical_only: bool = False,
+        deadline: float | None = None,
+    ):
         self.view = view
         self.settings = settings or PriorSettings()
         self.lexical_only = lexical_only
+        self.deadline = deadline
+
+    def _late(self) -> bool:
+        return self.deadline is not None and time.monotonic() > self.deadline
 
     def score(
         self,
@@ -95,7 +108,7 @@ class Prior:
             idf = np.log(1.0 + (len(view) - df + 0.5) / (df + 0.5))
             idf_of = {t: float(idf[j]) / max(float(idf.max()), 1e-9) for j, t in enumerate(terms)}
             capitalised = {w for span in capitalised_spans(named) for w in tokens(span)}
-            matches = view.titles_in(named)
+            matches = view.titles_in(named, deadline=self.deadline)
             for idx, n_words in matches.items():
                 key = view.title_keys[idx]
                 words = key.split()
@@ -110,6 +123,8 @@ class Prior:
                 ambiguity = len(view.titles.get(title_key(base_title(view.docs[idx].title)), [idx]))
                 title[idx] = max(title[idx], specificity / math.sqrt(max(ambiguity, 1)))
             for span in self._name_cues(question, cues):
+                if self._late():
+                    break
                 for idx, sim in self._fuzzy_titles(span):
                     title[idx] = max(title[idx], 0.8 * sim)
             signals["title"] = s.title_weight * title
@@ -170,9 +185,9 @@ class Prior:
         seeds = np.lexsort((np.arange(len(view)), -total))[: s.link_hop_seeds]
         qset = set(q_terms)
         for rank, seed in enumerate(seeds):
-            if total[seed] <= 0:
+            if total[seed] <= 0 or self._late():
                 continue
-            for idx, n_words in view.titles_in(view.docs[seed].text).items():
+            for idx, n_words in view.titles_in(view.docs[seed].text, deadline=self.deadline).items():
                 if idx == seed:
                     continue
                 words = view.title_keys[idx].split()

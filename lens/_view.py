@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import operator
 import os
+import time
 from typing import Sequence
 
 import numpy as np
@@ -97,31 +98,34 @@ class CorpusView:
             self._build_titles()
         return self._title_keys  # type: ignore[return-value]
 
-    def titles_in(self, text: str) -> dict[int, int]:
+    def titles_in(self, text: str, *, deadline: float | None = None) -> dict[int, int]:
         """Documents whose title occurs as a *maximal* word n-gram of ``text``: index -> length in words.
 
         A title match inside a longer title match ("Bass" inside "Electoral district of Bass") is dropped:
-        the longer name is what the text refers to.
+        the longer name is what the text refers to. Linear in the words of ``text``; past ``deadline`` (a
+        ``time.monotonic()`` instant) the rest of the text is not looked at.
         """
         words = tokens(text)
         table = self.titles
-        spans: list[tuple[int, int, list[int]]] = []  # (start, end exclusive, docs)
+        found: dict[int, int] = {}
+        # the longest match at each start, in order of start: it lies inside a longer match iff one that starts
+        # earlier reaches as far, so one running end ("reach") decides maximality
+        reach = 0
         for i in range(len(words)):
+            if deadline is not None and not i & 1023 and time.monotonic() > deadline:
+                break
             key = ""
-            best: tuple[int, int, list[int]] | None = None
+            length, hits = 0, None
             for n in range(1, min(_MAX_NGRAM, len(words) - i) + 1):
                 key = words[i] if n == 1 else f"{key} {words[i + n - 1]}"
-                hits = table.get(key)
-                if hits:
-                    best = (i, i + n, hits)
-            if best:
-                spans.append(best)
-        found: dict[int, int] = {}
-        for a, b, hits in spans:
-            if any(a2 <= a and b <= b2 and (b2 - a2) > (b - a) for a2, b2, _ in spans):
+                h = table.get(key)
+                if h:
+                    length, hits = n, h
+            if hits is None or i + length <= reach:
                 continue
+            reach = i + length
             for h in hits:
-                found[h] = max(found.get(h, 0), b - a)
+                found[h] = max(found.get(h, 0), length)
         return found
 
     # ---------------------------------------------------------------- term counts

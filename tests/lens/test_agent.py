@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import random
 from pathlib import Path
 
@@ -16,8 +17,9 @@ import respx
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lens._agent import Agent
+from lens._agent import MAX_QUESTION_CHARS, Agent
 from lens._config import load_config
+from lens._errors import LensError
 from lens._memory import MemoryStore, all_past, new_entry
 
 from .conftest import BASE_URL, CHAT_URL, MODEL
@@ -430,6 +432,31 @@ def test_a_stale_memory_entry_is_ignored(run_agent, lights, tmp_path):
     assert any("1 stale" in n for n in result.notes)
     result2 = run_agent(oracle, q, lights, memory=memory, eligible=lambda e: e.position == 1)
     assert not any("stale" in n for n in result2.notes)
+
+
+@pytest.mark.timeout(60)  # the old reader blocked on the FIFO forever
+def test_a_lensignore_that_cannot_be_read_is_noted_with_the_answer(run_agent, lights):
+    os.mkfifo(lights / ".lensignore")
+    result = run_agent(ScriptedOracle(), "Who was the first keeper of Calder Point Light?", lights)
+    assert ".lensignore: not read (not a regular file); no paths are ignored" in result.notes
+
+
+def test_a_question_over_the_length_limit_is_refused_before_any_work(lights, endpoint, make_client):
+    question = "Who was the first keeper of Calder Point Light? " * 20_000  # about 1 MB
+    with pytest.raises(LensError, match=f"the limit is {MAX_QUESTION_CHARS:,}"):
+        Agent(config(), client=make_client()).ask(question, lights)
+    assert endpoint.chat.call_count == 0
+
+
+def test_a_folder_swapped_for_a_link_out_after_it_was_checked_is_refused(tmp_path, make_client):
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    write(root, "docs/a.md", "Alpha\n\nThe keeper was Ann.\n")
+    write(outside, "secret.md", "Secret\n\nCANARY outside the roots.\n")
+    checked = (root / "docs").resolve()  # what a root check (lens mcp) resolved and approved
+    (root / "docs").rename(tmp_path / "moved")
+    (root / "docs").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(LensError, match="outside .*; refused"):
+        Agent(config(), client=make_client(), within=[root.resolve()]).ask("Who was the keeper?", checked)
 
 
 def test_memory_folder_inside_the_document_folder_is_refused(lights):

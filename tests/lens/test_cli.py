@@ -108,6 +108,15 @@ def test_missing_folder_is_one_line_on_stderr_and_exit_code_2(tmp_path):
     assert lines[0].startswith("lens: error: ") and "absent" in lines[0] and "no such folder" in lines[0]
 
 
+def test_a_question_over_the_length_limit_is_one_line_on_stderr_and_exit_code_2(tmp_path):
+    (tmp_path / "a.txt").write_text("Alpha\nThe keeper was Ann.\n")
+    question = "Who was the keeper? " * 300  # 6,000 characters
+    proc = run_lens("ask", question, str(tmp_path), "--base-url", "http://127.0.0.1:9/v1")
+    assert proc.returncode == 2 and proc.stdout == ""
+    (line,) = proc.stderr.strip().splitlines()
+    assert line == "lens: error: the question is 6,000 characters long; the limit is 4,000"
+
+
 def test_bad_configuration_is_one_line_on_stderr_and_exit_code_2(capsys):
     code = main(["llm", "check", "--set", "llm.max_retries=-1"])
     err = capsys.readouterr().err.strip().splitlines()

@@ -9,7 +9,9 @@ import bz2
 import hashlib
 import json
 import os
+import threading
 import time
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -38,6 +40,19 @@ def records(*objs) -> str:
 
 
 ARTICLE = {"id": "1", "title": "Marrow Bay", "text": ["Marrow Bay is a cove.", "It faces north."]}
+
+
+def without_blocking(fn, fifo: Path, seconds: float = 10.0):
+    """``fn()``'s result; fails (instead of hanging the suite) if it is still blocked on ``fifo`` after ``seconds``."""
+    out: list = []
+    t = threading.Thread(target=lambda: out.append(fn()), daemon=True)
+    t.start()
+    t.join(seconds)
+    if t.is_alive():
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))  # release the blocked reader before failing
+        t.join(seconds)
+        pytest.fail(f"blocked on the FIFO {fifo.name} for {seconds} s")
+    return out[0]
 
 
 # --------------------------------------------------------------------------- the folder itself
@@ -202,6 +217,65 @@ def test_symlinked_folder_inside_is_not_followed_by_default(tmp_path):
     assert scan.skipped["symlink_dir"] == 1
     followed = scan_corpus(tmp_path, ReaderSettings(follow_symlinks=True))
     assert sorted(by_id(followed)) == ["alias/a.txt", "real/a.txt"]
+
+
+def test_a_link_to_a_file_inside_the_folder_is_read_under_its_own_name(tmp_path):
+    write(tmp_path, "real/a.txt", "Alpha.")
+    (tmp_path / "alias.txt").symlink_to(tmp_path / "real" / "a.txt")
+    assert sorted(by_id(scan_corpus(tmp_path))) == ["alias.txt", "real/a.txt"]
+
+
+# between listing and reading a file may be replaced: the read checks again what it opened (issue 33 item 7)
+
+
+def test_a_file_swapped_for_a_link_out_after_listing_is_not_read(tmp_path):
+    root = tmp_path / "docs"
+    outside = write(tmp_path, "outside/secret.md", "CANARY outside the folder.")
+    write(root, "a.md", "Alpha.")
+    (listed,) = corpus._list_files(root, ReaderSettings(), corpus.Counter(), [])
+    (root / "a.md").unlink()
+    (root / "a.md").symlink_to(outside)
+    res = read_document(root, listed)
+    assert res.skip == "symlink_outside" and res.documents == []
+
+
+def test_a_file_swapped_for_a_fifo_after_listing_is_skipped_without_blocking(tmp_path):
+    write(tmp_path, "a.md", "Alpha.")
+    (listed,) = corpus._list_files(tmp_path, ReaderSettings(), corpus.Counter(), [])
+    (tmp_path / "a.md").unlink()
+    os.mkfifo(tmp_path / "a.md")
+    res = without_blocking(lambda: read_document(tmp_path, listed), tmp_path / "a.md")
+    assert res.skip == "not_regular" and res.documents == []
+
+
+def test_a_container_swapped_for_a_fifo_after_listing_is_skipped_without_blocking(tmp_path):
+    write(tmp_path, "pool.jsonl", records(ARTICLE))
+    (listed,) = corpus._list_files(tmp_path, ReaderSettings(), corpus.Counter(), [])
+    (tmp_path / "pool.jsonl").unlink()
+    os.mkfifo(tmp_path / "pool.jsonl")
+    res = without_blocking(lambda: read_document(tmp_path, listed), tmp_path / "pool.jsonl")
+    assert res.skip == "not_regular" and res.documents == []
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="the opened file's path is read from /proc")
+def test_a_subfolder_swapped_for_a_link_out_after_listing_is_not_read(tmp_path):
+    root = tmp_path / "docs"
+    write(tmp_path, "outside/a.md", "CANARY outside the folder.")
+    write(root, "sub/a.md", "Alpha.")
+    (listed,) = corpus._list_files(root, ReaderSettings(), corpus.Counter(), [])
+    (root / "sub").rename(tmp_path / "moved")
+    (root / "sub").symlink_to(tmp_path / "outside", target_is_directory=True)
+    res = read_document(root, listed)
+    assert res.skip == "symlink_outside" and res.documents == []
+
+
+def test_a_folder_that_resolves_outside_the_allowed_ones_is_refused(tmp_path):
+    write(tmp_path, "outside/a.md", "CANARY outside the folder.")
+    (tmp_path / "root").mkdir()
+    (tmp_path / "root" / "docs").symlink_to(tmp_path / "outside", target_is_directory=True)
+    with pytest.raises(CorpusError, match="outside .*; refused"):
+        scan_corpus(tmp_path / "root" / "docs", within=[(tmp_path / "root").resolve()])
+    assert len(scan_corpus(tmp_path / "outside", within=[tmp_path.resolve()]).documents) == 1
 
 
 def test_symlink_loop_does_not_recurse_forever(tmp_path):
@@ -488,6 +562,31 @@ def test_lensignore_excludes_matching_paths_and_counts_them(tmp_path):
     assert scan.skipped["ignored"] == 2
 
 
+def test_a_lensignore_that_is_a_fifo_is_skipped_with_a_problem_line(tmp_path):
+    write(tmp_path, "a.txt", "hi")
+    os.mkfifo(tmp_path / ".lensignore")
+    scan = without_blocking(lambda: scan_corpus(tmp_path), tmp_path / ".lensignore")
+    assert [d.path for d in scan.documents] == ["a.txt"]
+    assert ".lensignore: not read (not a regular file); no paths are ignored" in scan.problems
+
+
+def test_a_lensignore_linked_outside_the_folder_is_not_read(tmp_path):
+    root = tmp_path / "docs"
+    write(root, "a.txt", "Alpha.")
+    (root / ".lensignore").symlink_to(write(tmp_path, "elsewhere", "a.txt\n"))
+    scan = scan_corpus(root)
+    assert [d.path for d in scan.documents] == ["a.txt"]
+    assert ".lensignore: not read (a link out of the folder); no paths are ignored" in scan.problems
+
+
+def test_a_lensignore_over_its_size_cap_is_not_read(tmp_path):
+    write(tmp_path, "a.txt", "Alpha.")
+    write(tmp_path, ".lensignore", "a.txt\n" + "#" * (2 << 20))
+    scan = scan_corpus(tmp_path)
+    assert [d.path for d in scan.documents] == ["a.txt"]
+    assert any(p.startswith(".lensignore: not read (larger than") for p in scan.problems)
+
+
 def test_unchanged_files_are_not_read_again_but_any_change_is_seen(tmp_path, monkeypatch):
     monkeypatch.setattr(corpus, "_RACY_NS", 0)  # remember even files written a moment ago
     p = write(tmp_path, "a.txt", "Version one.")
@@ -541,10 +640,29 @@ def test_a_container_is_read_up_to_its_byte_limit_and_the_cut_is_named(tmp_path)
     limit = sum(len(x) for x in lines[:4]) + 5
     scan = scan_corpus(tmp_path, ReaderSettings(max_container_bytes=limit))
     assert [d.title for d in scan.documents] == [f"Article {i}" for i in range(4)]
-    assert any(
-        "pool.jsonl: container larger than reader.max_container_bytes" in p and "read up to line 4" in p
-        for p in scan.problems
-    )
+    assert any("pool.jsonl: over the container limit" in p and "read up to line 4" in p for p in scan.problems)
+
+
+def test_one_container_line_is_read_no_further_than_the_container_limit(tmp_path):
+    write(tmp_path, "bomb.jsonl.bz2", bz2.compress(b"a" * (24 << 20)))  # 24 MiB decompressed, no newline
+    tracemalloc.start()
+    try:
+        scan = scan_corpus(tmp_path, ReaderSettings(max_container_bytes=2 << 20, max_file_bytes=4 << 20))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert scan.skipped == {"oversized": 1}
+    assert any(p.startswith("bomb.jsonl.bz2: over the container limit") for p in scan.problems)
+    assert peak < 8 << 20  # the line was never held whole
+
+
+def test_a_record_larger_than_max_file_bytes_is_skipped_and_the_next_one_read(tmp_path):
+    big = {"title": "Big", "text": ["word " * 100]}
+    write(tmp_path, "pool.jsonl", records(big, ARTICLE))
+    scan = scan_corpus(tmp_path, ReaderSettings(max_file_bytes=200))
+    assert [d.doc_id for d in scan.documents] == ["pool.jsonl#L2"]
+    assert scan.skipped == {"oversized_record": 1}
+    assert any(p.startswith("pool.jsonl:1: record larger than reader.max_file_bytes") for p in scan.problems)
 
 
 def test_record_sentences_keep_their_list_positions_and_text_is_held_once(tmp_path):

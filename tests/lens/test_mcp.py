@@ -114,6 +114,35 @@ def test_paths_outside_the_roots_and_missing_folders_are_tool_errors(roots):
     assert responder.calls == []  # nothing refused ever reached the LLM
 
 
+def test_unusable_paths_and_overlong_questions_are_tool_errors_that_name_the_problem(roots):
+    long_path = "docs/" + "x" * 5000
+
+    async def script(client):
+        out = [await client.call_tool("corpus_stats", {"path": p}) for p in ("docs\x00/../x", long_path)]
+        out.append(await client.call_tool("ask", {"question": "Who? " * 1000, "path": "docs"}))
+        out.append(await client.call_tool("corpus_stats", {"path": "docs"}))  # still serving
+        return out
+
+    responder = Responder()
+    with StubServer(responder) as server:
+        nul, too_long, question, ok = asyncio.run(_session(roots["root"], server.base_url, script))
+    assert nul.is_error and "NUL byte" in _text(nul)
+    assert too_long.is_error and "File name too long" in _text(too_long) and "5,005 characters" in _text(too_long)
+    assert question.is_error and "the limit is 4,000" in _text(question)
+    assert not ok.is_error
+    assert responder.calls == []
+
+
+def test_roots_refuse_a_nul_byte_an_overlong_name_and_an_unknown_home_with_a_reason(roots):
+    r = Roots([roots["root"]])
+    with pytest.raises(LensError, match="NUL byte"):
+        r.check("docs\x00")
+    with pytest.raises(LensError, match="File name too long"):
+        r.check("x" * 5000)
+    with pytest.raises(LensError, match="home directory"):
+        r.check("~no-such-user-lens/docs")
+
+
 def test_roots_resolve_symlinks_before_checking(roots):
     r = Roots([roots["root"]])
     assert r.check("docs") == roots["docs"].resolve()

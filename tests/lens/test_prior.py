@@ -9,6 +9,7 @@ file with its title on the first line, so the tests exercise the path users run.
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 
 import numpy as np
@@ -142,6 +143,27 @@ def test_titles_in_keeps_only_maximal_title_matches(small):
     # both names written separately: both match, each with its own length
     found = small.titles_in("bass near marrow bay")
     assert found == {bass: 1, index_of(small, "Marrow Bay"): 2}
+
+
+def test_titles_in_is_linear_in_the_number_of_title_matches(tmp_path):
+    view = make_view(tmp_path / "f", [("Harbour", "A harbour."), ("Keeper", "A keeper.")])
+    text = "harbour keeper " * 8000  # 16,000 title matches: a pairwise maximality check is 10^8 comparisons
+    t0 = time.perf_counter()
+    found = view.titles_in(text)
+    assert time.perf_counter() - t0 < 2.0
+    assert found == {index_of(view, "Harbour"): 1, index_of(view, "Keeper"): 1}
+
+
+def test_titles_in_past_its_deadline_stops_looking(small):
+    assert small.titles_in("bass near marrow bay", deadline=time.monotonic() - 1) == {}
+
+
+def test_the_prior_past_the_question_deadline_ranks_without_title_or_link_signals(small):
+    question = "Where is the Electoral district of Bass?"
+    on_time = Prior(small, PriorSettings()).score(question)
+    late = Prior(small, PriorSettings(), deadline=time.monotonic() - 1).score(question)
+    assert any("title" in c.signals for c in on_time)
+    assert late and not any({"title", "hop"} & set(c.signals) for c in late)
 
 
 def test_titles_in_folds_accents_and_case(small):
