@@ -18,7 +18,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable, Literal, Mapping
 
-import tomllib
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: tomli is the same parser, before it joined the stdlib
+    import tomli as tomllib
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from lens._errors import LensError
