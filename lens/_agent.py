@@ -25,7 +25,7 @@ from lens._corpus import scan_corpus
 from lens._cost import CostMeter
 from lens._errors import LensError
 from lens._grading import observation_model
-from lens._llm import LLMClient, LLMError, LLMUnavailableError, open_client, refusal
+from lens._llm import LLMClient, LLMError, LLMUnavailableError, open_client, refusal, rejected_every_call
 from lens._loop import PRIOR_RECORD_DEPTH, Loop, LoopState, Observer
 from lens._memory import Eligibility, MemoryStore, all_past, memory_key, memory_signal, new_entry
 from lens._prior import Prior, merge_round_robin
@@ -144,6 +144,9 @@ class Agent:
         decomposition = state.decomposition
         stop = self._explore(q, loop)
         answer, stop, certified, covered, evidence, missing = self._answer(q, loop, stop)
+        refused = rejected_every_call(q.meter)
+        if refused is not None:  # the endpoint rejected the one call made: nothing was asked, nothing is recorded
+            raise refused
         if any(state.bridge_cues.values()):
             q.stages.append({"stage": "bridge", "learned_cues": {k: v for k, v in state.bridge_cues.items() if v}})
         statuses = self._statuses(state, certified, covered, evidence)
@@ -222,6 +225,12 @@ class Agent:
         cfg = self.config
         if not question or not question.strip():
             raise LensError("the question is empty")
+        try:
+            question.encode("utf-8")
+        except UnicodeEncodeError as exc:  # a lone surrogate (a "\ud800" JSON escape): no request can carry it
+            raise LensError(
+                f"the question is not valid Unicode: a lone surrogate at character {exc.start + 1}"
+            ) from None
         if cfg.llm.cache and cfg.llm.cache_dir and _inside(Path(cfg.llm.cache_dir), Path(path)):
             raise LensError(
                 f"llm.cache_dir {cfg.llm.cache_dir}: inside the document folder {path}; lens never writes there"

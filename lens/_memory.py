@@ -81,6 +81,8 @@ class MemoryEntry:
 
     @classmethod
     def from_dict(cls, d: dict, where: str) -> "MemoryEntry":
+        if not isinstance(d, dict):
+            raise MemoryLogError(f"{where}: not a JSON object")
         try:
             emb = d.get("embedding")
             return cls(
@@ -170,16 +172,17 @@ class MemoryStore:
         if self._cache and self._cache[:2] == key:
             return self._cache[2]
         out: list[MemoryEntry] = []
-        with open(path, encoding="utf-8") as fh:
-            for n, line in enumerate(fh, 1):
-                if not line.strip():
+        with open(path, "rb") as fh:
+            for n, raw in enumerate(fh, 1):
+                if not raw.strip():
                     continue
                 try:
-                    d = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    if not line.endswith("\n"):  # a torn last line from a crash: ignore it
+                    d = json.loads(raw.decode("utf-8"))
+                except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+                    if not raw.endswith(b"\n"):  # a torn last line from a crash: ignore it
                         continue
-                    raise MemoryLogError(f"{path}:{n}: malformed JSON ({exc.msg})") from None
+                    why = f"malformed JSON ({exc.msg})" if isinstance(exc, json.JSONDecodeError) else "not UTF-8 text"
+                    raise MemoryLogError(f"{path}:{n}: {why}") from None
                 out.append(MemoryEntry.from_dict(d, f"{path}:{n}"))
         self._cache = (key[0], key[1], out)
         return out

@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 
 from lens._agent import Agent
 from lens._config import load_config
-from lens._memory import MemoryStore, all_past, new_entry
+from lens._errors import LensError
+from lens._memory import MemoryLogError, MemoryStore, all_past, new_entry
 
 from .conftest import BASE_URL, CHAT_URL, MODEL
 from .scripted_oracle import Rule, ScriptedOracle
@@ -430,6 +431,27 @@ def test_a_stale_memory_entry_is_ignored(run_agent, lights, tmp_path):
     assert any("1 stale" in n for n in result.notes)
     result2 = run_agent(oracle, q, lights, memory=memory, eligible=lambda e: e.position == 1)
     assert not any("stale" in n for n in result2.notes)
+
+
+@pytest.mark.parametrize(
+    "line, why", [(b"[1, 2, 3]\n", "not a JSON object"), (b'{"question": "caf\xe9"}\n', "not UTF-8 text")]
+)
+def test_a_memory_line_that_is_no_entry_is_one_error_naming_the_line(tmp_path, line, why):
+    store = MemoryStore(tmp_path / "m")
+    store.append([_entry(0, "height of the tower")])
+    with open(store.log_path, "ab") as fh:
+        fh.write(line)
+
+    with pytest.raises(MemoryLogError, match=f"memory.jsonl:2: {why}$"):
+        store.entries()
+
+
+def test_a_question_with_a_lone_surrogate_is_one_error_before_any_call(make_client, lights):
+    with respx.mock(assert_all_called=False) as router:
+        route = router.post(CHAT_URL)
+        with pytest.raises(LensError, match="the question is not valid Unicode: a lone surrogate at character 5"):
+            Agent(config(), client=make_client()).ask("Who \ud800 kept Calder Point Light?", lights)
+    assert route.call_count == 0
 
 
 def test_memory_folder_inside_the_document_folder_is_refused(lights):

@@ -45,7 +45,7 @@ def _payload(result) -> dict:
     return json.loads(_text(result))
 
 
-async def _session(root: Path, base_url: str, script):
+async def _session(root: Path, base_url: str, script, env: dict[str, str] | None = None):
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "lens._cli", "mcp", "--root", str(root), "--base-url", base_url, "--model", "test-model"]
@@ -53,6 +53,7 @@ async def _session(root: Path, base_url: str, script):
         env={
             "OPENAI_API_KEY": "test-key",
             **({"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else {}),
+            **(env or {}),
         },
         cwd=str(root),
     )
@@ -112,6 +113,21 @@ def test_paths_outside_the_roots_and_missing_folders_are_tool_errors(roots):
     assert missing.is_error and "no such folder" in _text(missing)
     assert not ok.is_error
     assert responder.calls == []  # nothing refused ever reached the LLM
+
+
+def test_an_api_key_the_endpoint_echoes_is_redacted_from_the_tool_error(roots):
+    key = "sk-live-0123456789abcdef"
+    responder = Responder()
+    responder.fault = 402
+    responder.fault_message = f"denied for credentials Bearer {key}"
+
+    async def script(client):
+        return await client.call_tool("ask", {"question": "Who kept the harbour light?", "path": "docs"})
+
+    with StubServer(responder) as server:
+        result = asyncio.run(_session(roots["root"], server.base_url, script, env={"LENS_API_KEY": key}))
+    assert result.is_error and "402" in _text(result)
+    assert key not in _text(result) and "Bearer [API key redacted]" in _text(result)
 
 
 def test_roots_resolve_symlinks_before_checking(roots):
