@@ -396,10 +396,14 @@ class Agent:
 
     @staticmethod
     def _statuses(state: LoopState, certified: set[str], covered: set[str], evidence: list[Evidence]):
+        """Each requirement's status: certified by the loop; covered when the coverage reply says the evidence
+        states it *and* the evidence holds a span the code verified for it (the reply alone proves nothing);
+        else unresolved."""
         out = []
         for r in state.decomposition.requirements:
             ev_ids = tuple(e.id for e in evidence if r.id in e.requirements)
-            status = "certified" if r.id in certified else ("covered" if r.id in covered else "unresolved")
+            covers = r.id in covered and _verified_in(state, r.id, evidence)
+            status = "certified" if r.id in certified else ("covered" if covers else "unresolved")
             out.append(
                 RequirementStatus(
                     r.id,
@@ -487,6 +491,17 @@ def _prior_candidates(state: LoopState, depth: int) -> list[str]:
     ``PRIOR_RECORD_DEPTH``) merged round robin, at most ``depth``."""
     lists = [state.prior_record.get(r.id, []) for r in state.requirements]
     return [state.view.docs[i].doc_id for i in merge_round_robin(lists, depth)]
+
+
+def _verified_in(state: LoopState, rid: str, evidence: list[Evidence]) -> bool:
+    """Whether a finding verified for ``rid`` (its quote or value found in the document's text) lies inside one
+    of the evidence regions."""
+    for f in state.findings.get(rid, []):
+        doc_id = state.view.docs[state.windows[f.window_key].doc_index].doc_id
+        for e in evidence:
+            if e.doc_id == doc_id and all(e.first_sentence <= i <= e.last_sentence for i in f.sentences):
+                return True
+    return False
 
 
 def _inside(child: Path, parent: Path) -> bool:

@@ -173,6 +173,35 @@ def test_lookup_cites_the_sentence_with_its_lines_and_hash(run_agent, lights):
     json.loads(result.to_json())  # the whole result is JSON-serialisable
 
 
+def test_a_coverage_reply_alone_covers_no_requirement(run_agent, lights):
+    """Coverage rests on what the code verified: a model that reads nothing and calls the evidence complete
+    leaves the requirement unresolved and the answer best effort."""
+
+    class SaysComplete(ScriptedOracle):
+        def _coverage(self, user: str) -> dict:
+            return {"complete": True, "missing": []}
+
+    oracle = SaysComplete(synthesis=lambda p: "Agnes Rook")  # no rule: no reading verifies anything
+    result = run_agent(oracle, "Who was the first keeper of Calder Point Light?", lights)
+
+    assert "coverage" in oracle.calls and not any(e.status in ("confirmed", "found") for e in result.evidence)
+    assert [r.status for r in result.requirements] == ["unresolved"] and result.best_effort
+
+
+def test_a_requirement_the_loop_verified_but_did_not_certify_is_covered_when_the_reply_agrees(run_agent, tmp_path):
+    folder = tmp_path / "one"  # one document: after one reading no window is left to read ("candidates")
+    write(folder, "calder.md", "# Calder Point Light\n\nThe tower is 27 m tall.\nIts first keeper was Agnes Rook.\n")
+    oracle = ScriptedOracle(
+        rules=[Rule("first keeper", "Agnes Rook", "Its first keeper was Agnes Rook.", "Agnes Rook")],
+        synthesis=lambda p: "Agnes Rook",
+    )
+    cfg = config(loop__delta=0.001)  # one verified reading does not reach the threshold
+    result = run_agent(oracle, "Who was the first keeper of Calder Point Light?", folder, cfg=cfg)
+
+    assert "coverage" in oracle.calls and [e.status for e in result.evidence] == ["found"]
+    assert [r.status for r in result.requirements] == ["covered"]
+
+
 # --------------------------------------------------------------------------- stopping and budget
 
 
