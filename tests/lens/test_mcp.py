@@ -135,7 +135,7 @@ def test_an_api_key_the_endpoint_echoes_is_redacted_from_the_tool_error(roots):
 @pytest.mark.parametrize("how", ["cancel", "disconnect"])
 def test_an_ask_the_client_cancels_or_leaves_makes_no_further_llm_call(roots, how):
     responder = Responder()
-    responder.delay = 0.5  # each LLM call takes this long: the question is still asking when the client goes
+    responder.delay = 0.3  # each LLM call takes this long: the question is still asking when the client goes
 
     async def in_flight(client):
         task = asyncio.create_task(client.call_tool("ask", {"question": "Who kept the harbour light?", "path": "docs"}))
@@ -147,7 +147,7 @@ def test_an_ask_the_client_cancels_or_leaves_makes_no_further_llm_call(roots, ho
     async def cancel(client):
         task = await in_flight(client)
         task.cancel()  # the client sends notifications/cancelled
-        await asyncio.sleep(2.5)  # the server lives on: time for several more calls
+        await asyncio.sleep(1.5)  # the server lives on: time for several more calls
 
     async def disconnect(client):
         await in_flight(client)  # leaving the session closes the server's stdin with the call in flight
@@ -155,7 +155,7 @@ def test_an_ask_the_client_cancels_or_leaves_makes_no_further_llm_call(roots, ho
     with StubServer(responder) as server:
         with contextlib.suppress(BaseException):
             asyncio.run(_session(roots["root"], server.base_url, cancel if how == "cancel" else disconnect))
-        time.sleep(2.5 if how == "disconnect" else 0)
+        time.sleep(1.5 if how == "disconnect" else 0)
         assert responder.kinds() == ["decomposition"]  # the call in flight finished; no other one began
 
 
