@@ -122,7 +122,12 @@ def run(args) -> None:
         dec = decompose(q["question"], dcall)
         state = LoopState(question=q["question"], decomposition=dec, view=view, prior=prior)
         loop = Loop(
-            state, client=None, config=cfg, budget=Budget(cfg.budget, meter), meter=meter, evidence=observation_model(cfg)
+            state,
+            client=None,
+            config=cfg,
+            budget=Budget(cfg.budget, meter),
+            meter=meter,
+            evidence=observation_model(cfg),
         )
         loop.seed()
         facts = SupportingFacts(q, articles, [r.to_dict() for r in dec.requirements])
@@ -307,7 +312,9 @@ def _cv(rows, proto, sampled, folds=5, grid=(0.01, 0.1, 1.0, 10.0, 100.0)):
     def fit(train, lam):
         (bc,), bi = logistic_fit([[d[1]] for d in train], [d[3] for d in train], 1.0)
         off = [bi + bc * d[1] for d in train]
-        (w,), w0 = logistic_fit([[d[2]] for d in train], [d[3] for d in train], lam, offset=off, penalize_intercept=True)
+        (w,), w0 = logistic_fit(
+            [[d[2]] for d in train], [d[3] for d in train], lam, offset=off, penalize_intercept=True
+        )
         return bc, bi, w, w0
 
     def loss(model, test):
@@ -396,8 +403,10 @@ def analyse(args) -> None:
     # sentence citation: how often a positive choice reading names a supporting sentence
     ch = [p for r in rows for p in r["pairs"] if p.get("choice") and p["choice"]["found"] and p["label"]]
     if ch:
-        print(f"choice: found readings in evidence windows naming a supporting sentence: "
-              f"{sum(p['choice']['gold_sentence'] for p in ch)}/{len(ch)}")
+        print(
+            f"choice: found readings in evidence windows naming a supporting sentence: "
+            f"{sum(p['choice']['gold_sentence'] for p in ch)}/{len(ch)}"
+        )
 
 
 def main(argv=None) -> int:

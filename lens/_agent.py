@@ -25,7 +25,7 @@ from lens._corpus import scan_corpus
 from lens._cost import CostMeter
 from lens._errors import LensError
 from lens._grading import observation_model
-from lens._llm import LLMClient, LLMError, LLMUnavailableError, open_client, refusal
+from lens._llm import LLMClient, LLMError, LLMUnavailableError, open_client, refusal, rejected_every_call
 from lens._loop import PRIOR_RECORD_DEPTH, Loop, LoopState, Observer
 from lens._memory import Eligibility, MemoryLogError, MemoryStore, all_past, memory_key, memory_signal, new_entry
 from lens._prior import Prior, merge_round_robin
@@ -151,6 +151,9 @@ class Agent:
         decomposition = state.decomposition
         stop = self._explore(q, loop)
         answer, stop, certified, covered, evidence, missing = self._answer(q, loop, stop)
+        refused = rejected_every_call(q.meter)
+        if refused is not None:  # the endpoint rejected the one call made: nothing was asked, nothing is recorded
+            raise refused
         if any(state.bridge_cues.values()):
             q.stages.append({"stage": "bridge", "learned_cues": {k: v for k, v in state.bridge_cues.items() if v}})
         statuses = self._statuses(state, certified, covered, evidence)
@@ -235,6 +238,12 @@ class Agent:
             raise LensError("the question is empty")
         if len(question) > MAX_QUESTION_CHARS:
             raise LensError(f"the question is {len(question):,} characters long; the limit is {MAX_QUESTION_CHARS:,}")
+        try:
+            question.encode("utf-8")
+        except UnicodeEncodeError as exc:  # a lone surrogate (a "\ud800" JSON escape): no request can carry it
+            raise LensError(
+                f"the question is not valid Unicode: a lone surrogate at character {exc.start + 1}"
+            ) from None
         if cfg.llm.cache and cfg.llm.cache_dir and _inside(Path(cfg.llm.cache_dir), Path(path)):
             raise LensError(
                 f"llm.cache_dir {cfg.llm.cache_dir}: inside the document folder {path}; lens never writes there"
@@ -407,10 +416,14 @@ class Agent:
 
     @staticmethod
     def _statuses(state: LoopState, certified: set[str], covered: set[str], evidence: list[Evidence]):
+        """Each requirement's status: certified by the loop; covered when the coverage reply says the evidence
+        states it *and* the evidence holds a span the code verified for it (the reply alone proves nothing);
+        else unresolved."""
         out = []
         for r in state.decomposition.requirements:
             ev_ids = tuple(e.id for e in evidence if r.id in e.requirements)
-            status = "certified" if r.id in certified else ("covered" if r.id in covered else "unresolved")
+            covers = r.id in covered and _verified_in(state, r.id, evidence)
+            status = "certified" if r.id in certified else ("covered" if covers else "unresolved")
             out.append(
                 RequirementStatus(
                     r.id,
@@ -498,6 +511,17 @@ def _prior_candidates(state: LoopState, depth: int) -> list[str]:
     ``PRIOR_RECORD_DEPTH``) merged round robin, at most ``depth``."""
     lists = [state.prior_record.get(r.id, []) for r in state.requirements]
     return [state.view.docs[i].doc_id for i in merge_round_robin(lists, depth)]
+
+
+def _verified_in(state: LoopState, rid: str, evidence: list[Evidence]) -> bool:
+    """Whether a finding verified for ``rid`` (its quote or value found in the document's text) lies inside one
+    of the evidence regions."""
+    for f in state.findings.get(rid, []):
+        doc_id = state.view.docs[state.windows[f.window_key].doc_index].doc_id
+        for e in evidence:
+            if e.doc_id == doc_id and all(e.first_sentence <= i <= e.last_sentence for i in f.sentences):
+                return True
+    return False
 
 
 def _inside(child: Path, parent: Path) -> bool:

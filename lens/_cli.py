@@ -197,7 +197,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(_resolve(args._handler)(args) or 0)
     except LensError as exc:
-        print(f"lens: error: {exc}", file=sys.stderr)
+        from lens._progress import for_terminal
+
+        print(f"lens: error: {for_terminal(str(exc))}", file=sys.stderr)  # it may quote a file or an endpoint
         return 2
     except KeyboardInterrupt:
         print("lens: interrupted", file=sys.stderr)

@@ -126,7 +126,7 @@ def ask(args: argparse.Namespace) -> int:
         if _inside(mem_dir, Path(args.path)):
             raise LensError(f"--memory {mem_dir}: inside the document folder {args.path}; lens never writes there")
         memory = MemoryStore(mem_dir, capacity=cfg.memory.capacity)
-    from lens._progress import Progress, TerminalProgress
+    from lens._progress import Progress, TerminalProgress, for_terminal
 
     # progress on a terminal only (stderr a TTY, not --json); the last snapshot is kept for an interrupted run
     terminal = TerminalProgress(sys.stderr) if sys.stderr.isatty() and not args.json else None
@@ -156,17 +156,21 @@ def ask(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(result.to_json(trace=not args.no_trace) + "\n")
         return 0
+
+    def say(line: str) -> None:  # document text, the model's answer and file names: never terminal commands
+        print(for_terminal(line))
+
     flag = "  (best effort: " + _why(result) + ")" if result.best_effort else ""
-    print(f"Answer: {result.answer or '(no answer found)'}{flag}")
+    say(f"Answer: {result.answer or '(no answer found)'}{flag}")
     if result.evidence:
-        print("Evidence:")
+        say("Evidence:")
         for e in result.evidence:
             snippet = e.text if len(e.text) <= 160 else e.text[:157] + "..."
             reqs = ",".join(e.requirements) or "-"
-            print(f"  [{e.id}] {e.citation}  ({e.status}; {reqs})  {snippet}")
+            say(f"  [{e.id}] {e.citation}  ({e.status}; {reqs})  {snippet}")
     c = result.cost
     failed = f"; {c['failed_calls']} failed requests, {c['retries']} retried" if c.get("failed_calls") else ""
-    print(
+    say(
         f"Cost: {c['oracle_calls']} oracle calls ({c['cache_hits']} cached, bound {c['max_oracle_calls']}{failed}), "
         f"{c['tokens']:,} tokens ({c['prompt_tokens']:,} prompt + {c['completion_tokens']:,} completion), "
         f"{c['seconds']:.1f} s, {c['rounds']} rounds · stop: {result.stop_reason} · model {result.model}"
@@ -175,9 +179,9 @@ def ask(args: argparse.Namespace) -> int:
     bad = result.corpus.get("bad_encoding") or 0
     if skipped or bad:
         extra = f" · {bad} files with invalid UTF-8 read with U+FFFD" if bad else ""
-        print(f"Skipped: {skipped or 'none'}{extra}")
+        say(f"Skipped: {skipped or 'none'}{extra}")
     for note in result.notes:
-        print(f"Note: {note}")
+        say(f"Note: {note}")
     return 0
 
 

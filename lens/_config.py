@@ -16,9 +16,12 @@ import math
 import os
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterable, Literal, Mapping
+from typing import Annotated, Any, Iterable, Literal, Mapping
 
-import tomllib
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: tomli is the same parser, before it joined the stdlib
+    import tomli as tomllib
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from lens._errors import LensError
@@ -49,7 +52,9 @@ class ConfigError(LensError, ValueError):
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    # every number is finite and every numeric field bounded: a value no endpoint or machine can honour
+    # (llm.temperature=-7.5, llm.max_output_tokens=1e12) is a configuration error naming its field
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 
 
 class LLMSettings(_Section):
@@ -57,19 +62,19 @@ class LLMSettings(_Section):
     model: str | None = Field(None, description="Model name at the endpoint; defaults to local_model.")
     local_model: Literal["qwen2.5-coder-1.5b-instruct", "qwen2.5-coder-0.5b-instruct"] = "qwen2.5-coder-1.5b-instruct"
     api_key_env: str = Field("LENS_API_KEY", description="Name of the environment variable holding the key.")
-    temperature: float = 0.0
-    seed: int = 0
-    max_output_tokens: int = Field(512, ge=1)
-    call_timeout_s: float = Field(120.0, gt=0)
+    temperature: float = Field(0.0, ge=0, le=2, description="Sampling temperature (OpenAI's range).")
+    seed: int = Field(0, ge=0, le=2**32 - 1)
+    max_output_tokens: int = Field(512, ge=1, le=131_072)
+    call_timeout_s: float = Field(120.0, gt=0, le=86_400)
     logprobs: bool = Field(True, description="Ask observation calls for token log-probabilities (graded evidence).")
     # transport: how hard to try, not what is asked; a resume may change them
-    max_retries: int = Field(3, ge=0, json_schema_extra=_NOT_HASHED)
-    retry_backoff_s: float = Field(1.0, ge=0, json_schema_extra=_NOT_HASHED)
+    max_retries: int = Field(3, ge=0, le=20, json_schema_extra=_NOT_HASHED)
+    retry_backoff_s: float = Field(1.0, ge=0, le=600, json_schema_extra=_NOT_HASHED)
     cache: bool = True
     cache_dir: str | None = Field(None, json_schema_extra=_NOT_HASHED)
-    n_ctx: int = Field(8192, ge=512, description="Context window of the embedded server.")
-    n_threads: int | None = Field(None, json_schema_extra=_NOT_HASHED)
-    startup_timeout_s: float = Field(300.0, gt=0, json_schema_extra=_NOT_HASHED)
+    n_ctx: int = Field(8192, ge=512, le=131_072, description="Context window of the embedded server.")
+    n_threads: int | None = Field(None, ge=1, le=1024, json_schema_extra=_NOT_HASHED)
+    startup_timeout_s: float = Field(300.0, gt=0, le=86_400, json_schema_extra=_NOT_HASHED)
 
     @property
     def served_model(self) -> str:
@@ -95,12 +100,12 @@ class LLMSettings(_Section):
 
 
 class BudgetSettings(_Section):
-    max_tokens_per_query: int = Field(128_000, ge=1)
-    max_files: int = Field(10, ge=1, description="Files admitted to evidence extraction.")
-    max_rounds: int = Field(6, ge=0, description="L: exploration rounds of the propose-observe-update loop.")
-    c0: int = Field(4, ge=0)
-    c1: int = Field(2, ge=1)
-    question_timeout_s: float = Field(300.0, gt=0)
+    max_tokens_per_query: int = Field(128_000, ge=1, le=100_000_000)
+    max_files: int = Field(10, ge=1, le=100_000, description="Files admitted to evidence extraction.")
+    max_rounds: int = Field(6, ge=0, le=1000, description="L: exploration rounds of the propose-observe-update loop.")
+    c0: int = Field(4, ge=0, le=1000)
+    c1: int = Field(2, ge=1, le=1000)
+    question_timeout_s: float = Field(300.0, gt=0, le=86_400)
 
     @property
     def max_oracle_calls(self) -> int:
@@ -108,15 +113,15 @@ class BudgetSettings(_Section):
 
 
 class PriorSettings(_Section):
-    candidates: int = Field(10, ge=1, description="|C_init|: documents kept by the prior.")
-    title_weight: float = 3.0
-    lexical_weight: float = 1.0
-    layout_weight: float = 0.5
-    memory_weight: float = 2.0
+    candidates: int = Field(10, ge=1, le=100_000, description="|C_init|: documents kept by the prior.")
+    title_weight: float = Field(3.0, ge=0, le=1000)
+    lexical_weight: float = Field(1.0, ge=0, le=1000)
+    layout_weight: float = Field(0.5, ge=0, le=1000)
+    memory_weight: float = Field(2.0, ge=0, le=1000)
     link_hop: bool = True
-    link_hop_seeds: int = 2
-    window_sentences: int = Field(6, ge=1, description="Sentences per candidate window.")
-    temperature: float = Field(1.0, gt=0, description="Prior weight of a document = exp(score / temperature).")
+    link_hop_seeds: int = Field(2, ge=0, le=1000)
+    window_sentences: int = Field(6, ge=1, le=1000, description="Sentences per candidate window.")
+    temperature: float = Field(1.0, gt=0, le=1000, description="Prior weight of a document = exp(score / temperature).")
 
 
 # features that exist only where the endpoint returns token log-probabilities (see lens._grading)
@@ -135,9 +140,9 @@ class GradedEvidence(_Section):
     intercept_no_logprob: float
     base_coef: float
     base_intercept: float
-    max_log_lr: float = Field(4.6, gt=0, description="|log LR| cap of one reading.")
-    n: int = Field(0, ge=0, description="Labelled readings behind the fit.")
-    auc: float | None = Field(None, description="Cross-validated AUC (reported, not used).")
+    max_log_lr: float = Field(4.6, gt=0, le=100, description="|log LR| cap of one reading.")
+    n: int = Field(0, ge=0, le=10**12, description="Labelled readings behind the fit.")
+    auc: float | None = Field(None, ge=0, le=1, description="Cross-validated AUC (reported, not used).")
 
     def logit(self, features: Mapping[str, float], *, logprobs: bool) -> float:
         """log-odds that the window holds the fact, given a reading's features (the model fitted without the
@@ -169,7 +174,7 @@ class OracleReliability(_Section):
 
     tpr: float = Field(0.6, gt=0, lt=1)
     fpr: float = Field(0.2, gt=0, lt=1)
-    n: int = Field(0, ge=0, description="Labelled judgements behind the estimate (0 = uncalibrated prior).")
+    n: int = Field(0, ge=0, le=10**12, description="Labelled judgements behind the estimate (0 = uncalibrated prior).")
     graded: GradedEvidence | None = None
 
     def log_lr(self, relevant: bool) -> float:
@@ -181,7 +186,7 @@ class OracleReliability(_Section):
 
 class LoopSettings(_Section):
     delta: float = Field(0.1, gt=0, lt=1, description="Error level of the GLR stopping threshold.")
-    gamma: dict[str, float] = Field(
+    gamma: dict[str, Annotated[float, Field(gt=0, le=100)]] = Field(
         default_factory=lambda: {
             "lookup": 1.0,
             "bridge": 1.2,
@@ -191,9 +196,9 @@ class LoopSettings(_Section):
         }
     )
     relaxed_factor: float = Field(0.5, gt=0, le=1, description="Threshold multiplier on self-correction.")
-    windows_per_round: int = Field(3, ge=1)
-    evidence_docs: int = Field(4, ge=1, description="Documents kept in the consolidated evidence set E*.")
-    window_token_cap: int = Field(1500, ge=64)
+    windows_per_round: int = Field(3, ge=1, le=1000)
+    evidence_docs: int = Field(4, ge=1, le=1000, description="Documents kept in the consolidated evidence set E*.")
+    window_token_cap: int = Field(1500, ge=64, le=1_000_000)
     reliability: dict[str, OracleReliability] = Field(default_factory=dict)
     observation_model: Literal["graded", "single-rate"] = Field(
         "graded", description="How a reading moves a belief; graded falls back to single-rate when uncalibrated."
@@ -202,7 +207,7 @@ class LoopSettings(_Section):
 
 class MemorySettings(_Section):
     enabled: bool = True
-    capacity: int = Field(32, ge=0)
+    capacity: int = Field(32, ge=0, le=1_000_000)
     min_posterior: float = Field(
         0.1,
         ge=0,
@@ -214,15 +219,16 @@ class MemorySettings(_Section):
 
 
 class ReaderSettings(_Section):
-    max_file_bytes: int = Field(20_000_000, ge=1)
+    max_file_bytes: int = Field(20_000_000, ge=1, le=2**40)
     max_container_bytes: int = Field(
         400_000_000,
         ge=1,
+        le=2**40,
         description="A .jsonl/.bz2 container is read line by line up to this many (decompressed) bytes; "
         "its records stay in memory as one copy of their text.",
     )
     follow_symlinks: bool = False
-    workers: int = Field(1, ge=1, json_schema_extra=_NOT_HASHED)  # threads lose to serial reads under the GIL
+    workers: int = Field(1, ge=1, le=1024, json_schema_extra=_NOT_HASHED)  # threads lose to serial reads under the GIL
     reuse_unchanged: bool = Field(
         True,
         json_schema_extra=_NOT_HASHED,
@@ -389,6 +395,8 @@ def load_config(
             text = p.read_text(encoding="utf-8")
         except OSError as exc:
             raise ConfigError(f"{p}: cannot read config file: {exc.strerror or exc}") from None
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"{p}: not UTF-8 text (byte {exc.start + 1}); TOML files are UTF-8") from None
         merged = _deep_merge(merged, _read_toml(text, str(p)))
         sources.append(str(p))
     if env_data:

@@ -40,6 +40,8 @@ class CostMeter:
         self._lock = threading.Lock()
         self._cost = Cost()
         self.last_error: str | None = None  # the message of the last call that failed for good
+        self._failed = 0  # calls that failed for good
+        self._rejections: dict[str, int] = {}  # what the endpoint said rejecting a request -> how many calls
 
     def add(
         self, *, prompt_tokens: int, completion_tokens: int, cache_hit: bool, seconds: float, cached_tokens: int = 0
@@ -67,12 +69,25 @@ class CostMeter:
         with self._lock:
             self._cost = replace(self._cost, retries=self._cost.retries + 1)
 
-    def add_error(self, message: str, *, endpoint: bool) -> None:
-        """A call that failed for good (after its retries); ``endpoint``: because of the endpoint."""
+    def add_error(self, message: str, *, endpoint: bool, rejected: str | None = None) -> None:
+        """A call that failed for good (after its retries); ``endpoint``: because of the endpoint; ``rejected``:
+        the status and message with which the endpoint rejected the request (HTTP 400/413/422), if it did."""
         with self._lock:
             self.last_error = message
+            self._failed += 1
+            if rejected is not None:
+                self._rejections[rejected] = self._rejections.get(rejected, 0) + 1
             if endpoint:
                 self._cost = replace(self._cost, endpoint_errors=self._cost.endpoint_errors + 1)
+
+    def rejection(self) -> tuple[str, int] | None:
+        """(what the endpoint said, how many calls) when it rejected every call made so far with one and the
+        same request error — none answered, none failed otherwise —, else None."""
+        with self._lock:
+            if self._cost.oracle_calls or len(self._rejections) != 1:
+                return None
+            said, n = next(iter(self._rejections.items()))
+            return (said, n) if n == self._failed else None
 
     @property
     def cost(self) -> Cost:

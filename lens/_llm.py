@@ -6,7 +6,9 @@
   request quoting the error; a second failure raises LLMFormatError, which callers handle.
 - Token counts are the response's ``usage`` (authoritative). Cache hits report zero tokens and ``cache_hit``.
 - The API key is read from the environment variable the configuration names; it is never logged, cached,
-  hashed or written anywhere.
+  hashed or written anywhere, and an endpoint's error message that echoes it has it redacted.
+- An endpoint that rejects every call of a question with one and the same request error (HTTP 400/413/422, e.g.
+  a parameter it does not accept) has refused the question (``EndpointRefusedError``), like one that refuses auth.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ __all__ = [
     "EndpointRefusedError",
     "is_endpoint_failure",
     "refusal",
+    "rejected_every_call",
     "open_client",
 ]
 
@@ -61,9 +64,10 @@ class LLMTimeoutError(LLMError):
 
 
 class _StatusError(LLMError):
-    def __init__(self, message: str, *, status: int | None = None):
+    def __init__(self, message: str, *, status: int | None = None, said: str = ""):
         super().__init__(message)
         self.status = status
+        self.said = said  # the endpoint's own error message (one line, the API key redacted)
 
 
 class LLMRateLimitError(_StatusError):
@@ -191,10 +195,14 @@ class LLMClient:
         backend: str = "remote",
         runtime: dict | None = None,
         health: Callable[[], str | None] | None = None,
+        key_name: str = "api_key",
     ):
+        """``key_name`` names where ``api_key`` came from (the environment variable) in errors about it."""
         import httpx
         import openai
 
+        _check_key(api_key, key_name)
+        self._key = api_key  # only to redact it from the endpoint's error messages
         self.settings = settings or LLMSettings()
         self.base_url = base_url
         self.model = model
@@ -277,7 +285,8 @@ class LLMClient:
                     meter=meter,
                 )
             if meter is not None:
-                meter.add_error(str(exc), endpoint=is_endpoint_failure(exc))
+                rejected = f"{_status_words(exc.status)}: {exc.said}" if exc.status in _REQUEST_LEVEL else None
+                meter.add_error(str(exc), endpoint=is_endpoint_failure(exc), rejected=rejected)
             raise
         except LLMError as exc:
             if meter is not None:
@@ -303,7 +312,9 @@ class LLMClient:
                 stored["top_logprobs"] = [[list(a) for a in alts] for alts in tops]
             self.cache.put(key, request, stored)
         log.debug("llm call model=%s prompt=%d (cached %d) completion=%d %.2fs", self.model, pt, cached, ct, seconds)
-        return LLMResponse(text, pt, ct, False, seconds, self.model, logprobs=token_lps, top_logprobs=tops, cached_tokens=cached)
+        return LLMResponse(
+            text, pt, ct, False, seconds, self.model, logprobs=token_lps, top_logprobs=tops, cached_tokens=cached
+        )
 
     def chat_json(
         self,
@@ -432,9 +443,11 @@ class LLMClient:
         except oa.APIStatusError as exc:
             if exc.status_code >= 500:
                 raise _Transient("server", exc) from None
+            said = self._said(exc)
             raise LLMRequestError(
-                f"{self.base_url} rejected the request for model {self.model!r}: HTTP {exc.status_code} {_short(exc)}",
+                f"{self.base_url} rejected the request for model {self.model!r}: HTTP {exc.status_code} {said}",
                 status=exc.status_code,
+                said=said,
             ) from None
 
     def _raise_final(self, last: _Transient) -> None:
@@ -448,19 +461,41 @@ class LLMClient:
                 f"{self.model} at {self.base_url}: rate-limited (429) on all {n} attempts", status=429
             ) from None
         if last.kind == "server":
+            said = self._said(last.exc)
             raise LLMServerError(
-                f"{self.model} at {self.base_url}: server error on all {n} attempts: {_short(last.exc)}",
+                f"{self.model} at {self.base_url}: server error on all {n} attempts: {said}",
                 status=getattr(last.exc, "status_code", None),
+                said=said,
             ) from None
         died = self._health() if self._health is not None else None
         if died:
             raise LLMUnavailableError(died) from None
         raise LLMUnavailableError(f"cannot reach {self.base_url} ({n} attempts): {type(last.exc).__name__}") from None
 
+    def _said(self, exc: BaseException) -> str:
+        """What the endpoint said in ``exc`` (the error body's message): one line of at most 300 characters, with
+        the API key redacted — every endpoint message lens prints or writes passes through here."""
+        body = getattr(exc, "body", None)
+        said = body.get("message") if isinstance(body, dict) else body
+        if not isinstance(said, str) or not said.strip():
+            said = getattr(exc, "message", None) or str(exc)
+        if self._key:
+            said = said.replace(self._key, "[API key redacted]")
+        return " ".join(said.split())[:300]
 
-def _short(exc: BaseException) -> str:
-    msg = getattr(exc, "message", None) or str(exc)
-    return msg[:300]
+
+def _check_key(key: str | None, name: str) -> None:
+    """LLMUnavailableError naming ``name`` (never the key) unless ``key`` can travel in an HTTP header: printable
+    ASCII, no space at its end."""
+    key = key or ""
+    for i, ch in enumerate(key, 1):
+        if " " <= ch <= "~" and not (ch == " " and i == len(key)):
+            continue
+        what = "a space at its end" if ch == " " else "a newline" if ch in "\r\n" else "a control character"
+        what = what if ch.isascii() else "a non-ASCII character"
+        raise LLMUnavailableError(
+            f"{name}: the API key holds {what} at position {i}, which an HTTP header cannot carry (printable ASCII only)"
+        )
 
 
 def _with_parsed(resp: LLMResponse, parsed: Any, extra: LLMResponse | None = None) -> LLMResponse:
@@ -544,7 +579,7 @@ def refusal(exc: BaseException, meter: CostMeter, settings: LLMSettings) -> Endp
         return None
     timed_out = isinstance(exc, LLMTimeoutError) or (isinstance(exc, LLMDeadlineError) and cost.failed_calls > 0)
     if not (timed_out or is_endpoint_failure(exc)):
-        return None
+        return rejected_every_call(meter, at_least=2)  # one failed request may be this request's own fault
     if isinstance(exc, EndpointRefusedError):
         return exc
     attempts = settings.max_retries + 1
@@ -571,6 +606,15 @@ def refusal(exc: BaseException, meter: CostMeter, settings: LLMSettings) -> Endp
     return EndpointRefusedError(f"the endpoint refused every call: {words}: {exc}")
 
 
+def rejected_every_call(meter: CostMeter, *, at_least: int = 1) -> EndpointRefusedError | None:
+    """The error to raise when the endpoint rejected every call of a question (at least ``at_least`` of them) with
+    one and the same request error: that says nothing about the question (a setting it does not accept)."""
+    found = meter.rejection()
+    if found is None or found[1] < at_least:
+        return None
+    return EndpointRefusedError(f"the endpoint rejected every call: {found[0]}")
+
+
 def open_client(config: LensConfig) -> LLMClient:
     """The client a configuration describes: its endpoint, or the embedded local model started on demand."""
     s = config.llm
@@ -587,6 +631,7 @@ def open_client(config: LensConfig) -> LLMClient:
             api_key=os.environ.get(s.api_key_env) or None,
             cache=cache,
             backend="remote",
+            key_name=s.api_key_env,
         )
     from lens._embedded import embedded_server
 

@@ -14,7 +14,8 @@ the folder again as it opens it (a folder swapped for a link out after the check
 environment and ``--set``. The server holds one LLM client, so the embedded model starts once, on the first
 ``ask``. While an ``ask`` runs, a client that asked for progress (a progress token) receives a notification as
 each stage starts: progress = loop rounds started, total = the budget's rounds, and the stage line (oracle calls,
-tokens, seconds so far).
+tokens, seconds so far). A client that cancels an ``ask`` (``notifications/cancelled``) or disconnects stops it
+before its next LLM call: the call in flight is the last one made.
 Document text is returned as data (the cited evidence) and never becomes an instruction to the agent; the
 tools only read.
 """
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -83,6 +85,34 @@ class Roots:
         return real
 
 
+class _Cancelled(LensError):
+    """The client cancelled the question or left; raised instead of its next LLM call."""
+
+
+class _CancellableClient:
+    """The shared LLM client, for one question: each call first checks that the client still waits for it."""
+
+    def __init__(self, client: Any, cancelled: threading.Event) -> None:
+        self._client = client
+        self._cancelled = cancelled
+
+    def __getattr__(self, name: str) -> Any:  # model, base_url, settings, …: the shared client's
+        return getattr(self._client, name)
+
+    def _check(self) -> None:
+        if self._cancelled.is_set():
+            raise _Cancelled("the client cancelled the question")
+
+    def chat(self, *args: Any, **kwargs: Any) -> Any:
+        self._check()
+        return self._client.chat(*args, **kwargs)
+
+    def chat_json(self, *args: Any, **kwargs: Any) -> Any:
+        self._check()
+        # the client's own chat_json with this object as ``self``: its repair request also comes through chat
+        return type(self._client).chat_json(self, *args, **kwargs)
+
+
 def ask_payload(result: Any) -> dict[str, Any]:
     """What the ``ask`` tool returns: the answer, its flags, the cited evidence and the cost (no trace)."""
     cost = result.cost
@@ -133,7 +163,6 @@ def build_server(config: "LensConfig", roots: Roots, *, client: Any = None):
         from mcp_types import ToolAnnotations
     except ImportError as exc:  # pragma: no cover - the extra is missing
         raise LensError("lens mcp needs the mcp SDK: pip install 'lens-search[mcp]'") from exc
-    import threading
 
     from lens import __version__
     from lens._agent import Agent
@@ -164,14 +193,22 @@ def build_server(config: "LensConfig", roots: Roots, *, client: Any = None):
         if not question.strip():
             raise ToolError("question is empty")
 
+        cancelled = threading.Event()
+
         def progress(p: Progress) -> None:  # on the asking thread: hand the notification to the server's loop
-            anyio.from_thread.run(ctx.report_progress, float(p.round), float(p.max_rounds), p.line())
+            if not cancelled.is_set():  # nobody listens any more (and the loop may be gone)
+                anyio.from_thread.run(ctx.report_progress, float(p.round), float(p.max_rounds), p.line())
 
         def run() -> Any:  # the scan checks the folder again as it opens it: it may have changed since
-            return Agent(config, client=llm(), progress=progress, within=roots.paths).ask(question, where)
+            client = _CancellableClient(llm(), cancelled)
+            return Agent(config, client=client, progress=progress, within=roots.paths).ask(question, where)
 
         try:
-            result = await anyio.to_thread.run_sync(run)
+            # abandon_on_cancel: a cancel reaches this coroutine at once, not when the question ends
+            result = await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
+        except anyio.get_cancelled_exc_class():  # the client cancelled or disconnected
+            cancelled.set()  # the thread stops before its next LLM call
+            raise
         except LensError as exc:  # an unusable folder, an unreachable endpoint: the client reads why
             raise ToolError(str(exc)) from None
         return ask_payload(result)

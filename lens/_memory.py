@@ -80,6 +80,8 @@ class MemoryEntry:
 
     @classmethod
     def from_dict(cls, d: dict, where: str) -> "MemoryEntry":
+        if not isinstance(d, dict):
+            raise MemoryLogError(f"{where}: not a JSON object")
         try:
             emb = d.get("embedding")
             return cls(
@@ -174,14 +176,17 @@ class MemoryStore:
             return self._cache[2]
         out: list[MemoryEntry] = []
         try:
-            with open(path, encoding="utf-8") as fh:
-                for n, line in enumerate(fh, 1):
-                    if not line.strip() or not line.endswith("\n"):
-                        continue
+            with open(path, "rb") as fh:
+                for n, raw in enumerate(fh, 1):
+                    if not raw.strip() or not raw.endswith(b"\n"):
+                        continue  # a torn last line from a crash is ignored (and cut by the next append)
                     try:
-                        d = json.loads(line)
-                    except json.JSONDecodeError as exc:
-                        raise MemoryLogError(f"{path}:{n}: malformed JSON ({exc.msg})") from None
+                        d = json.loads(raw.decode("utf-8"))
+                    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+                        why = (
+                            f"malformed JSON ({exc.msg})" if isinstance(exc, json.JSONDecodeError) else "not UTF-8 text"
+                        )
+                        raise MemoryLogError(f"{path}:{n}: {why}") from None
                     out.append(MemoryEntry.from_dict(d, f"{path}:{n}"))
         except OSError as exc:
             raise MemoryLogError(f"{path}: cannot read the memory log ({exc.strerror or exc})") from None

@@ -8,16 +8,27 @@ callback runs on the asking thread and must not raise; its return value is ignor
 :class:`TerminalProgress` is the CLI's watcher: one line on a terminal's stderr, redrawn at each event and once a
 second (the elapsed time), erased when the question ends. The CLI uses it only when stderr is a TTY and the
 output is not ``--json``.
+
+:func:`for_terminal` is how the CLI prints text it did not write (documents, answers, an endpoint's messages):
+with control characters escaped, so no document or model can set the window title or clear the screen.
 """
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from dataclasses import dataclass
 from typing import Callable, TextIO
 
-__all__ = ["Progress", "ProgressCallback", "TerminalProgress"]
+__all__ = ["Progress", "ProgressCallback", "TerminalProgress", "for_terminal"]
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # C0, DEL and C1 (0x9b is a one-byte CSI on some terminals)
+
+
+def for_terminal(text: str) -> str:
+    """``text`` with every control character (newlines and ESC included) written as a ``\\xNN`` escape."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal
 
-import tomllib
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: tomli is the same parser, before it joined the stdlib
+    import tomli as tomllib
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from harness.files import canonical_json, sha256_bytes

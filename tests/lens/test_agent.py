@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from lens._agent import MAX_QUESTION_CHARS, Agent
 from lens._config import load_config
 from lens._errors import LensError
-from lens._memory import MemoryStore, all_past, new_entry
+from lens._memory import MemoryLogError, MemoryStore, all_past, new_entry
 
 from .conftest import BASE_URL, CHAT_URL, MODEL
 from .scripted_oracle import Rule, ScriptedOracle
@@ -172,6 +172,35 @@ def test_lookup_cites_the_sentence_with_its_lines_and_hash(run_agent, lights):
     assert "Its first keeper was Agnes Rook." in lines[top.line_start - 1 : top.line_end]
     assert top.sha256 == hashlib.sha256((lights / top.path).read_bytes()).hexdigest()
     json.loads(result.to_json())  # the whole result is JSON-serialisable
+
+
+def test_a_coverage_reply_alone_covers_no_requirement(run_agent, lights):
+    """Coverage rests on what the code verified: a model that reads nothing and calls the evidence complete
+    leaves the requirement unresolved and the answer best effort."""
+
+    class SaysComplete(ScriptedOracle):
+        def _coverage(self, user: str) -> dict:
+            return {"complete": True, "missing": []}
+
+    oracle = SaysComplete(synthesis=lambda p: "Agnes Rook")  # no rule: no reading verifies anything
+    result = run_agent(oracle, "Who was the first keeper of Calder Point Light?", lights)
+
+    assert "coverage" in oracle.calls and not any(e.status in ("confirmed", "found") for e in result.evidence)
+    assert [r.status for r in result.requirements] == ["unresolved"] and result.best_effort
+
+
+def test_a_requirement_the_loop_verified_but_did_not_certify_is_covered_when_the_reply_agrees(run_agent, tmp_path):
+    folder = tmp_path / "one"  # one document: after one reading no window is left to read ("candidates")
+    write(folder, "calder.md", "# Calder Point Light\n\nThe tower is 27 m tall.\nIts first keeper was Agnes Rook.\n")
+    oracle = ScriptedOracle(
+        rules=[Rule("first keeper", "Agnes Rook", "Its first keeper was Agnes Rook.", "Agnes Rook")],
+        synthesis=lambda p: "Agnes Rook",
+    )
+    cfg = config(loop__delta=0.001)  # one verified reading does not reach the threshold
+    result = run_agent(oracle, "Who was the first keeper of Calder Point Light?", folder, cfg=cfg)
+
+    assert "coverage" in oracle.calls and [e.status for e in result.evidence] == ["found"]
+    assert [r.status for r in result.requirements] == ["covered"]
 
 
 # --------------------------------------------------------------------------- stopping and budget
@@ -457,6 +486,27 @@ def test_a_folder_swapped_for_a_link_out_after_it_was_checked_is_refused(tmp_pat
     (root / "docs").symlink_to(outside, target_is_directory=True)
     with pytest.raises(LensError, match="outside .*; refused"):
         Agent(config(), client=make_client(), within=[root.resolve()]).ask("Who was the keeper?", checked)
+
+
+@pytest.mark.parametrize(
+    "line, why", [(b"[1, 2, 3]\n", "not a JSON object"), (b'{"question": "caf\xe9"}\n', "not UTF-8 text")]
+)
+def test_a_memory_line_that_is_no_entry_is_one_error_naming_the_line(tmp_path, line, why):
+    store = MemoryStore(tmp_path / "m")
+    store.append([_entry(0, "height of the tower")])
+    with open(store.log_path, "ab") as fh:
+        fh.write(line)
+
+    with pytest.raises(MemoryLogError, match=f"memory.jsonl:2: {why}$"):
+        store.entries()
+
+
+def test_a_question_with_a_lone_surrogate_is_one_error_before_any_call(make_client, lights):
+    with respx.mock(assert_all_called=False) as router:
+        route = router.post(CHAT_URL)
+        with pytest.raises(LensError, match="the question is not valid Unicode: a lone surrogate at character 5"):
+            Agent(config(), client=make_client()).ask("Who \ud800 kept Calder Point Light?", lights)
+    assert route.call_count == 0
 
 
 def test_memory_folder_inside_the_document_folder_is_refused(lights):

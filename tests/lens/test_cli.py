@@ -13,6 +13,8 @@ import pytest
 
 from lens._cli import main
 
+from .conftest import BASE_URL, completion, error
+
 HEAVY = (
     "openai",
     "httpx",
@@ -134,3 +136,29 @@ def test_usage_errors_exit_with_argparse_code(capsys):
         main(["corpus", "stats"])
     assert e.value.code == 2
     assert "path" in capsys.readouterr().err
+
+
+def test_lens_ask_escapes_control_characters_from_documents_and_answers(tmp_path, endpoint, capsys):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "sky.txt").write_text("The sky is blue.\x1b]0;pwned\x07 It was \x1b[2J clear.\n")
+    endpoint.chat.mock(return_value=completion(json.dumps({"answer": "blue\x1b]0;owned\x07", "missing": []})))
+    argv = ["ask", "What colour is the sky?", str(folder), "--base-url", BASE_URL, "--set", "llm.cache=false"]
+
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out
+    assert out.startswith("Answer: blue") and "\\x1b]0;" in out and "\\x1b[2J" in out
+
+    assert main([*argv, "--json"]) == 0  # JSON is data: its strings keep every character
+    assert "\x1b]0;" in json.loads(capsys.readouterr().out)["answer"]
+
+
+def test_an_error_line_escapes_control_characters_the_endpoint_sent(endpoint, capsys):
+    endpoint.chat.mock(return_value=error(402, "no\x1b[2J"))
+    folder = Path(__file__).resolve().parents[2] / "corpora" / "demo"
+
+    rc = main(["ask", "Which light is taller?", str(folder), "--base-url", BASE_URL, "--set", "llm.max_retries=0"])
+
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "\x1b" not in err and "no\\x1b[2J" in err

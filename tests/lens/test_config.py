@@ -164,6 +164,36 @@ def test_invalid_environment_value_names_the_field():
     assert "environment" in str(e.value)
 
 
+@pytest.mark.parametrize(
+    "override, field",
+    [
+        ("llm.temperature=-7.5", "llm.temperature"),
+        ("llm.temperature=2.5", "llm.temperature"),
+        ("llm.max_output_tokens=1e12", "llm.max_output_tokens"),
+        ("llm.call_timeout_s=Infinity", "llm.call_timeout_s"),
+        ("llm.seed=-1", "llm.seed"),
+        ("budget.max_tokens_per_query=1e12", "budget.max_tokens_per_query"),
+        ("budget.question_timeout_s=1e9", "budget.question_timeout_s"),
+        ("prior.title_weight=NaN", "prior.title_weight"),
+        ("prior.lexical_weight=-1", "prior.lexical_weight"),
+        ("loop.gamma.lookup=-2", "loop.gamma.lookup"),
+        ("reader.max_file_bytes=1e15", "reader.max_file_bytes"),
+    ],
+)
+def test_a_number_out_of_its_range_is_a_config_error_naming_the_field(override, field):
+    with pytest.raises(ConfigError) as e:
+        load_config(env={}, overrides=[override])
+    assert f"{field}: " in str(e.value) and str(e.value).count("\n") == 0
+
+
+def test_a_config_file_that_is_not_utf8_is_one_error_naming_the_file(tmp_path):
+    f = tmp_path / "bad.toml"
+    f.write_bytes(b"[budget]\nmax_files = 3\n# caf\xe9\n")
+    with pytest.raises(ConfigError, match="not UTF-8 text") as e:
+        load_config(file=f, env={})
+    assert str(f) in str(e.value)
+
+
 def test_unknown_key_is_rejected_by_name(tmp_path):
     f = _file(tmp_path, "[budget]\nmax_filez = 3\n")
     with pytest.raises(ConfigError, match=r"budget\.max_filez") as e:

@@ -96,6 +96,49 @@ def test_the_key_variable_is_named_and_its_value_never_printed(endpoint, capsys,
     assert rc == 2 and "check LENS_API_KEY" in err and "not set" not in err and "sk-secret" not in err
 
 
+@pytest.mark.parametrize(
+    "status, words",
+    [(400, "400 Bad Request"), (413, "413 Request Entity Too Large"), (422, "422 Unprocessable Entity")],
+)
+def test_an_endpoint_that_rejects_every_call_with_one_request_error_exits_2_with_its_message(
+    endpoint, capsys, status, words
+):
+    endpoint.chat.mock(return_value=error(status, "temperature must be between 0 and 2"))
+
+    rc = main(ask())
+
+    out, err = capsys.readouterr()
+    assert rc == 2 and out == ""
+    assert err == f"lens: error: the endpoint rejected every call: {words}: temperature must be between 0 and 2\n"
+    # the second identical rejection ends the question (one more request when it was an observation asking for
+    # logprobs: that rejection is first taken for the parameter's and the call is made again without it)
+    assert endpoint.chat.call_count <= 3
+
+
+def test_an_api_key_the_endpoint_echoes_is_redacted_from_the_error_line(endpoint, capsys, monkeypatch):
+    monkeypatch.setenv("LENS_API_KEY", "sk-live-0123456789abcdef")
+    endpoint.chat.mock(return_value=error(402, "denied for credentials Bearer sk-live-0123456789abcdef"))
+
+    rc = main(ask())
+
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1
+    assert "sk-live-0123456789abcdef" not in err and "Bearer [API key redacted]" in err
+
+
+@pytest.mark.parametrize(
+    "key, what", [("sk-caf\u00e9", "a non-ASCII character at position 7"), ("sk-a\nb", "a newline at position 5")]
+)
+def test_an_api_key_no_http_header_can_carry_is_one_line_naming_the_variable(endpoint, capsys, monkeypatch, key, what):
+    monkeypatch.setenv("LENS_API_KEY", key)
+
+    rc = main(ask())
+
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and endpoint.chat.call_count == 0
+    assert err.startswith(f"lens: error: LENS_API_KEY: the API key holds {what}") and key not in err
+
+
 def _decomposition_then(status: int):
     """The first call (decomposition) answers; every later call fails with ``status``."""
     calls = {"n": 0}

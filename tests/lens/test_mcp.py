@@ -5,9 +5,11 @@ as a tool error, and the server still serving after each refusal."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -45,7 +47,7 @@ def _payload(result) -> dict:
     return json.loads(_text(result))
 
 
-async def _session(root: Path, base_url: str, script):
+async def _session(root: Path, base_url: str, script, env: dict[str, str] | None = None):
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "lens._cli", "mcp", "--root", str(root), "--base-url", base_url, "--model", "test-model"]
@@ -53,6 +55,7 @@ async def _session(root: Path, base_url: str, script):
         env={
             "OPENAI_API_KEY": "test-key",
             **({"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else {}),
+            **(env or {}),
         },
         cwd=str(root),
     )
@@ -141,6 +144,48 @@ def test_roots_refuse_a_nul_byte_an_overlong_name_and_an_unknown_home_with_a_rea
         r.check("x" * 5000)
     with pytest.raises(LensError, match="home directory"):
         r.check("~no-such-user-lens/docs")
+
+
+def test_an_api_key_the_endpoint_echoes_is_redacted_from_the_tool_error(roots):
+    key = "sk-live-0123456789abcdef"
+    responder = Responder()
+    responder.fault = 402
+    responder.fault_message = f"denied for credentials Bearer {key}"
+
+    async def script(client):
+        return await client.call_tool("ask", {"question": "Who kept the harbour light?", "path": "docs"})
+
+    with StubServer(responder) as server:
+        result = asyncio.run(_session(roots["root"], server.base_url, script, env={"LENS_API_KEY": key}))
+    assert result.is_error and "402" in _text(result)
+    assert key not in _text(result) and "Bearer [API key redacted]" in _text(result)
+
+
+@pytest.mark.parametrize("how", ["cancel", "disconnect"])
+def test_an_ask_the_client_cancels_or_leaves_makes_no_further_llm_call(roots, how):
+    responder = Responder()
+    responder.delay = 0.3  # each LLM call takes this long: the question is still asking when the client goes
+
+    async def in_flight(client):
+        task = asyncio.create_task(client.call_tool("ask", {"question": "Who kept the harbour light?", "path": "docs"}))
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())  # it ends in an error: that is expected
+        while not responder.calls:  # the first call (the decomposition) has reached the endpoint
+            await asyncio.sleep(0.02)
+        return task
+
+    async def cancel(client):
+        task = await in_flight(client)
+        task.cancel()  # the client sends notifications/cancelled
+        await asyncio.sleep(1.5)  # the server lives on: time for several more calls
+
+    async def disconnect(client):
+        await in_flight(client)  # leaving the session closes the server's stdin with the call in flight
+
+    with StubServer(responder) as server:
+        with contextlib.suppress(BaseException):
+            asyncio.run(_session(roots["root"], server.base_url, cancel if how == "cancel" else disconnect))
+        time.sleep(1.5 if how == "disconnect" else 0)
+        assert responder.kinds() == ["decomposition"]  # the call in flight finished; no other one began
 
 
 def test_roots_resolve_symlinks_before_checking(roots):

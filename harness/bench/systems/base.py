@@ -7,8 +7,9 @@ hence the same model, per-call timeout (``llm.call_timeout_s``) and per-question
 ``answer`` never raises for a question-level failure (timeout, malformed reply, rate limit after retries, a
 bug in one question's path): the prediction comes back with ``error`` set and whatever the system had. When a
 call failed because of the endpoint (``lens._llm.is_endpoint_failure``: auth, unknown model, 429/5xx or timeouts
-after retries) the prediction is marked ``endpoint_failure``: the runner logs it as a failed attempt and retries
-the question on resume, since it says nothing about the system. Only
+after retries), or the endpoint rejected every call of the question with one and the same request error (HTTP
+400/413/422: a setting it does not accept), the prediction is marked ``endpoint_failure``: the runner logs it as a
+failed attempt and retries the question on resume, since it says nothing about the system. Only
 :class:`RunLevelError` — the endpoint cannot be reached at all — propagates, because every later question would
 fail the same way; the runner stops and a rerun resumes. A local I/O error (disk full, a file that cannot be read or
 written) is not the system's result either: it becomes :class:`LocalIOError`, which stops the run the same way,
@@ -101,7 +102,9 @@ class System(ABC):
             pred = Prediction(system=self.name, answer="", error=error_text(exc))
             pred.endpoint_failure = is_endpoint_failure(exc)
             self._charge(pred, budget)
-        if budget.meter.cost.endpoint_errors:  # a call of this question gave up on the endpoint
+        # a call of this question gave up on the endpoint, or the endpoint rejected every call with one request
+        # error (a setting it does not accept): neither says anything about the system
+        if budget.meter.cost.endpoint_errors or budget.meter.rejection():
             pred.endpoint_failure = True
             pred.error = pred.error or f"endpoint: {budget.meter.last_error}"
         pred.seconds = time.monotonic() - budget.started

@@ -76,6 +76,7 @@ class Responder:
         self.fault: int | str | Callable[[list[dict[str, str]]], int | str | None] | None = None
         self.timeout_s = 2.0
         self.faulted = 0
+        self.fault_message: str | None = None  # the error body's message (default: "scripted fault <status>")
 
     def fault_for(self, messages: list[dict[str, str]]) -> int | str | None:
         f = self.fault(messages) if callable(self.fault) else self.fault
@@ -164,8 +165,8 @@ def completion_body(text: str, usage: tuple[int, int]) -> dict[str, Any]:
     }
 
 
-def error_body(status: int) -> dict[str, Any]:
-    return {"error": {"message": f"scripted fault {status}", "type": "scripted", "code": status}}
+def error_body(status: int, message: str | None = None) -> dict[str, Any]:
+    return {"error": {"message": message or f"scripted fault {status}", "type": "scripted", "code": status}}
 
 
 def respx_side_effect(responder: Responder):
@@ -177,7 +178,7 @@ def respx_side_effect(responder: Responder):
         if fault == "timeout":
             raise httpx.ReadTimeout("scripted timeout", request=request)
         if fault is not None:
-            return httpx.Response(int(fault), json=error_body(int(fault)))
+            return httpx.Response(int(fault), json=error_body(int(fault), responder.fault_message))
         return httpx.Response(200, json=completion_body(responder(messages), responder.usage))
 
     return effect
@@ -198,7 +199,7 @@ class StubServer:
                     time.sleep(resp.timeout_s)
                     fault = None
                 if fault is not None:
-                    status, data = int(fault), json.dumps(error_body(int(fault))).encode()
+                    status, data = int(fault), json.dumps(error_body(int(fault), resp.fault_message)).encode()
                 else:
                     data = json.dumps(completion_body(resp(body["messages"]), resp.usage)).encode()
                 self.send_response(status)

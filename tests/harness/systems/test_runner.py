@@ -24,6 +24,7 @@ from harness.bench.runner import plan_run, run_benchmark
 from harness.bench.samples import draw_samples, write_samples
 from harness.bench.snapshots import read_manifest
 from harness.bench.systems import ArmSettings
+from lens._llm import LLMClient
 
 from .conftest import BASE_URL, make_config
 from .scripted_llm import Responder, StubServer
@@ -350,6 +351,39 @@ def test_a_question_level_failure_stays_a_final_row(endpoint, responder, client,
     summary = run(plan(bench_data, out, config, limit=1, systems=("closed",)), client)
     assert summary.rows_written == 1 and summary.endpoint_failures == 0
     assert run(plan(bench_data, out, config, limit=1, systems=("closed",)), client).rows_written == 0
+
+
+def test_a_request_error_on_every_call_of_a_question_is_an_endpoint_failure_and_a_rerun_answers(
+    endpoint, responder, client, config, bench_data, tmp_path
+):
+    out = tmp_path / "run"
+    responder.fault = 400  # e.g. a request parameter the server does not accept
+    responder.fault_message = "temperature must be between 0 and 2"
+
+    summary = run(plan(bench_data, out, config, limit=1), client)
+
+    assert summary.rows_written == 0 and summary.endpoint_failures == len(FAST)
+    assert "temperature must be between 0 and 2" in summary.endpoint_error
+    assert len(_attempts(out)) == len(FAST) and not (out / "rows.jsonl").read_text()
+    responder.fault = None  # the endpoint fixed: the same run answers every question
+    summary = run(plan(bench_data, out, config, limit=1), client)
+    assert summary.rows_written == len(FAST) and summary.complete
+
+
+def test_an_api_key_the_endpoint_echoes_is_written_nowhere(endpoint, responder, config, bench_data, tmp_path):
+    key = "sk-live-0123456789abcdef"
+    out = tmp_path / "run"
+    responder.fault = 401
+    responder.fault_message = f"invalid credentials: Bearer {key}"
+    client = LLMClient(base_url=BASE_URL, model="test-model", settings=config.llm, api_key=key)
+
+    summary = run(plan(bench_data, out, config, limit=1, systems=("closed", "bm25")), client)
+    client.close()
+
+    assert summary.endpoint_failures == 2 and "Bearer [API key redacted]" in summary.endpoint_error
+    written = [p for p in out.rglob("*") if p.is_file()]
+    assert out / "attempts.jsonl" in written
+    assert not [p.name for p in written if key.encode() in p.read_bytes()]
 
 
 def test_a_run_stops_after_ten_endpoint_failures_in_a_row(endpoint, responder, client, config, bench_data, tmp_path):
