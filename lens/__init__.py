@@ -52,11 +52,9 @@ _EXPORTS = {
     "is_endpoint_failure": "lens._llm",
     "answer_text": "lens._synthesis",
     "PLACEHOLDER_ANSWERS": "lens._synthesis",
-    # the oracle interface: a simulated oracle (Agent.explore(observer=...)) returns verified findings
-    "Observation": "lens._observation",
-    "Finding": "lens._observation",
+    # the oracle interface: a simulated oracle (Agent.explore(observer=...)) returns one reading's judgement
+    "Judgement": "lens._reading",
     "Observer": "lens._loop",
-    "SupportingFacts": "lens._calibration",
     "answer_span": "lens._spans",
     "AnswerSpan": "lens._spans",
     # progress of a running question (Agent(progress=callback))

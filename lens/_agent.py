@@ -24,7 +24,6 @@ from lens._consolidation import consolidate
 from lens._corpus import scan_corpus
 from lens._cost import CostMeter
 from lens._errors import LensError
-from lens._grading import observation_model
 from lens._llm import LLMClient, LLMError, LLMUnavailableError, open_client, refusal, rejected_every_call
 from lens._loop import PRIOR_RECORD_DEPTH, Loop, LoopState, Observer
 from lens._memory import Eligibility, MemoryLogError, MemoryStore, all_past, memory_key, memory_signal, new_entry
@@ -274,8 +273,9 @@ class Agent:
             prior=Prior(view, cfg.prior, lexical_only=cfg.ablation.lexical_only_prior, deadline=q.budget.deadline),
             memory_signal=signal,
         )
-        evidence_model = observation_model(cfg)
-        q.stages.append({"stage": "evidence-model", "model": evidence_model.name})
+        reading_model = cfg.reading_model()
+        calibrated = cfg.llm.served_model in cfg.loop.reading_model
+        q.stages.append({"stage": "reading-model", "calibrated": calibrated, "n": reading_model.n})
         client = self.client if observer is None else self._client
         loop = Loop(
             state,
@@ -283,7 +283,7 @@ class Agent:
             config=cfg,
             budget=q.budget,
             meter=q.meter,
-            evidence=evidence_model,
+            model=reading_model,
             observer=observer,
             on_round=lambda: q.report("round"),
         )

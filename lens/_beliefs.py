@@ -3,16 +3,10 @@
 For requirement j the hypotheses are "window w is the minimal sufficient window Z*_j" for each candidate w, plus
 "elsewhere" (Z*_j lies outside the candidates; the prior can miss). The prior weights come from Layer 1.
 
-An observation is the oracle's judgement about one window w for requirement j (a *reading*). Its likelihood
-ratio LR = P(reading | Z* = w) / P(reading | Z* ≠ w) multiplies w's weight and leaves the others as they are
-(then all are renormalised). The graded model (``lens._grading``) gives each reading its own calibrated LR
-from what the loop can observe; the single-rate model uses the oracle's measured reliability (true-positive
-rate ``tpr``, false-positive rate ``fpr``, per model):
-
-    says relevant:      LR = tpr / fpr        says not relevant:  LR = (1 − tpr) / (1 − fpr)
-
-so a weak oracle (tpr ≈ fpr) moves beliefs little and a strong one a lot. Only spans verified against the text
-count as "relevant"; an unverifiable claim is a "not relevant" reading.
+A *reading* is the oracle's judgement about one window w for requirement j. Its likelihood ratio
+LR = P(reading | Z* = w) / P(reading | Z* ≠ w) — calibrated per model from what the loop can observe
+(``lens._grading``) — multiplies w's weight and leaves the others as they are (then all are renormalised): a
+reading that names a sentence with a high score lifts its window, a confident "none" lowers it.
 
 The candidate set grows (a wider prior ranking, a self-correction): a window enumerated late is a window that was
 hiding in "elsewhere", so it enters at the mass the prior would have given it had it been enumerated at the start
@@ -26,7 +20,7 @@ one group — two documents stating that the Marren Gull was built by Osk Yard a
 the windows kept apart their posterior would split and never certify. Every other window, and "elsewhere",
 is a group of its own. The favoured window is the heaviest window of the heaviest group. GLR_j is the log
 posterior ratio of the favoured group to the best alternative group ("elsewhere" included), and is 0 until
-the favoured window has a verified positive observation (nothing is certified unseen). The loop
+the favoured window has a confirming reading (nothing is certified unseen). The loop
 stops when min_j GLR_j ≥ β(t, δ)·γ(I): the weakest requirement certifies the conjunction.
 """
 
@@ -35,7 +29,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from lens._config import LoopSettings, OracleReliability
+from lens._config import LoopSettings
+from lens._terms import normalise
 
 __all__ = ["Belief", "beta", "stopping_threshold", "ELSEWHERE"]
 
@@ -111,10 +106,6 @@ class Belief:
             if w > 0:
                 self.log_w[k] = math.log((1.0 - self.elsewhere_mass) * w / total)
 
-    def observe(self, key: str, relevant: bool, reliability: OracleReliability) -> None:
-        """Bayes update for one single-rate judgement about window ``key`` (see ``update``)."""
-        self.update(key, reliability.log_lr(relevant), confirmed=relevant)
-
     def update(self, key: str, log_lr: float, *, confirmed: bool, value: str = "") -> None:
         """Bayes update for one reading of window ``key`` with log likelihood ratio
         log P(reading | Z* = key) − log P(reading | Z* ≠ key); ``confirmed``: the reading is a verified
@@ -125,8 +116,6 @@ class Belief:
         if confirmed:
             self.confirmed.add(key)
             if value and value.strip():
-                from lens._observation import normalise
-
                 self.values[key] = normalise(value)
         self.log_w[key] += log_lr
         self.observations += 1

@@ -2,7 +2,7 @@
 
 Calls come from two pools. The fixed pool (c0) pays for decomposition, synthesis, the coverage check and
 re-synthesis of self-correction, answer-span calibration, and any JSON repair among them. Each exploration
-round adds c1 calls to the round pool (its observation and, if needed, one repair). A call is only made when
+round adds c1 calls to the round pool (its readings, one call each). A call is only made when
 its pool can pay for it, including the repair it may need; so for L rounds run, calls ≤ c0 + c1·L whatever the
 number of requirements or the size of the corpus. Tokens are checked against a pre-call estimate and charged
 from the responses' usage; the deadline is passed down to every LLM call.

@@ -54,7 +54,7 @@ def _handler(parser: argparse.ArgumentParser, target: str) -> None:
     parser.set_defaults(_handler=target)
 
 
-BUILTIN_COMMANDS = ("ask", "llm", "corpus", "calibrate", "mcp")
+BUILTIN_COMMANDS = ("ask", "llm", "corpus", "mcp")
 
 
 def _needs_groups(argv: Sequence[str] | None) -> bool:
@@ -117,53 +117,6 @@ def build_parser(*, groups: bool = True) -> argparse.ArgumentParser:
     )
     add_config_args(p)
     _handler(p, "lens._mcp:serve")
-
-    # lens calibrate run | fit
-    p = sub.add_parser("calibrate", help="calibrate the observation model on labelled questions (run, then fit)")
-    c_sub = p.add_subparsers(dest="calibrate_command", metavar="{run,fit}", required=True)
-    q = c_sub.add_parser(
-        "run",
-        help="run the loop on labelled questions and record every reading with its label",
-        description="Run the loop (as lens ask does, no answer) on HotpotQA questions over an article pool and "
-        "append one row of labelled readings per question to OUT/readings.jsonl; resumes where it stopped.",
-    )
-    q.add_argument("--questions", required=True, metavar="FILE", help="HotpotQA JSON with supporting_facts")
-    q.add_argument("--articles", required=True, metavar="FILE", help="Wikipedia abstracts JSONL")
-    q.add_argument("--out", required=True, metavar="DIR", help="folder for readings.jsonl (resumed if it exists)")
-    q.add_argument("--limit", type=int, default=25, help="questions to use (default 25)")
-    q.add_argument("--offset", type=int, default=0, help="skip this many questions first")
-    q.add_argument(
-        "--exclude",
-        action="append",
-        metavar="FILE",
-        help="skip questions whose ids appear in this file (JSON list of questions or ids, or one id per line, "
-        "e.g. an evaluation sample's G500.txt); repeatable",
-    )
-    q.add_argument(
-        "--require-gold-in-pool",
-        action="store_true",
-        help="use only questions whose supporting articles are all in --articles",
-    )
-    q.add_argument("--rounds", type=int, default=3, help="loop rounds per question (default 3)")
-    add_config_args(q)
-    _handler(q, "lens._commands:calibrate")
-    q = c_sub.add_parser(
-        "fit",
-        help="fit the graded and single-rate models on calibration rows; print the preset block",
-        description="Fit the graded observation model and the single (tpr, fpr) pair on the rows of one or more "
-        "calibration runs; report cross-validated AUC, Brier score and reliability, and the preset block.",
-    )
-    q.add_argument("runs", nargs="+", metavar="RUN", help="calibration run folders (or readings.jsonl files)")
-    q.add_argument("--folds", type=int, default=5, help="cross-validation folds, by question (default 5)")
-    q.add_argument(
-        "--l2",
-        type=float,
-        default=None,
-        help="L2 penalty of what a reading adds beyond the prior rank (default: chosen by cross-validated log loss)",
-    )
-    q.add_argument("--out", metavar="FILE", help="write the fit report (JSON) here")
-    q.add_argument("--json", action="store_true")
-    _handler(q, "lens._commands:calibrate_fit")
 
     # command groups of other packages (the harness: bench, audit) register themselves
     if groups:

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-__all__ = ["ask", "llm_check", "corpus_stats", "calibrate"]
+__all__ = ["ask", "llm_check", "corpus_stats"]
 
 
 def _print_json(obj: object) -> None:
@@ -110,7 +110,7 @@ def corpus_stats(args: argparse.Namespace) -> int:
     return 0
 
 
-# --------------------------------------------------------------------------- ask / calibrate
+# --------------------------------------------------------------------------- ask
 
 
 def ask(args: argparse.Namespace) -> int:
@@ -127,6 +127,7 @@ def ask(args: argparse.Namespace) -> int:
             raise LensError(f"--memory {mem_dir}: inside the document folder {args.path}; lens never writes there")
         memory = MemoryStore(mem_dir, capacity=cfg.memory.capacity)
     from lens._progress import Progress, TerminalProgress, for_terminal
+    from lens._result import STATUS_WORDS
 
     # progress on a terminal only (stderr a TTY, not --json); the last snapshot is kept for an interrupted run
     terminal = TerminalProgress(sys.stderr) if sys.stderr.isatty() and not args.json else None
@@ -162,18 +163,24 @@ def ask(args: argparse.Namespace) -> int:
 
     flag = "  (best effort: " + _why(result) + ")" if result.best_effort else ""
     say(f"Answer: {result.answer or '(no answer found)'}{flag}")
+    say("Facts:")
+    for r in result.requirements:
+        value = f" → {r.value}" if r.value else ""
+        cited = " ".join(f"[{e}]" for e in r.evidence)
+        say(f"  {r.id} {REQUIREMENT_WORDS.get(r.status, r.status)}: {r.text}{value}  {cited}".rstrip())
     if result.evidence:
         say("Evidence:")
         for e in result.evidence:
-            snippet = e.text if len(e.text) <= 160 else e.text[:157] + "..."
+            text = f'"{e.sentence_text}"' if e.sentence_text else e.text
+            snippet = text if len(text) <= 160 else text[:157] + "..."
             reqs = ",".join(e.requirements) or "-"
-            say(f"  [{e.id}] {e.citation}  ({e.status}; {reqs})  {snippet}")
+            say(f"  [{e.id}] {e.citation}  ({STATUS_WORDS.get(e.status, e.status)}; {reqs})  {snippet}")
     c = result.cost
     failed = f"; {c['failed_calls']} failed requests, {c['retries']} retried" if c.get("failed_calls") else ""
     say(
         f"Cost: {c['oracle_calls']} oracle calls ({c['cache_hits']} cached, bound {c['max_oracle_calls']}{failed}), "
         f"{c['tokens']:,} tokens ({c['prompt_tokens']:,} prompt + {c['completion_tokens']:,} completion), "
-        f"{c['seconds']:.1f} s, {c['rounds']} rounds · stop: {result.stop_reason} · model {result.model}"
+        f"{c['seconds']:.1f} s, {c['rounds']} rounds · {stop_words(result.stop_reason)} · model {result.model}"
     )
     skipped = ", ".join(f"{n} {reason}" for reason, n in (result.corpus.get("skipped") or {}).items())
     bad = result.corpus.get("bad_encoding") or 0
@@ -185,20 +192,36 @@ def ask(args: argparse.Namespace) -> int:
     return 0
 
 
+# what each requirement status means, in the words `lens ask` prints
+REQUIREMENT_WORDS = {
+    "certified": "read and confirmed",
+    "covered": "stated in the evidence",
+    "unresolved": "not settled",
+}
+
+
+def stop_words(reason: str) -> str:
+    """Why the reading stopped, in words (the machine form is ``AskResult.stop_reason``)."""
+    words = []
+    for part in reason.split("; "):
+        part = part.removeprefix("self-correction: ")
+        if part == "certified":
+            words.append("stopped: every fact read and confirmed")
+        elif part == "futile":
+            words.append("stopped: more reading could not settle it within the budget")
+        elif part == "candidates":
+            words.append("stopped: nothing left to read")
+        elif part.startswith("budget:"):
+            words.append(f"stopped: budget spent ({part.split(':', 1)[1]})")
+        elif part.startswith("ablation:"):
+            words.append(f"no reading ({part.split(':', 1)[1]})")
+        else:
+            words.append(f"stopped: {part}")
+    return "; ".join(words)
+
+
 def _why(result) -> str:
     unresolved = [r.id for r in result.requirements if r.status == "unresolved"]
     if unresolved:
-        return "unresolved " + ", ".join(unresolved)
-    return result.stop_reason
-
-
-def calibrate(args: argparse.Namespace) -> int:
-    from lens._calibration import calibrate_command
-
-    return calibrate_command(args)
-
-
-def calibrate_fit(args: argparse.Namespace) -> int:
-    from lens._calibration import fit_command
-
-    return fit_command(args)
+        return "not settled: " + ", ".join(unresolved)
+    return stop_words(result.stop_reason)

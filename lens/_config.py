@@ -22,7 +22,8 @@ try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10: tomli is the same parser, before it joined the stdlib
     import tomli as tomllib
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from platformdirs import user_config_dir
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from lens._errors import LensError
 
@@ -33,14 +34,15 @@ __all__ = [
     "BudgetSettings",
     "PriorSettings",
     "LoopSettings",
-    "OracleReliability",
-    "GradedEvidence",
+    "ReadingModel",
+    "UNCALIBRATED",
     "MemorySettings",
     "ReaderSettings",
     "AblationSettings",
     "available_presets",
     "load_config",
     "merge_overrides",
+    "user_config_path",
 ]
 
 ENV_PREFIX = "LENS_"
@@ -124,14 +126,18 @@ class PriorSettings(_Section):
     temperature: float = Field(1.0, gt=0, le=1000, description="Prior weight of a document = exp(score / temperature).")
 
 
-# features that exist only where the endpoint returns token log-probabilities (see lens._grading)
-LOGPROB_FEATURES = ("logprob", "null_confidence")
+# The reading's features (see lens._grading): the score exists only where the endpoint returns token
+# log-probabilities; log_rank is the prior's own information, the baseline a reading's evidence is measured against.
+READING_FEATURES = ("score", "found", "value", "subject_window", "log_rank")
+LOGPROB_FEATURES = ("score",)
+# the range each feature can take (score: the clipped logit; log_rank: up to rank 150, beyond any candidate list)
+FEATURE_RANGE = dict.fromkeys(READING_FEATURES, (0.0, 1.0)) | {"score": (-6.0, 6.0), "log_rank": (0.0, 5.0)}
 
 
-class GradedEvidence(_Section):
-    """The graded observation model fitted by ``lens calibrate fit`` (see ``lens._grading``): logistic
-    coefficients over ``features`` (with and without the log-probability feature) and the rank-only baseline
-    whose log-odds a reading's log likelihood ratio is measured against."""
+class ReadingModel(_Section):
+    """What a reading is worth (``lens calibrate fit``; ``docs/readings.md``): a logistic model of "the window holds
+    the requirement's fact" over a reading's ``features`` (fitted with and without the log-probability score) and
+    the rank-only baseline; a reading's log likelihood ratio is the difference of the two log-odds."""
 
     features: list[str]
     coef: list[float]
@@ -140,21 +146,9 @@ class GradedEvidence(_Section):
     intercept_no_logprob: float
     base_coef: float
     base_intercept: float
-    max_log_lr: float = Field(4.6, gt=0, le=100, description="|log LR| cap of one reading.")
-    n: int = Field(0, ge=0, le=10**12, description="Labelled readings behind the fit.")
+    max_log_lr: float = Field(3.0, gt=0, le=100, description="|log LR| cap of one reading.")
+    n: int = Field(0, ge=0, le=10**12, description="Labelled readings behind the fit (0: not fitted).")
     auc: float | None = Field(None, ge=0, le=1, description="Cross-validated AUC (reported, not used).")
-
-    def logit(self, features: Mapping[str, float], *, logprobs: bool) -> float:
-        """log-odds that the window holds the fact, given a reading's features (the model fitted without the
-        log-probability features when the reply had none)."""
-        if logprobs and self.coef:
-            return self.intercept + sum(c * features.get(f, 0.0) for f, c in zip(self.features, self.coef))
-        names = [f for f in self.features if f not in LOGPROB_FEATURES]
-        return self.intercept_no_logprob + sum(c * features.get(f, 0.0) for f, c in zip(names, self.coef_no_logprob))
-
-    def base_logit(self, features: Mapping[str, float]) -> float:
-        """log-odds from the window's prior rank alone (what the belief already holds)."""
-        return self.base_intercept + self.base_coef * features.get("log_rank", 0.0)
 
     @field_validator("coef_no_logprob")
     @classmethod
@@ -164,24 +158,80 @@ class GradedEvidence(_Section):
         if feats and len(coef) != len(feats):
             raise ValueError(f"coef has {len(coef)} values for {len(feats)} features")
         if feats and len(v) != len([f for f in feats if f not in LOGPROB_FEATURES]):
-            raise ValueError("coef_no_logprob needs one value per feature other than logprob and null_confidence")
+            raise ValueError(f"coef_no_logprob needs one value per feature other than {', '.join(LOGPROB_FEATURES)}")
         return v
 
+    def _terms(self, logprobs: bool) -> tuple[list[str], list[float], float]:
+        if logprobs and self.coef:
+            return list(self.features), self.coef, self.intercept
+        names = [f for f in self.features if f not in LOGPROB_FEATURES]
+        return names, self.coef_no_logprob, self.intercept_no_logprob
 
-class OracleReliability(_Section):
-    """P(oracle says relevant | window relevant) and P(says relevant | not relevant), measured per model, and
-    the graded model when one was fitted."""
+    def logit(self, features: Mapping[str, float], *, logprobs: bool) -> float:
+        """log-odds that the window holds the fact given a reading's features (the model fitted without the
+        log-probability score when the reply had none)."""
+        names, coef, b = self._terms(logprobs)
+        return b + sum(c * features.get(f, 0.0) for f, c in zip(names, coef))
 
-    tpr: float = Field(0.6, gt=0, lt=1)
-    fpr: float = Field(0.2, gt=0, lt=1)
-    n: int = Field(0, ge=0, le=10**12, description="Labelled judgements behind the estimate (0 = uncalibrated prior).")
-    graded: GradedEvidence | None = None
+    def base_logit(self, features: Mapping[str, float]) -> float:
+        """log-odds from the window's prior rank alone (what the belief already holds)."""
+        return self.base_intercept + self.base_coef * features.get("log_rank", 0.0)
 
-    def log_lr(self, relevant: bool) -> float:
-        """The single-rate log likelihood ratio of a positive (tpr/fpr) or negative ((1−tpr)/(1−fpr)) reading."""
-        if relevant:
-            return math.log(self.tpr / self.fpr)
-        return math.log((1.0 - self.tpr) / (1.0 - self.fpr))
+    def log_lr(self, features: Mapping[str, float], *, logprobs: bool) -> float:
+        """The evidence a reading adds beyond the window's rank, clipped to ±``max_log_lr``."""
+        lr = self.logit(features, logprobs=logprobs) - self.base_logit(features)
+        return max(-self.max_log_lr, min(self.max_log_lr, lr))
+
+    def max_abs_log_lr(self) -> float:
+        """The most one reading can move a window's log weight, either way: the largest |log LR| over the
+        feature ranges (an upper bound: the features are not independent), capped at ``max_log_lr``."""
+        most = 0.0
+        for with_lp in (True, False):
+            names, coef, b = self._terms(with_lp)
+            hi = lo = b - self.base_intercept
+            for f, c in zip(names, coef):
+                c = c - self.base_coef if f == "log_rank" else c
+                a, z = FEATURE_RANGE.get(f, (0.0, 1.0))
+                hi, lo = hi + max(c * a, c * z), lo + min(c * a, c * z)
+            most = max(most, abs(hi), abs(lo))
+        return min(most, self.max_log_lr)
+
+    @classmethod
+    def from_rates(cls, tpr: float, fpr: float, n: int = 0) -> "ReadingModel":
+        """A model that knows only whether a sentence was named: log LR = log(tpr/fpr) for a found reading and
+        log((1 − tpr)/(1 − fpr)) otherwise (the oracle-strength simulation's oracle)."""
+        if not (0 < fpr < 1 and 0 < tpr < 1):
+            raise ValueError("tpr and fpr must lie strictly between 0 and 1")
+        neg = math.log((1 - tpr) / (1 - fpr))
+        coef = [0.0, math.log(tpr / fpr) - neg, 0.0, 0.0, 0.0]
+        return cls(
+            features=list(READING_FEATURES),
+            coef=coef,
+            intercept=neg,
+            coef_no_logprob=[c for f, c in zip(READING_FEATURES, coef) if f not in LOGPROB_FEATURES],
+            intercept_no_logprob=neg,
+            base_coef=0.0,
+            base_intercept=0.0,
+            max_log_lr=100.0,
+            n=n,
+        )
+
+
+# For a model nobody calibrated: a conservative reading of the score (half its logit, so P = 0.99 is worth a
+# likelihood ratio of 10, P = 0.9 of 3 and P = 0.1 of 1/3) and, without log-probabilities, LR 1.6 for a named
+# sentence and 0.5 for none; every reading capped at |log LR| 3. A confident strong endpoint certifies within a
+# few readings, a hesitant one moves beliefs a little (docs/readings.md); `lens calibrate endpoint` replaces it
+# with the model fitted for the endpoint.
+UNCALIBRATED = ReadingModel(
+    features=list(READING_FEATURES),
+    coef=[0.5, 0.0, 0.0, 0.0, 0.0],
+    intercept=0.0,
+    coef_no_logprob=[1.2, 0.0, 0.0, 0.0],
+    intercept_no_logprob=-0.7,
+    base_coef=0.0,
+    base_intercept=0.0,
+    max_log_lr=3.0,
+)
 
 
 class LoopSettings(_Section):
@@ -196,12 +246,13 @@ class LoopSettings(_Section):
         }
     )
     relaxed_factor: float = Field(0.5, gt=0, le=1, description="Threshold multiplier on self-correction.")
-    windows_per_round: int = Field(3, ge=1, le=1000)
+    readings_per_round: int = Field(
+        2, ge=1, le=1000, description="(requirement, window) readings per round, one oracle call each; at most c1."
+    )
     evidence_docs: int = Field(4, ge=1, le=1000, description="Documents kept in the consolidated evidence set E*.")
     window_token_cap: int = Field(1500, ge=64, le=1_000_000)
-    reliability: dict[str, OracleReliability] = Field(default_factory=dict)
-    observation_model: Literal["graded", "single-rate"] = Field(
-        "graded", description="How a reading moves a belief; graded falls back to single-rate when uncalibrated."
+    reading_model: dict[str, ReadingModel] = Field(
+        default_factory=dict, description="What a reading is worth, per served model (lens calibrate fit)."
     )
 
 
@@ -261,9 +312,18 @@ class LensConfig(_Section):
         blob = json.dumps(self.canonical(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()
 
-    def reliability(self) -> OracleReliability:
-        """The oracle reliability calibrated for the served model, or the uncalibrated default."""
-        return self.loop.reliability.get(self.llm.served_model, OracleReliability())
+    def reading_model(self) -> ReadingModel:
+        """The reading model calibrated for the served model, or the conservative ``UNCALIBRATED`` default."""
+        return self.loop.reading_model.get(self.llm.served_model, UNCALIBRATED)
+
+    @model_validator(mode="after")
+    def _call_bound(self) -> "LensConfig":
+        if self.loop.readings_per_round > self.budget.c1:
+            raise ValueError(
+                f"loop.readings_per_round ({self.loop.readings_per_round}) exceeds budget.c1 ({self.budget.c1}): "
+                "each reading is one oracle call and a round may make at most c1"
+            )
+        return self
 
 
 def _hashable(model: BaseModel) -> dict[str, Any]:
@@ -285,6 +345,25 @@ def _plain(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     return value
+
+
+def user_config_path(env: Mapping[str, str] | None = None) -> Path | None:
+    """The user's own config file, read (when it exists) after the preset and before ``--config``:
+    ``$LENS_USER_CONFIG`` (empty: none), else ``config.toml`` in the platform's user config folder for lens.
+    ``lens calibrate endpoint`` writes the served model's reading model there."""
+    env = os.environ if env is None else env
+    if "LENS_USER_CONFIG" in env:
+        return Path(env["LENS_USER_CONFIG"]) if env["LENS_USER_CONFIG"].strip() else None
+    return Path(user_config_dir("lens")) / "config.toml"
+
+
+def _read_text(p: Path) -> str:
+    try:
+        return p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{p}: cannot read config file: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{p}: not UTF-8 text (byte {exc.start + 1}); TOML files are UTF-8") from None
 
 
 def available_presets() -> list[str]:
@@ -388,17 +467,12 @@ def load_config(
     merged: dict[str, Any] = _preset_data(name)
     sources = [f"preset {name}"]
 
-    path = file or env_file
-    if path:
-        p = Path(path)
-        try:
-            text = p.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ConfigError(f"{p}: cannot read config file: {exc.strerror or exc}") from None
-        except UnicodeDecodeError as exc:
-            raise ConfigError(f"{p}: not UTF-8 text (byte {exc.start + 1}); TOML files are UTF-8") from None
-        merged = _deep_merge(merged, _read_toml(text, str(p)))
-        sources.append(str(p))
+    user = user_config_path(env)
+    for path in ([user] if user is not None and user.is_file() else []) + (
+        [Path(file or env_file)] if file or env_file else []
+    ):
+        merged = _deep_merge(merged, _read_toml(_read_text(path), str(path)))
+        sources.append(str(path))
     if env_data:
         merged = _deep_merge(merged, env_data)
         sources.append("environment (LENS_*__*)")

@@ -1,13 +1,14 @@
 """Layer 2: the budgeted propose–observe–update loop.
 
-Each round proposes the unobserved windows with the highest expected value for the outstanding requirements
-per token (belief mass of each outstanding requirement the window has not yet been judged for), within the
-round's token cap and the ``max_files`` admission limit; one oracle call observes them for *every* outstanding
-requirement; every belief is updated from that one observation. A verified value of a fact that a bridge fact
-depends on fills in the bridge fact's cues and re-runs the prior for it. The loop stops when the weakest
-requirement is certified (min_j GLR_j ≥ β(t, δ)·γ(I)), when no candidate is left to observe, when the
-budget (rounds, calls, tokens, time) is spent, or when certification is out of reach: no sequence of readings
-the observation model allows could lift some requirement's GLR to the threshold in the rounds left ("futile").
+Each round proposes the (requirement, window) pairs not yet read with the highest belief mass per token, within
+the ``max_files`` admission limit, at most ``readings_per_round`` (≤ c1) of them; each is one oracle call: a
+*reading* (``lens._reading``) that names the sentence stating the fact, with a graded score. Every reading moves its
+window's belief by its calibrated likelihood ratio (``lens._grading``), up or down. A value confirmed in a
+requirement's favoured window fills in the cues of the bridge facts that depend on it and re-runs the prior for
+them. The loop stops when the weakest requirement is certified (min_j GLR_j ≥ β(t, δ)·γ(I)), when no candidate is
+left to read, when the budget (rounds, calls, tokens, time) is spent, or when certification is out of reach: no
+sequence of readings the reading model allows could lift some requirement's GLR to the threshold in the rounds
+left ("futile").
 """
 
 from __future__ import annotations
@@ -19,13 +20,13 @@ from typing import Callable
 
 from lens._beliefs import ELSEWHERE, Belief, stopping_threshold
 from lens._budget import Budget
-from lens._config import LensConfig
+from lens._config import LensConfig, ReadingModel
 from lens._corpus import Document
 from lens._cost import CostMeter
-from lens._grading import ObservationModel, Reading, reading_features
-from lens._llm import LLMClient, LLMDeadlineError, LLMError, LLMFormatError, LLMUnavailableError, refusal
-from lens._observation import Finding, Observation, normalise, observe
+from lens._grading import Reading, reading_features, subject_named
+from lens._llm import LLMClient, LLMDeadlineError, LLMError, LLMUnavailableError, refusal
 from lens._prior import Prior
+from lens._reading import TOP_LOGPROBS, Judgement, read_window
 from lens._requirements import Decomposition, Requirement
 from lens._result import RoundTrace
 from lens._terms import capitalised_spans, content_terms, title_key, tokens
@@ -35,11 +36,9 @@ from lens._windows import Window, estimate_tokens, windows_for
 
 __all__ = ["LoopState", "Loop", "Observer"]
 
-# An oracle other than the LLM: (question, facts [(id, text)], windows, documents, answer kinds by fact id,
-# subjects by fact id) -> the verified Observation, or None for no reply. The oracle-strength simulation uses it.
-Observer = Callable[
-    [str, list[tuple[str, str]], list[Window], list[Document], dict[str, str], dict[str, str]], "Observation | None"
-]
+# An oracle other than the LLM: (question, requirement id, fact text, window, document) -> the reading's
+# Judgement, or None for no reply. The oracle-strength simulation uses it.
+Observer = Callable[[str, str, str, Window, Document], "Judgement | None"]
 
 log = logging.getLogger("lens.loop")
 
@@ -59,7 +58,7 @@ class LoopState:
     prior_limit: dict[str, int] = field(default_factory=dict)
     observed: set[tuple[str, str]] = field(default_factory=set)  # (window key, requirement id + text)
     values: dict[str, str] = field(default_factory=dict)  # verified value of each requirement's favoured window
-    findings: dict[str, list[Finding]] = field(default_factory=dict)
+    findings: dict[str, list[Reading]] = field(default_factory=dict)  # confirming readings per requirement
     admitted: set[int] = field(default_factory=set)  # documents admitted to evidence extraction
     trace: list[RoundTrace] = field(default_factory=list)
     memory_signal: dict[str, dict[int, float]] = field(default_factory=dict)
@@ -70,7 +69,7 @@ class LoopState:
     bridged: dict[str, str] = field(default_factory=dict)  # bridge requirement -> source value its prior used
     # cues the loop learned for a bridge requirement (names in observations); the decomposition stays as decided
     bridge_cues: dict[str, list[str]] = field(default_factory=dict)
-    readings: list[Reading] = field(default_factory=list)  # every judgement of a window, with its features
+    readings: list[Reading] = field(default_factory=list)  # every reading, with its features
 
     @property
     def requirements(self) -> list[Requirement]:
@@ -89,7 +88,7 @@ class Loop:
         config: LensConfig,
         budget: Budget,
         meter: CostMeter,
-        evidence: ObservationModel,
+        model: ReadingModel,
         observer: "Observer | None" = None,
         on_round: Callable[[], None] | None = None,
     ):
@@ -98,8 +97,8 @@ class Loop:
         self.config = config
         self.budget = budget
         self.meter = meter
-        self.evidence = evidence  # what one reading is worth (graded or single-rate)
-        self.observer = observer  # replaces the LLM's observation (a simulated oracle); None: the LLM observes
+        self.model = model  # what one reading is worth
+        self.observer = observer  # replaces the LLM's reading (a simulated oracle); None: the LLM reads
         self.on_round = on_round  # called as each round starts (the agent's progress report)
 
     # ------------------------------------------------------------------ prior → beliefs
@@ -171,32 +170,35 @@ class Loop:
             out.append(req)
         return out
 
-    def _propose(self, outstanding: list[Requirement]) -> list[tuple[Window, float]]:
+    def _tag(self, req: Requirement) -> str:
+        """A requirement as read: its id and resolved text (a bridge fact re-resolved is a new question)."""
+        return f"{req.id}:{req.resolved_text(self.state.values)}"
+
+    def _propose(self, outstanding: list[Requirement]) -> list[tuple[Requirement, Window, float]]:
+        """The unread (requirement, window) pairs with the most belief mass per token, within the admission limit
+        and the round's token cap, at most ``readings_per_round``."""
         s, cfg = self.state, self.config
         scored = []
-        for key, w in s.windows.items():
-            gain = 0.0
-            for req in outstanding:
-                tag = f"{req.id}:{req.resolved_text(s.values)}"
-                if (key, tag) in s.observed:
+        for req in outstanding:
+            tag = self._tag(req)
+            for key, p in s.beliefs[req.id].posterior().items():
+                w = s.windows.get(key)
+                if w is None or p <= 0 or (key, tag) in s.observed:  # None: "elsewhere"
                     continue
-                gain += s.beliefs[req.id].posterior().get(key, 0.0)
-            if gain <= 0:
-                continue
-            # expected value per token, with a floor so tiny windows are not favoured for being tiny
-            scored.append((gain / max(w.tokens, 150), -w.doc_index, key, w, gain))
-        scored.sort(key=lambda x: (x[0], x[1], x[2]), reverse=True)
-        picked: list[tuple[Window, float]] = []
+                # expected value per token, with a floor so tiny windows are not favoured for being tiny
+                scored.append((p / max(w.tokens, 150), -w.doc_index, key, req.id, req, w, p))
+        scored.sort(key=lambda x: x[:4], reverse=True)
+        picked: list[tuple[Requirement, Window, float]] = []
         tokens = 0
         admitted = set(s.admitted)
-        for _, _, _, w, gain in scored:
-            if len(picked) >= cfg.loop.windows_per_round:
+        for *_, req, w, p in scored:
+            if len(picked) >= cfg.loop.readings_per_round:
                 break
             if w.doc_index not in admitted and len(admitted) >= cfg.budget.max_files:
                 continue
             if picked and tokens + w.tokens > cfg.loop.window_token_cap:
                 continue
-            picked.append((w, gain))
+            picked.append((req, w, p))
             tokens += w.tokens
             admitted.add(w.doc_index)
         return picked
@@ -246,18 +248,12 @@ class Loop:
                 return stop
 
     def _futile(self, outstanding: list[Requirement], threshold: float) -> bool:
-        """Whether some outstanding requirement cannot certify within the rounds left, however the readings
-        come out. Each reading moves one window's log weight by at most L (the observation model's largest
-        |log LR|) and never touches "elsewhere", which stays an alternative, so after k more readings
-        GLR_j ≤ log((1 − e_j) / e_j) + k·L, e_j = P_j(elsewhere) now; k = rounds left × windows per round; the
-        threshold only grows with the rounds. The bound is over the hypotheses enumerated now: a later expansion
-        that splits "elsewhere" into new windows (at most 80 % of it each time) changes the hypothesis set
-        without any reading, and a GLR raised that way would be bookkeeping, not evidence. A sensor this weak
-        cannot settle the question: the loop stops ("futile") instead of spending the budget, and the answer is
-        made from the prior's evidence."""
+        """Whether some outstanding requirement cannot certify within the rounds left, however the readings come
+        out: after k more readings GLR_j ≤ log((1 − e_j) / e_j) + k·L, e_j = P_j(elsewhere), L the reading
+        model's largest |log LR| (derivation: docs/readings.md)."""
         s, cfg = self.state, self.config
-        k = max(cfg.budget.max_rounds - self.budget.rounds, 0) * cfg.loop.windows_per_round
-        reach = k * self.evidence.max_abs_log_lr()
+        k = max(cfg.budget.max_rounds - self.budget.rounds, 0) * cfg.loop.readings_per_round
+        reach = k * self.model.max_abs_log_lr()
         for req in outstanding:
             e = s.beliefs[req.id].posterior().get(ELSEWHERE, 0.0)
             if 0.0 < e < 1.0 and math.log((1.0 - e) / e) + reach < threshold:
@@ -266,34 +262,89 @@ class Loop:
 
     def _round(self, outstanding, proposal, threshold_scale) -> str | None:
         s, cfg = self.state, self.config
-        windows = [w for w, _ in proposal]
-        docs = [s.view.docs[w.doc_index] for w in windows]
-        texts = {r.id: r.text for r in s.requirements}
-        facts = [(r.id, r.resolved_text(s.values, texts)) for r in outstanding]
-        obs_record: dict = {"findings": [], "rejected": [], "mentions": []}
-        outcome: dict[str, str] = {}  # what the call ended in, when it gave no reply: "stop", "error"
+        rnd = len(s.trace) + 1
+        record: dict = {"readings": []}
+        stop: str | None = None
+        for req, w, _ in proposal:
+            reading, outcome = self.read(req, w, rnd)
+            if "error" in outcome:
+                record["error"] = outcome["error"]
+            if "stop" in outcome:
+                stop = outcome["stop"]
+                break
+            record["readings"].append({"fact": req.id, "window": w.key, **_brief(reading)})
+        self.settle(outstanding)
+        glrs = {r.id: round(s.beliefs[r.id].glr(), 3) for r in s.requirements}
+        threshold = stopping_threshold(rnd, s.decomposition.intent, cfg.loop, threshold_scale)
+        ready = [r for r in s.requirements if not r.waiting(s.values)]
+        if stop is None and len(ready) == len(s.requirements) and self._all_certify(threshold):
+            stop = "certified"
+        s.trace.append(
+            RoundTrace(
+                round=rnd,
+                proposal=[
+                    {
+                        "fact": req.id,
+                        "window": w.key,
+                        "path": w.path,
+                        "sentences": [w.first, w.last],
+                        "tokens": w.tokens,
+                        "value": round(p, 4),
+                    }
+                    for req, w, p in proposal
+                ],
+                observation=record,
+                beliefs={r.id: s.beliefs[r.id].summary() for r in s.requirements},
+                glr=glrs,
+                threshold=round(threshold, 3),
+                stop=stop,
+            )
+        )
+        return stop
 
-        def call(messages, schema, max_tokens):
+    def read(self, req: Requirement, w: Window, rnd: int) -> tuple[Reading | None, dict[str, str]]:
+        """Read ``w`` for ``req`` and move its belief; None when the call gave no usable reply, with what the call
+        ended in ("stop", "error"). A window is read once per wording of the requirement, usable reply or not."""
+        s = self.state
+        judgement, outcome = self._judge(req, w)
+        if "stop" in outcome:
+            return None, outcome
+        s.admitted.add(w.doc_index)
+        s.observed.add((w.key, self._tag(req)))
+        return (None if judgement is None else self._apply(req, w, judgement, rnd)), outcome
+
+    def settle(self, requirements: list[Requirement]) -> None:
+        """After readings: each requirement's value from its favoured confirmed window, then the bridge step."""
+        self._settle_values(requirements)
+        self._bridge()
+
+    def _judge(self, req: Requirement, w: Window) -> tuple[Judgement | None, dict[str, str]]:
+        """One reading of ``w`` for ``req`` (one budgeted oracle call, or the simulated observer), and what the
+        call ended in when it gave no reply ("stop", "error")."""
+        s, cfg = self.state, self.config
+        doc = s.view.docs[w.doc_index]
+        fact = req.resolved_text(s.values, {r.id: r.text for r in s.requirements})
+        if self.observer is not None:
+            return self.observer(s.question, req.id, fact, w, doc), {}
+        outcome: dict[str, str] = {}
+
+        def call(messages, max_tokens):
             est = sum(estimate_tokens(m["content"]) for m in messages) + max_tokens
             if self.client is None or not self.budget.can_call("round", est):
                 outcome["stop"] = "budget:" + ",".join(self.budget.exhausted or ["calls"])
                 return None
-            repair = self.budget.can_call("round", est, calls=2)
             before = self.meter.cost.oracle_calls
             try:
-                return self.client.chat_json(
+                return self.client.chat(
                     messages,
-                    schema,
                     max_tokens=max_tokens,
                     deadline=self.budget.deadline,
                     meter=self.meter,
-                    repair=repair,
                     logprobs=cfg.llm.logprobs,
+                    top_logprobs=TOP_LOGPROBS if cfg.llm.logprobs else 0,
                 )
             except LLMDeadlineError:
                 outcome.update(error="time budget spent", stop="budget:time")
-            except LLMFormatError as exc:
-                outcome["error"] = str(exc)
             except LLMUnavailableError:
                 raise
             except LLMError as exc:
@@ -305,131 +356,52 @@ class Loop:
                 self.budget.charge("round", self.meter.cost.oracle_calls - before)
             return None
 
-        kinds = {r.id: answer_type(r.resolved_text(s.values)) for r in outstanding}
-        subjects = {r.id: subj for r in outstanding if (subj := self._subject(r))}
-        if self.observer is not None:
-            obs = self.observer(s.question, facts, windows, docs, kinds, subjects)
-        else:
-            obs = observe(s.question, facts, windows, docs, call, kinds=kinds, subjects=subjects)
-        stop: str | None = outcome.get("stop")
-        if "error" in outcome:
-            obs_record["error"] = outcome["error"]
-        for w in windows:
-            s.admitted.add(w.doc_index)
-        if obs is None and stop is None:
-            # an unusable reply is no observation; don't propose the same windows again for these facts
-            for req in outstanding:
-                tag = f"{req.id}:{req.resolved_text(s.values)}"
-                s.observed.update((w.key, tag) for w in windows)
-        if obs is not None:
-            readings = self._update(outstanding, windows, obs)
-            obs_record = {
-                "findings": [f.__dict__ | {"sentences": list(f.sentences)} for f in obs.findings],
-                "rejected": obs.rejected,
-                "mentions": obs.mentions,
-                "readings": [
-                    {"fact": r.requirement_id, "window": r.window_key, "found": r.found, "log_lr": round(r.log_lr, 3)}
-                    for r in readings
-                ],
-            }
-            self._bridge(obs.mentions)
-        glrs = {r.id: round(s.beliefs[r.id].glr(), 3) for r in s.requirements}
-        threshold = stopping_threshold(len(s.trace) + 1, s.decomposition.intent, cfg.loop, threshold_scale)
-        ready = [r for r in s.requirements if not r.waiting(s.values)]
-        if stop is None and len(ready) == len(s.requirements) and self._all_certify(threshold):
-            stop = "certified"
-        s.trace.append(
-            RoundTrace(
-                round=len(s.trace) + 1,
-                proposal=[
-                    {
-                        "window": w.key,
-                        "path": w.path,
-                        "sentences": [w.first, w.last],
-                        "tokens": w.tokens,
-                        "value": round(g, 4),
-                    }
-                    for w, g in proposal
-                ],
-                observation=obs_record,
-                beliefs={r.id: s.beliefs[r.id].summary() for r in s.requirements},
-                glr=glrs,
-                threshold=round(threshold, 3),
-                stop=stop,
-            )
-        )
-        return stop
+        judgement = read_window(s.question, fact, w, doc, call, kind=answer_type(fact), subject=self._subject(req))
+        return judgement, outcome
 
-    def _update(self, outstanding: list[Requirement], windows: list[Window], obs: Observation) -> list[Reading]:
-        """One observation updates the belief of every outstanding requirement: each (requirement, window)
-        reading moves the window's weight by its likelihood ratio (``self.evidence``)."""
+    def _apply(self, req: Requirement, w: Window, j: Judgement, rnd: int) -> Reading:
+        """Move ``w``'s belief for ``req`` by the reading's likelihood ratio; a named sentence that moves it up
+        confirms the window (with the value it verified)."""
         s = self.state
-        found = {(f.requirement_id, f.window_key): f for f in obs.findings}
-        rnd = len(s.trace) + 1
-        readings: list[Reading] = []
-        for req in outstanding:
-            text = req.resolved_text(s.values)
-            tag = f"{req.id}:{text}"
-            kind, subject = answer_type(text), self._subject(req)
-            ranking = s.prior_ranking.get(req.id, [])
-            known = s.findings.get(req.id, []) + [f for f in obs.findings if f.requirement_id == req.id]
-            belief = s.beliefs[req.id]
-            for w in windows:
-                f = found.get((req.id, w.key))
-                rank = ranking.index(w.doc_index) if w.doc_index in ranking else len(ranking)
-                agree = (
-                    f is not None
-                    and bool(f.value)
-                    and any(
-                        g.value
-                        and normalise(g.value) == normalise(f.value)
-                        and s.windows[g.window_key].doc_index != w.doc_index
-                        for g in known
-                    )
-                )
-                feats = reading_features(
-                    found=f is not None,
-                    exact=f is not None and f.match == "exact",
-                    value=f.value if f else "",
-                    quote=f.quote if f else "",
-                    kind=kind,
-                    requirement=text,
-                    subject=subject,
-                    window_text=w.text(s.view.docs[w.doc_index]),
-                    rank=rank,
-                    agree=agree,
-                    logprob=f.logprob if f else None,
-                    elsewhere=f is None and any(g.requirement_id == req.id for g in obs.findings),
-                    null_logprob=obs.nulls.get(req.id),
-                )
-                with_lp = obs.logprobs and (f is None or f.logprob is not None)
-                log_lr = self.evidence.log_lr(feats, logprobs=with_lp)
-                belief.update(w.key, log_lr, confirmed=f is not None, value=f.value if f else "")
-                s.observed.add((w.key, tag))
-                reading = Reading(
-                    rnd,
-                    req.id,
-                    text,
-                    w.key,
-                    f is not None,
-                    feats,
-                    log_lr,
-                    with_lp,
-                    f.value if f else "",
-                    f.sentences if f else (),
-                )
-                readings.append(reading)
-        s.readings.extend(readings)
-        for f in obs.findings:
-            s.findings.setdefault(f.requirement_id, []).append(f)
-        # the value of a requirement is the one read in its favoured confirmed window
+        text = req.resolved_text(s.values)
+        ranking = s.prior_ranking.get(req.id, [])
+        rank = ranking.index(w.doc_index) if w.doc_index in ranking else len(ranking)
+        subject = subject_named(self._subject(req), w.text(s.view.docs[w.doc_index]))
+        feats = reading_features(j, subject_window=subject, rank=rank)
+        with_lp = j.score is not None
+        log_lr = self.model.log_lr(feats, logprobs=with_lp)
+        confirmed = j.found and log_lr > 0
+        s.beliefs[req.id].update(w.key, log_lr, confirmed=confirmed, value=j.value if confirmed else "")
+        reading = Reading(
+            rnd,
+            req.id,
+            text,
+            w.key,
+            j.found,
+            feats,
+            log_lr,
+            with_lp,
+            j.value,
+            j.sentence,
+            j.quote,
+            confirmed,
+            j.top,
+            j.reply,
+        )
+        s.readings.append(reading)
+        if confirmed:
+            s.findings.setdefault(req.id, []).append(reading)
+        return reading
+
+    def _settle_values(self, outstanding: list[Requirement]) -> None:
+        """The value of a requirement is the one confirmed in its favoured window (latest reading first)."""
+        s = self.state
         for req in outstanding:
             fav = s.beliefs[req.id].favoured()
             for f in reversed(s.findings.get(req.id, [])):
                 if f.window_key == fav and f.value:
                     s.values[req.id] = f.value
                     break
-        return readings
 
     def _subject(self, req: Requirement) -> str | None:
         return req.subject(self.state.values)
@@ -450,8 +422,8 @@ class Loop:
                     out.append(span)
         return out
 
-    def _bridge(self, mentions: list[str]) -> None:
-        """Fill in bridge cues from newly known values (or mentions) and re-run the prior for those facts."""
+    def _bridge(self) -> None:
+        """Fill in bridge cues from newly known values and re-run the prior for those facts."""
         s = self.state
         for req in s.requirements:
             if not req.depends_on:
@@ -466,9 +438,6 @@ class Loop:
             if known and s.bridged.get(req.id) != known:
                 s.bridged[req.id] = known
                 self.refresh(req, fresh=True)
-            elif not known and mentions:
-                learned = s.bridge_cues.setdefault(req.id, [])
-                learned.extend(m for m in mentions if m not in learned)
 
     # ------------------------------------------------------------------ summaries
     def posterior_by_doc(self) -> dict[int, float]:
@@ -481,3 +450,19 @@ class Loop:
                 idx = self.state.windows[key].doc_index
                 out[idx] = out.get(idx, 0.0) + p
         return out
+
+
+def _brief(r: Reading | None) -> dict:
+    """A reading as the round's trace records it (None: no usable reply)."""
+    if r is None:
+        return {"reply": None}
+    return {
+        "found": r.found,
+        "sentence": r.sentence,
+        "value": r.value,
+        "score": None if not r.logprobs else round(r.features.get("score", 0.0), 3),
+        "log_lr": round(r.log_lr, 3),
+        "confirmed": r.confirmed,
+        "top": [[t, round(lp, 3)] for t, lp in r.top],
+        "reply": r.reply,
+    }

@@ -18,7 +18,7 @@ __all__ = ["render", "fence_passage", "PROMPT_NAMES"]
 PROMPT_NAMES = (
     "decomposition",
     "decomposition-comparison",
-    "observation",
+    "reading",
     "coverage",
     "synthesis",
     "calibration",

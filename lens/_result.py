@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["Evidence", "RequirementStatus", "RoundTrace", "AskResult"]
+__all__ = ["Evidence", "RequirementStatus", "RoundTrace", "AskResult", "sha256_text", "STATUS_WORDS"]
+
+# what each evidence status means, in the words `lens ask` prints
+STATUS_WORDS = {
+    "confirmed": "read and confirmed",
+    "found": "read, not settled",
+    "candidate": "from the ranking, not read",
+}
+
+
+def sha256_text(text: str) -> str:
+    """sha256 of a text's UTF-8 bytes (a cited sentence as it was read)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -24,19 +37,24 @@ class Evidence:
     text: str
     sha256: str  # of the file content (or container line) read for this answer
     requirements: tuple[str, ...]  # ids of the requirements it supports
-    status: str  # "confirmed" (verified span, certified) | "found" (verified span, not certified) | "candidate"
+    # "confirmed" (a reading named a sentence here and the requirement certified) | "found" (named, not certified)
+    # | "candidate" (from the prior's ranking, not read)
+    status: str
+    sentence: int | None = None  # the sentence a reading named (document sentence index)
+    sentence_text: str | None = None  # its text as read
+    sentence_lines: tuple[int, int] | None = None  # its line range
+    sentence_sha256: str | None = None  # sha256 of its text
 
     @property
     def citation(self) -> str:
-        return (
-            f"{self.path}:{self.line_start}"
-            if self.line_start == self.line_end
-            else f"{self.path}:{self.line_start}-{self.line_end}"
-        )
+        """``path:line`` of the sentence a reading named, else of the whole region."""
+        start, end = self.sentence_lines or (self.line_start, self.line_end)
+        return f"{self.path}:{start}" if start == end else f"{self.path}:{start}-{end}"
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["requirements"] = list(self.requirements)
+        d["sentence_lines"] = list(self.sentence_lines) if self.sentence_lines else None
         d["citation"] = self.citation
         return d
 

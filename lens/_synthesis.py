@@ -202,8 +202,23 @@ def _facts(decomposition: Decomposition, values: dict[str, str]) -> str:
     return "\n".join(f"{r.id}: {r.resolved_text(values)}" for r in decomposition.requirements)
 
 
-def _known(decomposition: Decomposition, values: dict[str, str]) -> str:
-    lines = [f"{r.id}: {values[r.id]}" for r in decomposition.requirements if values.get(r.id)]
+def _known(decomposition: Decomposition, values: dict[str, str], evidence: list[Evidence]) -> str:
+    """The facts readings confirmed, each with its value and the sentence it was read in (read first)."""
+    lines = []
+    for r in decomposition.requirements:
+        pid, said = next(
+            (
+                (f"P{n}", e.sentence_text)
+                for n, e in enumerate(evidence, 1)
+                if r.id in e.requirements and e.sentence_text
+            ),
+            (None, None),
+        )
+        value = values.get(r.id, "")
+        if said:
+            lines.append(f'{r.id}: {value + " — " if value else ""}{pid} says: "{said}"')
+        elif value:
+            lines.append(f"{r.id}: {value}")
     return "\n".join(lines) or "(none yet)"
 
 
@@ -221,7 +236,7 @@ def synthesis_messages(
         "synthesis",
         question=question,
         facts=_facts(decomposition, values),
-        known=_known(decomposition, values),
+        known=_known(decomposition, values, evidence),
         passages=passages or "(no passages)",
         guidance=guidance,
     )
@@ -236,7 +251,7 @@ def coverage_messages(
         "coverage",
         question=question,
         facts=_facts(decomposition, values),
-        known=_known(decomposition, values),
+        known=_known(decomposition, values, evidence),
         passages=passages or "(no passages)",
     )
 

@@ -10,7 +10,19 @@ import re
 import unicodedata
 from functools import lru_cache
 
-__all__ = ["STOPWORDS", "tokens", "content_terms", "fold", "title_key", "base_title", "capitalised_spans"]
+from rapidfuzz import fuzz
+
+__all__ = [
+    "STOPWORDS",
+    "tokens",
+    "content_terms",
+    "fold",
+    "title_key",
+    "base_title",
+    "capitalised_spans",
+    "normalise",
+    "find_span",
+]
 
 STOPWORDS = frozenset(
     """a an the and or but if of at by for with about against between into through during before after above below
@@ -87,3 +99,27 @@ def capitalised_spans(text: str) -> list[str]:
         if words:
             out.append(" ".join(words))
     return out
+
+
+def normalise(text: str) -> str:
+    """Lowercase, unify quotes, drop punctuation and collapse spaces: the form in which quotes and values are
+    checked against document text."""
+    text = text.lower().replace("’", "'").replace("“", '"').replace("”", '"')
+    return " ".join(re.findall(r"[0-9a-z\u00c0-\u024f']+", text))
+
+
+def find_span(haystack: str, needle: str) -> tuple[int, int] | None:
+    """Where ``needle`` occurs in ``haystack`` (both ``normalise``d), as a character span: an exact match on word
+    boundaries ("12" is not in "1912"), or — for needles of 12+ characters — a near-exact fuzzy alignment of the
+    *whole* needle inside the haystack (never a short haystack found inside a longer invented needle)."""
+    if not needle or not haystack:
+        return None
+    at = f" {haystack} ".find(f" {needle} ")
+    if at >= 0:
+        return at, at + len(needle)
+    if len(needle) < 12 or len(needle) > len(haystack):
+        return None
+    hit = fuzz.partial_ratio_alignment(needle, haystack, score_cutoff=94)
+    if hit is None or hit.src_start != 0 or hit.src_end != len(needle):
+        return None
+    return hit.dest_start, hit.dest_end

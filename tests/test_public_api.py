@@ -40,10 +40,8 @@ PUBLIC = [
     "add_config_args",
     "answer_text",
     "PLACEHOLDER_ANSWERS",
-    "Observation",
-    "Finding",
+    "Judgement",
     "Observer",
-    "SupportingFacts",
     "answer_span",
     "AnswerSpan",
     "Progress",
@@ -102,3 +100,32 @@ def test_the_readme_python_api_section_names_only_public_api():
     assert {"stage", "round", "max_rounds", "oracle_calls", "tokens", "elapsed_s"} == {
         f.name for f in dataclasses.fields(Progress)
     }
+
+
+# The documented research parts the harness builds on (lens.parts); changing this list changes that contract.
+PARTS = [
+    "Budget",
+    "ELSEWHERE",
+    "LOGPROB_FEATURES",
+    "Loop",
+    "LoopState",
+    "READING_FEATURES",
+    "ReadingModel",
+    "STOPWORDS",
+    "append_lines",
+    "atomic_write",
+    "base_title",
+    "decompose",
+    "normalise",
+    "title_key",
+    "tokens",
+    "user_config_path",
+]
+
+
+def test_lens_parts_is_pinned_and_every_name_resolves():
+    import lens.parts
+
+    assert sorted(lens.parts.__all__) == sorted(PARTS)
+    for name in lens.parts.__all__:
+        assert getattr(lens.parts, name) is not None

@@ -4,13 +4,13 @@ summary carries ``uses_gold: true``, and it never enters a headline table or sig
 
 What runs is the product's own code through its public API — ``lens.Agent(config).explore(question, folder,
 decomposition=..., observer=...)``: the scan of the snapshot folder, the prior, the propose–observe–update
-loop with the single-rate observation model at the simulated (tpr, fpr), the GLR stop, bridge resolution and
+loop with a reading model that knows only whether a sentence was named, at the simulated (tpr, fpr), the GLR stop, bridge resolution and
 consolidation to at most ``loop.evidence_docs`` cited documents. No LLM is called and no answer is
 synthesised. It shows what a user with a strong endpoint would get from the loop, and tests the loop's
 mechanics at a scale the local model cannot reach.
 
-The simulated oracle, for each (requirement, window) of an observation: the truth is the calibration's label
-(``lens.SupportingFacts``: the window holds a supporting sentence of the requirement's hop). With probability
+The simulated oracle, for each (requirement, window) read: the truth is the calibration's label
+(``harness.calibrate.labels.SupportingFacts``: the window holds a supporting sentence of the requirement's hop). With probability
 tpr a true window is reported (quote = that supporting sentence, value = the bridge entity — the second-hop
 title, or when the hops are ambiguous the gold title the question does not name — for a requirement others
 depend on, the gold answer for the final requirement of a bridge question), with probability fpr
@@ -35,18 +35,18 @@ from typing import Any, Iterable, Sequence
 from harness.bench.datasets import DataError, Question
 from harness.bench.metrics import evidence_recall
 from harness.bench.systems.corpus import read_snapshot_doc
+from harness.calibrate.labels import SupportingFacts
 from harness.files import write_json_atomic
 from lens import (
     Agent,
     Decomposition,
-    Finding,
+    Judgement,
     LensConfig,
-    Observation,
     Requirement,
-    SupportingFacts,
     heuristic_decomposition,
     merge_overrides,
 )
+from lens.parts import ReadingModel
 
 __all__ = ["DEFAULT_POINTS", "parse_points", "simulated_decomposition", "SimulatedOracle", "simulate", "summarise"]
 
@@ -118,33 +118,26 @@ class SimulatedOracle:
             return self.q.answer
         return ""
 
-    def __call__(self, question, facts, windows, docs, kinds, subjects) -> Observation:
+    def __call__(self, question, rid, text, w, doc) -> Judgement:
+        """One reading of window ``w`` for requirement ``rid`` (``text``: its wording as read)."""
         self.calls += 1
-        out = Observation()
-        for rid, text in facts:
-            for w, doc in zip(windows, docs):
-                sents = w.sentences(doc)
-                gold = [(i, s) for i, s in sents if self.facts.holds(rid, text, doc.title, [s])]
-                u = self._draw(rid, w.key)
-                if gold and u < self.tpr:
-                    i, s = gold[0]
-                    out.findings.append(Finding(rid, w.key, (i,), s, self._value(rid)))
-                elif not gold and u < self.fpr and len(sents) > 1:
-                    i, s = sents[1]  # the first sentence after the title line
-                    out.findings.append(Finding(rid, w.key, (i,), s, doc.title))
-        return out
+        sents = w.sentences(doc)
+        gold = [(i, s) for i, s in sents if self.facts.holds(rid, text, doc.title, [s])]
+        u = self._draw(rid, w.key)
+        if gold and u < self.tpr:
+            i, s = gold[0]
+            return Judgement(True, None, i, self._value(rid), s)
+        if not gold and u < self.fpr and len(sents) > 1:
+            i, s = sents[1]  # the first sentence after the title line
+            return Judgement(True, None, i, doc.title, s)
+        return Judgement(False, None, None)
 
 
 def _config(base: LensConfig, tpr: float, fpr: float) -> LensConfig:
     data = base.model_dump()
     model = base.llm.served_model
-    data = merge_overrides(
-        data,
-        {
-            "loop": {"observation_model": "single-rate", "reliability": {model: {"tpr": tpr, "fpr": fpr, "n": 0}}},
-            "memory": {"enabled": False},
-        },
-    )
+    rates = ReadingModel.from_rates(tpr, fpr).model_dump()
+    data = merge_overrides(data, {"loop": {"reading_model": {model: rates}}, "memory": {"enabled": False}})
     return LensConfig.model_validate(data)
 
 

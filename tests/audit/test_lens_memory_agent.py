@@ -35,6 +35,7 @@ from harness.audit.lens_pipeline import run_lens_audit
 from harness.audit.rows import read_rows
 from harness.audit.streams import random_stream
 from harness.audit.views import PIT, Future, FutureH
+from lens._config import ReadingModel
 
 HERE = Path(__file__).resolve().parent
 
@@ -89,7 +90,7 @@ def agent_config(capacity: int = 4):
         env={},
         overrides={
             "llm": {"base_url": BASE_URL, "model": MODEL, "cache": False},
-            "loop": {"reliability": {MODEL: {"tpr": 0.95, "fpr": 0.02}}},
+            "loop": {"reading_model": {MODEL: ReadingModel.from_rates(0.95, 0.02).model_dump()}},
             "memory": {"enabled": True, "capacity": capacity},
         },
     )
@@ -186,8 +187,7 @@ def test_full_mode_reruns_the_agent_under_every_view(tmp_path, client):
                     "overrides": [
                         f"llm.base_url={BASE_URL}",
                         f"llm.model={MODEL}",
-                        f"loop.reliability.{MODEL}.tpr=0.95",
-                        f"loop.reliability.{MODEL}.fpr=0.02",
+                        f"loop.reading_model.{MODEL}={json.dumps(ReadingModel.from_rates(0.95, 0.02).model_dump())}",
                     ]
                 }
             )

@@ -2,13 +2,15 @@
 
 The agent runs its production path (real ``openai`` client, real prompts, real verification); only the HTTP
 transport answers from a script. The script recognises each typed interface by its system prompt and replies
-like a small but honest model: decompositions from a table, observations from rules that fire when a passage
-really contains a trigger text, syntheses from a function of the prompt.
+like a small but honest model: decompositions from a table, readings from rules that fire when a passage really
+contains a trigger text (with scripted token log-probabilities when asked for), syntheses from a function of the
+prompt.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Callable
@@ -16,6 +18,7 @@ from typing import Callable
 import httpx
 
 _PASSAGE = re.compile(r'<passage id="(P\d+)" source="([^"]*)">\n(.*?)\n</passage>', re.S)
+_SENTENCE = re.compile(r"^\[(\d+)\] (.*)$", re.M)
 _FACT = re.compile(r"^(R\d+): (.+)$", re.M)
 
 
@@ -38,7 +41,11 @@ class ScriptedOracle:
     requests: list[dict] = field(default_factory=list)  # raw request bodies
     observed_sources: list[list[str]] = field(default_factory=list)  # passage sources per observation
     malformed: bool = False  # reply with broken JSON to every call
-    logprob: float | None = None  # observation replies carry this log-probability for every token
+    # P the reading's number token puts on its answer (top alternatives: the answer and the other choice, "0" or
+    # "1"); None: readings carry no log-probabilities
+    confidence: float | None = None
+    # readings of passages whose source contains a key: this confidence instead (a weaker or stronger reading)
+    confidence_by_source: dict[str, float] = field(default_factory=dict)
 
     def reply(self, request: httpx.Request) -> httpx.Response:
         body = json.loads(request.content)
@@ -53,8 +60,8 @@ class ScriptedOracle:
         elif kind == "decomposition":
             q = user.split("Q:", 1)[1].strip()
             text = json.dumps(self.decompositions.get(q, {"questions": [q]}))
-        elif kind == "observation":
-            text = json.dumps(self._observe(user))
+        elif kind == "reading":
+            text, source = self._read(user)
         elif kind == "coverage":
             text = json.dumps(self._coverage(user))
         elif kind == "synthesis":
@@ -63,15 +70,19 @@ class ScriptedOracle:
             text = json.dumps({"answer": user.split("Long answer:", 1)[1].split("\n")[0].strip()})
         else:
             text = "{}"
-        lps = self.logprob if kind == "observation" and body.get("logprobs") else None
-        return _completion(text, prompt_tokens=len(system + user) // 4, completion_tokens=len(text) // 4, logprob=lps)
+        conf = None
+        if kind == "reading" and body.get("logprobs"):
+            conf = next((c for key, c in self.confidence_by_source.items() if key in source), self.confidence)
+        return _completion(
+            text, prompt_tokens=len(system + user) // 4, completion_tokens=len(text) // 4, confidence=conf
+        )
 
     @staticmethod
     def _kind(system: str) -> str:
         if system.startswith("You split a question") or system.startswith("You break a comparison"):
             return "decomposition"
-        if system.startswith("You answer short questions"):
-            return "observation"
+        if system.startswith("You check whether a passage states one fact"):
+            return "reading"
         if system.startswith("You decide whether"):
             return "coverage"
         if system.startswith("You answer a question using"):
@@ -91,40 +102,51 @@ class ScriptedOracle:
         ]
         return {"complete": not missing, "missing": missing}
 
-    def _observe(self, user: str) -> dict:
-        passages = _PASSAGE.findall(user)
-        self.observed_sources.append([src for _, src, _ in passages])
-        facts = dict(_FACT.findall(user.split("Questions:", 1)[1]))
-        out: dict = {rid: None for rid in facts}
-        for rid, text in facts.items():
-            for rule in self.rules:
-                if not re.search(rule.fact, text):
-                    continue
-                for pid, _src, body in passages:
-                    if rule.trigger in body:
-                        sent = next(
-                            (
-                                int(m.group(1))
-                                for m in re.finditer(r"^\[(\d+)\] (.*)$", body, re.M)
-                                if rule.quote in m.group(2)
-                            ),
-                            0,
-                        )
-                        out[rid] = {"passage": pid, "sentence": sent, "quote": rule.quote, "value": rule.value}
-                        break
-                if out[rid]:
-                    break
-        out["names"] = []
-        return out
+    def _read(self, user: str) -> tuple[str, str]:
+        """The reply to a reading prompt ("<sentence number> | value", or "0") and the passage's source."""
+        ((_, source, body),) = _PASSAGE.findall(user)
+        self.observed_sources.append([source])
+        fact = user.split("Fact to find:", 1)[1].split("\n", 1)[0].strip()
+        for rule in self.rules:
+            if re.search(rule.fact, fact) and rule.trigger in body:
+                n = next((int(m.group(1)) for m in _SENTENCE.finditer(body) if rule.quote in m.group(2)), 0)
+                if n:
+                    return f"{n} | {rule.value}", source
+        return "0", source
 
 
-def _completion(text: str, prompt_tokens: int, completion_tokens: int, logprob: float | None = None) -> httpx.Response:
+def _completion(
+    text: str, prompt_tokens: int, completion_tokens: int, confidence: float | None = None
+) -> httpx.Response:
     choice: dict = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
-    if logprob is not None:  # OpenAI's shape: one entry per generated token (here: 3-character pieces)
-        pieces = [text[i : i + 3] for i in range(0, len(text), 3)]
-        choice["logprobs"] = {
-            "content": [{"token": t, "logprob": logprob, "bytes": None, "top_logprobs": []} for t in pieces]
-        }
+    if confidence is not None:  # OpenAI's shape: one entry per generated token, each with its top alternatives
+        number, rest = text.split(" ", 1) if " " in text else (text, "")
+        other = "1" if number == "0" else "0"
+        lp, alt = math.log(confidence), math.log(max(1e-9, 1 - confidence))
+        content = [
+            {
+                "token": number,
+                "logprob": lp,
+                "bytes": None,
+                "top_logprobs": [
+                    {"token": number, "logprob": lp, "bytes": None},
+                    {"token": other, "logprob": alt, "bytes": None},
+                ],
+            }
+        ]
+        content += (
+            [
+                {
+                    "token": " " + rest,
+                    "logprob": -0.01,
+                    "bytes": None,
+                    "top_logprobs": [{"token": " " + rest, "logprob": -0.01, "bytes": None}],
+                }
+            ]
+            if rest
+            else []
+        )
+        choice["logprobs"] = {"content": content}
     return httpx.Response(
         200,
         json={

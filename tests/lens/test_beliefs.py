@@ -18,10 +18,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lens._beliefs import ELSEWHERE, Belief, beta
-from lens._config import LensConfig, OracleReliability
-from lens._grading import ObservationModel
+from lens._config import LensConfig, ReadingModel
 
-STRONG = OracleReliability(tpr=0.8, fpr=0.1)
+STRONG = ReadingModel.from_rates(0.8, 0.1)
+
+
+def observe(b, key: str, relevant: bool, model: ReadingModel) -> None:
+    """One reading that did (not) name a sentence, under a model that knows only that (rates tpr, fpr)."""
+    b.update(key, model.log_lr({"found": float(relevant)}, logprobs=False), confirmed=relevant)
 
 
 def odds(p: float) -> float:
@@ -64,7 +68,7 @@ def test_new_belief_starts_with_only_elsewhere():
 
 def test_positive_observation_multiplies_the_windows_odds_by_tpr_over_fpr():
     b = fresh({"a": 1.0, "b": 3.0})  # a=0.2, b=0.6, elsewhere=0.2
-    b.observe("a", True, STRONG)
+    observe(b, "a", True, STRONG)
     post = b.posterior()
     # unnormalised: a 0.2·0.8 = 0.16, b 0.6·0.1 = 0.06, elsewhere 0.2·0.1 = 0.02; total 0.24
     assert post["a"] == pytest.approx(0.16 / 0.24)
@@ -76,7 +80,7 @@ def test_positive_observation_multiplies_the_windows_odds_by_tpr_over_fpr():
 
 def test_negative_observation_multiplies_the_windows_odds_by_miss_ratio():
     b = fresh({"a": 1.0, "b": 3.0})
-    b.observe("b", False, STRONG)
+    observe(b, "b", False, STRONG)
     post = b.posterior()
     # unnormalised: a 0.2·0.9 = 0.18, b 0.6·0.2 = 0.12, elsewhere 0.2·0.9 = 0.18; total 0.48
     assert post["a"] == pytest.approx(0.18 / 0.48)
@@ -91,7 +95,7 @@ def test_negative_observation_multiplies_the_windows_odds_by_miss_ratio():
 def test_update_leaves_the_ratio_between_other_hypotheses_unchanged():
     b = fresh({"a": 1.0, "b": 3.0, "c": 2.0})
     before = b.posterior()
-    b.observe("a", True, STRONG)
+    observe(b, "a", True, STRONG)
     after = b.posterior()
     assert after["b"] / after["c"] == pytest.approx(before["b"] / before["c"])
     assert after["b"] / after[ELSEWHERE] == pytest.approx(before["b"] / before[ELSEWHERE])
@@ -100,20 +104,20 @@ def test_update_leaves_the_ratio_between_other_hypotheses_unchanged():
 def test_oracle_with_tpr_equal_fpr_carries_no_information():
     b = fresh({"a": 1.0, "b": 3.0})
     before = b.posterior()
-    useless = OracleReliability(tpr=0.4, fpr=0.4)
-    b.observe("a", True, useless)
-    b.observe("b", False, useless)
+    useless = ReadingModel.from_rates(0.4, 0.4)
+    observe(b, "a", True, useless)
+    observe(b, "b", False, useless)
     after = b.posterior()
     for k in before:
         assert after[k] == pytest.approx(before[k])
 
 
 def test_weak_oracle_moves_beliefs_less_than_a_strong_one():
-    weak = OracleReliability(tpr=0.52, fpr=0.48)
+    weak = ReadingModel.from_rates(0.52, 0.48)
     bw, bs = fresh({"a": 1.0, "b": 1.0}), fresh({"a": 1.0, "b": 1.0})
     prior = bw.posterior()["a"]
-    bw.observe("a", True, weak)
-    bs.observe("a", True, STRONG)
+    observe(bw, "a", True, weak)
+    observe(bs, "a", True, STRONG)
     moved_weak = bw.posterior()["a"] - prior
     moved_strong = bs.posterior()["a"] - prior
     assert 0 < moved_weak < 0.02  # factor 0.52/0.48 ≈ 1.083
@@ -124,7 +128,7 @@ def test_weak_oracle_moves_beliefs_less_than_a_strong_one():
 def test_observation_of_unknown_window_is_ignored():
     b = fresh({"a": 1.0})
     before = dict(b.log_w)
-    b.observe("nowhere", True, STRONG)
+    observe(b, "nowhere", True, STRONG)
     assert b.log_w == before
     assert b.observations == 0
     assert b.confirmed == set()
@@ -133,7 +137,7 @@ def test_observation_of_unknown_window_is_ignored():
 def test_log_weights_stay_normalised_after_updates():
     b = fresh({"a": 1.0, "b": 2.0})
     for key, rel in [("a", True), ("b", False), ("a", True), ("b", True)]:
-        b.observe(key, rel, STRONG)
+        observe(b, key, rel, STRONG)
         assert sum(math.exp(v) for v in b.log_w.values()) == pytest.approx(1.0)
 
 
@@ -144,7 +148,7 @@ def test_favoured_is_the_most_probable_candidate_never_elsewhere():
     b = fresh({"a": 1.0, "b": 1.0}, elsewhere=0.9)  # elsewhere 0.9 > a = b = 0.05
     assert b.posterior()[ELSEWHERE] > b.posterior()["a"]
     assert b.favoured() == "a"  # tie between a and b: the smaller key wins
-    b.observe("b", True, STRONG)
+    observe(b, "b", True, STRONG)
     assert b.favoured() == "b"
 
 
@@ -152,46 +156,46 @@ def test_glr_is_zero_until_the_favoured_window_is_confirmed():
     b = fresh({"a": 1.0, "b": 9.0})  # b favoured: 0.72 vs 0.08 / 0.2
     assert b.favoured() == "b"
     assert b.glr() == 0.0  # nothing certified unseen, however strong the prior
-    b.observe("a", True, STRONG)  # a confirmed, but b still favoured? 0.08·0.8=0.064 vs 0.72·0.1=0.072
+    observe(b, "a", True, STRONG)  # a confirmed, but b still favoured? 0.08·0.8=0.064 vs 0.72·0.1=0.072
     assert b.favoured() == "b" and "a" in b.confirmed
     assert b.glr() == 0.0  # the confirmed window is not the favoured one
 
 
 def test_glr_is_log_ratio_of_favoured_to_best_alternative():
     b = fresh({"a": 1.0, "b": 3.0})
-    b.observe("a", True, STRONG)  # a 0.16, b 0.06, elsewhere 0.02 (unnormalised)
+    observe(b, "a", True, STRONG)  # a 0.16, b 0.06, elsewhere 0.02 (unnormalised)
     assert b.favoured() == "a"
     assert b.glr() == pytest.approx(math.log(0.16 / 0.06))
 
 
 def test_glr_counts_elsewhere_as_an_alternative():
     b = fresh({"a": 1.0, "b": 1.0}, elsewhere=0.5)  # a 0.25, b 0.25, elsewhere 0.5
-    b.observe("a", True, STRONG)  # a 0.2, b 0.025, elsewhere 0.05
+    observe(b, "a", True, STRONG)  # a 0.2, b 0.025, elsewhere 0.05
     assert b.glr() == pytest.approx(math.log(0.2 / 0.05))
 
 
 def test_each_further_positive_adds_log_tpr_over_fpr_to_the_glr():
     b = fresh({"a": 1.0, "b": 1.0})
-    b.observe("a", True, STRONG)
+    observe(b, "a", True, STRONG)
     g1 = b.glr()
-    b.observe("a", True, STRONG)
+    observe(b, "a", True, STRONG)
     g2 = b.glr()
     assert g2 - g1 == pytest.approx(math.log(0.8 / 0.1))
-    b.observe("a", False, STRONG)  # a negative takes back log((1−fpr)/(1−tpr))
+    observe(b, "a", False, STRONG)  # a negative takes back log((1−fpr)/(1−tpr))
     assert g2 - b.glr() == pytest.approx(math.log(0.9 / 0.2))
 
 
 def test_glr_is_zero_when_favoured_ties_with_alternative():
     b = fresh({"a": 1.0, "b": 1.0})
-    b.observe("a", True, STRONG)
-    b.observe("b", True, STRONG)
+    observe(b, "a", True, STRONG)
+    observe(b, "b", True, STRONG)
     assert b.favoured() == "a"
     assert b.glr() == pytest.approx(0.0, abs=1e-12)
 
 
 def test_summary_reports_favoured_glr_and_elsewhere():
     b = fresh({"a": 1.0, "b": 3.0})
-    b.observe("a", True, STRONG)
+    observe(b, "a", True, STRONG)
     s = b.summary(top=2)
     assert s["favoured"] == "a"
     assert s["glr"] == round(math.log(0.16 / 0.06), 3)
@@ -283,17 +287,15 @@ def _stuck_loop(beliefs: dict[str, Belief]):
     state.beliefs = dict(beliefs)
     state.prior_limit = {rid: 4 * cfg.prior.candidates for rid in beliefs}
     meter = CostMeter()
-    return Loop(
-        state, client=None, config=cfg, budget=Budget(cfg.budget, meter), meter=meter, evidence=ObservationModel(STRONG)
-    )
+    return Loop(state, client=None, config=cfg, budget=Budget(cfg.budget, meter), meter=meter, model=STRONG)
 
 
 def _certain(rid: str) -> Belief:
     b = Belief(rid)
     b.init({"a": 1.0, "b": 1.0})
-    strong = OracleReliability(tpr=0.95, fpr=0.02)
+    strong = ReadingModel.from_rates(0.95, 0.02)
     for _ in range(4):
-        b.observe("a", True, strong)
+        observe(b, "a", True, strong)
     return b
 
 
@@ -310,7 +312,7 @@ def test_one_unresolved_requirement_keeps_min_glr_low():
     assert r1.glr() > 5 * threshold  # practically certain
     r2 = Belief("R2")
     r2.init({"x": 1.0, "y": 1.0})
-    r2.observe("x", False, STRONG)  # only a negative: nothing confirmed, GLR 0
+    observe(r2, "x", False, STRONG)  # only a negative: nothing confirmed, GLR 0
     assert r2.glr() == 0.0
     assert min(r1.glr(), r2.glr()) == 0.0
     assert _stuck_loop({"R1": r1, "R2": r2}).run() == "candidates"
@@ -321,7 +323,7 @@ def test_requirement_just_below_threshold_blocks_stopping():
     threshold = beta(0, cfg.loop.delta) * cfg.loop.gamma["lookup"]  # log 10 ≈ 2.303
     r2 = Belief("R2")
     r2.init({"x": 1.0, "y": 1.0})
-    r2.observe("x", True, OracleReliability(tpr=0.9, fpr=0.1))  # GLR = log 9 ≈ 2.197 < log 10
+    observe(r2, "x", True, ReadingModel.from_rates(0.9, 0.1))  # GLR = log 9 ≈ 2.197 < log 10
     assert 0 < r2.glr() < threshold
     assert _stuck_loop({"R1": _certain("R1"), "R2": r2}).run() == "candidates"
 
@@ -340,9 +342,9 @@ def test_requirement_just_below_threshold_blocks_stopping():
 def test_posterior_stays_a_probability_distribution(weights, elsewhere, tpr, fpr, steps):
     b = Belief("R1", elsewhere_mass=elsewhere)
     b.init(weights)
-    rel = OracleReliability(tpr=tpr, fpr=fpr)
+    rel = ReadingModel.from_rates(tpr, fpr)
     for key, relevant in steps:
-        b.observe(key, relevant, rel)
+        observe(b, key, relevant, rel)
         post = b.posterior()
         assert set(post) == set(weights) | {ELSEWHERE}
         assert all(0.0 <= p <= 1.0 for p in post.values())

@@ -19,8 +19,8 @@ from lens import CorpusView
 from lens._beliefs import Belief
 from lens._consolidation import consolidate
 from lens._corpus import scan_corpus
+from lens._grading import Reading
 from lens._loop import LoopState
-from lens._observation import Finding
 from lens._requirements import Decomposition, Requirement
 from lens._result import Evidence
 from lens._windows import Window
@@ -71,8 +71,10 @@ def believe(state: LoopState, rid: str, weights: dict[Window, float]) -> None:
     state.beliefs[rid] = b
 
 
-def find(state: LoopState, rid: str, w: Window, *sentences: int) -> None:
-    state.findings.setdefault(rid, []).append(Finding(rid, w.key, tuple(sentences), "quote", "value"))
+def find(state: LoopState, rid: str, w: Window, sentence: int) -> None:
+    """A confirming reading of ``w`` for ``rid`` that named ``sentence``."""
+    reading = Reading(1, rid, f"fact {rid}", w.key, True, {}, 1.0, True, "value", sentence, "quote", True)
+    state.findings.setdefault(rid, []).append(reading)
 
 
 def text_of(view: CorpusView, doc_index: int, first: int, last: int) -> str:
@@ -93,17 +95,17 @@ def test_fixture_sentences_are_one_per_line(view):
 # ---------------------------------------------------------------- certified spans
 
 
-def test_certified_span_is_widened_by_one_sentence_each_side_and_confirmed(view):
+def test_a_certified_window_is_cited_by_the_sentence_its_reading_named(view):
     state = make_state(view)
     w = window(view, ALDER, 0, 10)
     believe(state, "R1", {w: 1.0})
     find(state, "R1", w, 5)
     (e,) = consolidate(state, {}, certified={"R1"}, max_docs=3)
     assert isinstance(e, Evidence)
-    assert (e.first_sentence, e.last_sentence) == (4, 6)
-    assert (e.line_start, e.line_end) == (5, 7)
-    assert e.citation == "alder.txt:5-7"
-    assert e.text == "Alder House fact number 4. Alder House fact number 5. Alder House fact number 6."
+    assert (e.first_sentence, e.last_sentence) == (0, 10)  # synthesis reads the whole window
+    assert e.sentence == 5 and e.sentence_text == "Alder House fact number 5."
+    assert e.sentence_lines == (6, 6) and e.citation == "alder.txt:6"  # the line of the sentence named
+    assert e.sentence_sha256 == hashlib.sha256(b"Alder House fact number 5.").hexdigest()
     assert e.status == "confirmed"
     assert e.requirements == ("R1",)
     assert e.id == "E1"
@@ -111,23 +113,24 @@ def test_certified_span_is_widened_by_one_sentence_each_side_and_confirmed(view)
     assert e.sha256 == view.docs[ALDER].sha256
 
 
-def test_widening_stays_inside_the_favoured_window(view):
+def test_a_window_read_but_not_certified_is_found_and_cited_by_its_sentence(view):
     state = make_state(view)
     w = window(view, ALDER, 3, 6)
     believe(state, "R1", {w: 1.0})
-    find(state, "R1", w, 3, 6)  # the span already touches both ends of the window
-    (e,) = consolidate(state, {}, certified={"R1"}, max_docs=3)
-    assert (e.first_sentence, e.last_sentence) == (3, 6)
+    find(state, "R1", w, 4)
+    state.beliefs["R1"].confirmed.add(w.key)
+    (e,) = consolidate(state, {}, certified=set(), max_docs=3)
+    assert e.status == "found" and e.citation == "alder.txt:5"
 
 
-def test_span_over_several_findings_covers_all_their_sentences(view):
+def test_the_latest_reading_of_the_window_gives_the_citation(view):
     state = make_state(view)
     w = window(view, ALDER, 0, 10)
     believe(state, "R1", {w: 1.0})
     find(state, "R1", w, 7)
     find(state, "R1", w, 4)
     (e,) = consolidate(state, {}, certified={"R1"}, max_docs=3)
-    assert (e.first_sentence, e.last_sentence) == (3, 8)
+    assert e.sentence == 4
 
 
 def test_findings_in_other_windows_do_not_count_for_the_favoured_window(view):
@@ -136,8 +139,8 @@ def test_findings_in_other_windows_do_not_count_for_the_favoured_window(view):
     believe(state, "R1", {fav: 3.0, other: 1.0})
     find(state, "R1", other, 1)  # a finding, but not in the favoured window
     (e,) = consolidate(state, {}, certified={"R1"}, max_docs=3)
-    # no finding in the favoured window: the whole window is the span (widening clipped to it)
-    assert (e.first_sentence, e.last_sentence) == (6, 9)
+    # no reading named a sentence in the favoured window: the whole window, cited as a region
+    assert (e.first_sentence, e.last_sentence) == (6, 9) and e.sentence is None and e.citation == "alder.txt:7-10"
     assert e.status == "confirmed"
 
 
@@ -206,27 +209,27 @@ def test_document_without_any_window_in_the_beliefs_is_skipped(view):
 # ---------------------------------------------------------------- merging
 
 
-def test_overlapping_regions_of_one_document_merge_keeping_requirement_ids(view):
+def test_one_window_confirmed_for_two_requirements_is_one_region_with_both_ids(view):
     state = make_state(view, ("R1", "R2"))
     w = window(view, ALDER, 0, 10)
     believe(state, "R1", {w: 1.0})
     believe(state, "R2", {w: 1.0})
-    find(state, "R1", w, 3)  # 2..4
-    find(state, "R2", w, 4)  # 3..5
+    find(state, "R1", w, 3)
+    find(state, "R2", w, 4)
     (e,) = consolidate(state, {}, certified={"R1", "R2"}, max_docs=3)
-    assert (e.first_sentence, e.last_sentence) == (2, 5)
-    assert e.requirements == ("R1", "R2")
+    assert (e.first_sentence, e.last_sentence) == (0, 10)
+    assert e.requirements == ("R1", "R2") and e.sentence == 3  # cited by the first requirement's sentence
     assert e.status == "confirmed"
-    assert e.text == text_of(view, ALDER, 2, 5)
+    assert e.text == text_of(view, ALDER, 0, 10)
 
 
 def test_touching_regions_merge(view):
     state = make_state(view, ("R1", "R2"))
-    w = window(view, ALDER, 0, 10)
-    believe(state, "R1", {w: 1.0})
-    believe(state, "R2", {w: 1.0})
-    find(state, "R1", w, 2)  # 1..3
-    find(state, "R2", w, 5)  # 4..6: starts right after 3
+    w1, w2 = window(view, ALDER, 1, 3), window(view, ALDER, 4, 6)
+    believe(state, "R1", {w1: 1.0})
+    believe(state, "R2", {w2: 1.0})
+    find(state, "R1", w1, 2)
+    find(state, "R2", w2, 5)
     (e,) = consolidate(state, {}, certified={"R1", "R2"}, max_docs=3)
     assert (e.first_sentence, e.last_sentence) == (1, 6)
     assert e.requirements == ("R1", "R2")
@@ -234,13 +237,14 @@ def test_touching_regions_merge(view):
 
 def test_separate_regions_of_one_document_stay_apart_in_sentence_order(view):
     state = make_state(view, ("R1", "R2"))
-    w = window(view, ALDER, 0, 10)
-    believe(state, "R1", {w: 1.0})
-    believe(state, "R2", {w: 1.0})
-    find(state, "R1", w, 8)  # 7..9
-    find(state, "R2", w, 2)  # 1..3, a gap of 4..6
+    w1, w2 = window(view, ALDER, 7, 9), window(view, ALDER, 1, 3)
+    believe(state, "R1", {w1: 1.0})
+    believe(state, "R2", {w2: 1.0})
+    find(state, "R1", w1, 8)
+    find(state, "R2", w2, 2)  # a gap of 4..6
     ev = consolidate(state, {}, certified={"R1", "R2"}, max_docs=3)
     assert [(e.first_sentence, e.last_sentence, e.requirements) for e in ev] == [(1, 3, ("R2",)), (7, 9, ("R1",))]
+    assert [e.sentence for e in ev] == [2, 8]
     assert [e.id for e in ev] == ["E1", "E2"]
     assert {e.sha256 for e in ev} == {view.docs[ALDER].sha256}
 
@@ -304,7 +308,7 @@ def test_evidence_dict_carries_citation_and_hash(view):
     find(state, "R1", w, 2)
     (e,) = consolidate(state, {}, certified={"R1"}, max_docs=1)
     d = e.to_dict()
-    assert d["citation"] == "cedar.txt:2-4"
+    assert d["citation"] == "cedar.txt:3" and d["sentence_lines"] == [3, 3]
     assert d["sha256"] == hashlib.sha256(FILES["cedar.txt"].encode()).hexdigest()
     assert d["requirements"] == ["R1"]
     assert d["status"] == "confirmed"
@@ -313,14 +317,13 @@ def test_evidence_dict_carries_citation_and_hash(view):
 # ---------------------------------------------------------------- focused reading
 
 
-def test_an_uncertified_verified_finding_is_read_as_its_span_not_the_window(view):
+def test_a_window_read_but_not_certified_comes_before_candidates_cited_by_its_sentence(view):
     state = make_state(view, ("R1", "R2"))
     w1, w2 = window(view, ALDER, 0, 10), window(view, BIRCH, 0, 6)
     believe(state, "R1", {w1: 1.0})
     believe(state, "R2", {w2: 1.0})
     state.beliefs["R1"].update(w1.key, 1.0, confirmed=True, value="value")
-    find(state, "R1", w1, 5)  # verified but not certified
+    find(state, "R1", w1, 5)  # confirmed but not certified
     ev = consolidate(state, {BIRCH: 2.0, ALDER: 1.0}, certified=set(), max_docs=3)
     assert [(e.path, e.status) for e in ev] == [("alder.txt", "found"), ("birch.txt", "candidate")]
-    assert (ev[0].first_sentence, ev[0].last_sentence) == (4, 6)  # the finding and a sentence of context
-    assert (ev[1].first_sentence, ev[1].last_sentence) == (0, 6)  # no finding: the window as before
+    assert ev[0].citation == "alder.txt:6" and ev[1].sentence is None and ev[1].citation == "birch.txt:1-7"

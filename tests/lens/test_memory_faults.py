@@ -25,9 +25,17 @@ retry_backoff_s = 0
 max_retries = 0
 [memory]
 enabled = true
-[loop.reliability.{MODEL}]
-tpr = 0.95
-fpr = 0.02
+# a strong reader: ReadingModel.from_rates(0.95, 0.02)
+[loop.reading_model.{MODEL}]
+features = ["score", "found", "value", "subject_window", "log_rank"]
+coef = [0.0, 6.836259277277065, 0.0, 0.0, 0.0]
+intercept = -2.9755295662364705
+coef_no_logprob = [6.836259277277065, 0.0, 0.0, 0.0]
+intercept_no_logprob = -2.9755295662364705
+base_coef = 0.0
+base_intercept = 0.0
+max_log_lr = 100.0
+n = 0
 """
 
 

@@ -153,8 +153,8 @@ def test_ctrl_c_stops_cleanly_and_shows_the_partial_cost(tmp_path):
             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
         deadline = time.monotonic() + 60
-        # into the loop: the first observation call has reached the endpoint, which holds it for a second
-        while not any(k == "observation" for k, _ in responder.calls) and time.monotonic() < deadline:
+        # into the loop: the first reading call has reached the endpoint, which holds it for a second
+        while not any(k == "reading" for k, _ in responder.calls) and time.monotonic() < deadline:
             time.sleep(0.05)
         p.send_signal(signal.SIGINT)
         out, err = p.communicate(timeout=60)

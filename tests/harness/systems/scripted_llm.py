@@ -37,7 +37,7 @@ def _opening(name: str) -> str:
 
 def kind_of(messages: list[dict[str, str]]) -> str:
     system = messages[0]["content"] if messages and messages[0]["role"] == "system" else ""
-    for name in ("react", "rag", "closed_book", "decomposition", "observation", "synthesis", "coverage", "calibration"):
+    for name in ("react", "rag", "closed_book", "decomposition", "reading", "synthesis", "coverage", "calibration"):
         if system.startswith(_opening(name)):
             return name
     return "other"
@@ -125,18 +125,13 @@ class Responder:
             }
         )
 
-    def _observation(self, messages):
-        text = last_user(messages)
-        ids = re.findall(r"^(R\d+): ", text.split("Facts to find:", 1)[-1], re.MULTILINE)
-        ps = passages(text)
-        out: dict[str, Any] = {"names": []}
-        for rid in ids:
-            if ps and ps[0][2]:
-                n, s = ps[0][2][-1]
-                out[rid] = {"passage": ps[0][0], "sentence": n, "quote": s, "value": s.split()[0]}
-            else:
-                out[rid] = None
-        return json.dumps(out)
+    def _reading(self, messages):
+        """Names the passage's last sentence, with its first word as the value."""
+        ps = passages(last_user(messages))
+        if ps and ps[0][2]:
+            n, s = ps[0][2][-1]
+            return f"{n} | {s.split()[0]}"
+        return "0"
 
     def _synthesis(self, messages):
         ps = passages(last_user(messages))

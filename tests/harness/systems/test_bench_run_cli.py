@@ -24,6 +24,8 @@ def test_parsing_bench_commands_imports_no_runner_systems_or_models():
         "harness.audit",
         "harness.audit.cli",
         "harness.extra",
+        "harness.calibrate",
+        "harness.calibrate.cli",
     }, loaded
 
 

@@ -27,9 +27,9 @@ def test_a_strong_simulated_oracle_certifies_and_a_weak_one_does_not(bench_data,
     s = {(p["tpr"], p["fpr"]): p for p in summarise(rows)}
     strong, weak = s[(0.95, 0.02)], s[(0.3, 0.25)]
     assert strong["certified_share"] > 50 and weak["certified_share"] == 0
-    assert strong["ev_rec"] >= weak["ev_rec"] and strong["rounds"] < weak["rounds"]
+    assert strong["ev_rec"] >= weak["ev_rec"] and strong["rounds"] < make_config("deep").budget.max_rounds
     assert all(r["cited_docs"] <= 4 for r in rows)
-    assert all(r["oracle_calls"] == r["rounds"] for r in rows)  # one observation per round
+    assert all(r["oracle_calls"] <= 2 * r["rounds"] for r in rows)  # at most c1 readings per round
     assert "uses_gold=true" in table(summarise(rows))
 
 
