@@ -4,8 +4,9 @@ For each calibration question (never an evaluation question): the production dec
 over the article pool, and each requirement's top ``--windows`` candidate windows (the windows the loop reads
 first). Every pair is then read by each protocol through the library's own prompt and verification code:
 
-- ``extract``: today's multi-window extraction (``lens._observation.observe``: up to three windows per call, every
-  requirement of the hop at once, a quote and value per fact or null);
+- ``extract``: the multi-window extraction this change replaced (up to three windows per call, every requirement of
+  the hop at once, a quote and value per fact or null); it ran with this script as of commit 0be4d11, where
+  ``lens._observation`` still existed, and its rows are read by ``--analyse``;
 - ``yesno``: a pointwise yes/no judgement per (requirement, window); score P(yes) from the first token's top
   log-probabilities;
 - ``choice``: the window's sentences numbered, the model names the sentence that states the fact (0: none) and
@@ -40,7 +41,6 @@ from lens._files import append_lines
 from lens._grading import observation_model
 from lens._llm import LLMError, LLMUnavailableError, open_client
 from lens._loop import Loop, LoopState
-from lens._observation import ObservationReply, observation_tokens, observe
 from lens._prior import Prior
 from lens._prompts import fence_passage
 from lens._reading import TOP_LOGPROBS, Judgement, read_window
@@ -223,7 +223,7 @@ def run(args) -> None:
                         )
                     pairs.append(pair)
             if "extract" in protocols:
-                _extract(q["question"], hop, chosen, state, view, client, pairs)
+                raise SystemExit("the extract protocol runs at commit 0be4d11 (lens._observation is gone since)")
         row = {
             "id": q["_id"],
             "type": q.get("type"),
@@ -237,64 +237,6 @@ def run(args) -> None:
         append_lines(rows_path, [json.dumps(row, ensure_ascii=False)])
         n_pos = sum(p["label"] for p in pairs)
         print(f"{qi}/{len(todo)} {q['_id']}: {len(pairs)} pairs, {n_pos} positive, {row['seconds']} s", flush=True)
-
-
-def _extract(question, hop, chosen, state, view, client, pairs) -> None:
-    """Today's protocol on the hop's windows: three windows per call, every fact of the hop in each call."""
-    order: list[str] = []
-    lists = [chosen[r.id] for r in hop]
-    for i in range(max((len(x) for x in lists), default=0)):
-        for x in lists:
-            if i < len(x) and x[i] not in order:
-                order.append(x[i])
-    facts = [(r.id, r.resolved_text(state.values)) for r in hop]
-    kinds = {r.id: answer_type(t) for r, (_, t) in zip(hop, facts)}
-    subjects = {r.id: s for r in hop if (s := r.subject(state.values))}
-    mine = {(p["rid"], p["window"]): p for p in pairs}
-    for at in range(0, len(order), 3):
-        keys = order[at : at + 3]
-        wins = [state.windows[k] for k in keys]
-        docs = [view.docs[w.doc_index] for w in wins]
-        calls: list[dict] = []
-
-        def call(messages, schema, max_tokens):
-            t0 = time.monotonic()
-            try:
-                resp = client.chat_json(messages, schema, max_tokens=max_tokens, logprobs=True)
-            except LLMUnavailableError:
-                raise
-            except LLMError:
-                return None
-            calls.append(
-                {
-                    "prompt": resp.prompt_tokens,
-                    "cached": resp.cached_tokens,
-                    "completion": resp.completion_tokens,
-                    "seconds": round(time.monotonic() - t0, 3),
-                }
-            )
-            return resp
-
-        obs = observe(question, facts, wins, docs, call, kinds=kinds, subjects=subjects)
-        assert ObservationReply and observation_tokens  # the production protocol's own reply and size
-        found = {(f.requirement_id, f.window_key): f for f in (obs.findings if obs else [])}
-        share = [dict(c, share=1.0 / max(1, sum((r.id, k) in mine for r in hop for k in keys))) for c in calls]
-        for r in hop:
-            for k in keys:
-                p = mine.get((r.id, k))
-                if p is None:
-                    continue
-                f = found.get((r.id, k))
-                p["extract"] = (
-                    None
-                    if obs is None
-                    else {
-                        "found": f is not None,
-                        "score": None if f is None or f.logprob is None else math.exp(f.logprob),
-                        "value": f.value if f else "",
-                        "calls": share,
-                    }
-                )
 
 
 # ------------------------------------------------------------------ analysis
@@ -377,8 +319,8 @@ def analyse(args) -> None:
     hop2 = [p for r in rows for p in r["pairs"] if p["depends_on"]]
     print(f"{len(rows)} questions, {n_pairs} (requirement, window) pairs, {n_pos} positive; hop-2 pairs {len(hop2)}")
     print(
-        "| protocol | n | AUC score | AUC within rank 0 / 1-2 / 3+ | log loss rank-only → +score | LR+ (score ≥ 0.7) "
-        "| LR− (score < 0.3) | prompt tok | cached | out tok | s/reading |"
+        "| protocol | n | AUC score | AUC within rank 0 / 1-2 / 3+ | held-out log loss rank-only → +score "
+        "| LR+ (log LR ≥ 0.5) | LR− (log LR ≤ −0.5) | prompt tok | cached | out tok | s/reading |"
     )
     print("| --- | ---: | ---: | --- | --- | --- | --- | ---: | ---: | ---: | ---: |")
     for proto in PROTOCOLS:
@@ -398,15 +340,11 @@ def analyse(args) -> None:
             held = _cv(rows, proto, sampled)
             lb = -sum(math.log(b if y else 1 - b) for b, _, _, y, _, _ in held) / len(held)
             lm = -sum(math.log(m if y else 1 - m) for _, m, _, y, _, _ in held) / len(held)
-            pos = [x for x, y in zip(xs, ys) if y]
-            neg = [x for x, y in zip(xs, ys) if not y]
-            hi_t, lo_t = (_logit(0.7), _logit(0.3)) if proto != "minilm" else (0.5, 0.3)
-            if sampled:
-                hi_t, lo_t = 0.5, 0.5
-            tpr_hi = sum(x >= hi_t for x in pos) / max(1, len(pos))
-            fpr_hi = sum(x >= hi_t for x in neg) / max(1, len(neg))
-            tpr_lo = sum(x < lo_t for x in pos) / max(1, len(pos))
-            fpr_lo = sum(x < lo_t for x in neg) / max(1, len(neg))
+            # operating points on the held-out log LR (what the loop applies): ≥ +0.5 and ≤ −0.5
+            pos = [h[2] for h in held if h[3]]
+            neg = [h[2] for h in held if not h[3]]
+            tpr_hi, fpr_hi = (sum(x >= 0.5 for x in g) / max(1, len(g)) for g in (pos, neg))
+            tpr_lo, fpr_lo = (sum(x <= -0.5 for x in g) / max(1, len(g)) for g in (pos, neg))
             lr_plus = tpr_hi / fpr_hi if fpr_hi else math.inf
             lr_minus = tpr_lo / fpr_lo if fpr_lo else math.inf
             calls = [c for p in have for c in p[proto]["calls"]]
@@ -439,7 +377,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", required=True)
     ap.add_argument("--base-url")
     ap.add_argument("--preset", default="deep")
-    ap.add_argument("--protocols", default="choice,yesno,extract,minilm")
+    ap.add_argument("--protocols", default="choice,yesno,minilm")
     ap.add_argument("--windows", type=int, default=4, help="candidate windows read per requirement")
     ap.add_argument("--limit", type=int, default=10**6)
     ap.add_argument("--cache-dir", default="/tmp/lens-protocols-cache")
