@@ -366,10 +366,15 @@ def _read_text(p: Path) -> str:
         raise ConfigError(f"{p}: not UTF-8 text (byte {exc.start + 1}); TOML files are UTF-8") from None
 
 
+MODELS_FILE = "reading-models.toml"  # per served model, under every preset: what a reading of it is worth
+
+
 def available_presets() -> list[str]:
     """Names of the presets shipped in ``configs/`` (package ``lens.configs``)."""
     return sorted(
-        p.name[: -len(".toml")] for p in resources.files("lens.configs").iterdir() if p.name.endswith(".toml")
+        p.name[: -len(".toml")]
+        for p in resources.files("lens.configs").iterdir()
+        if p.name.endswith(".toml") and p.name != MODELS_FILE
     )
 
 
@@ -381,10 +386,13 @@ def _read_toml(text: str, source: str) -> dict[str, Any]:
 
 
 def _preset_data(name: str) -> dict[str, Any]:
-    ref = resources.files("lens.configs").joinpath(f"{name}.toml")
-    if not ref.is_file():
+    """The shipped reading models with preset ``name`` over them."""
+    configs = resources.files("lens.configs")
+    ref = configs.joinpath(f"{name}.toml")
+    if name not in available_presets() or not ref.is_file():
         raise ConfigError(f"unknown preset {name!r}; available: {', '.join(available_presets())}")
-    data = _read_toml(ref.read_text(encoding="utf-8"), f"preset {name}")
+    models = _read_toml(configs.joinpath(MODELS_FILE).read_text(encoding="utf-8"), f"configs/{MODELS_FILE}")
+    data = _deep_merge(models, _read_toml(ref.read_text(encoding="utf-8"), f"preset {name}"))
     data.pop("preset", None)
     return data
 
