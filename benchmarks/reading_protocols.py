@@ -32,13 +32,14 @@ import sys
 import time
 from pathlib import Path
 
+from harness.calibrate.fit import auc, logistic_fit
+from harness.calibrate.labels import SupportingFacts
+from harness.calibrate.run import article_pool
 from lens._beliefs import ELSEWHERE
 from lens._budget import Budget
-from lens._calibration import SupportingFacts, _pool, auc, logistic_fit
 from lens._config import load_config
 from lens._cost import CostMeter
 from lens._files import append_lines
-from lens._grading import observation_model
 from lens._llm import LLMError, LLMUnavailableError, open_client
 from lens._loop import Loop, LoopState
 from lens._prior import Prior
@@ -117,7 +118,7 @@ def run(args) -> None:
 
         encoder = DenseEncoder()
     questions = json.loads(Path(args.questions).read_text())
-    view, articles = _pool(args.articles)
+    view, articles = article_pool(args.articles)
     prior = Prior(view, cfg.prior)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -150,7 +151,7 @@ def run(args) -> None:
             config=cfg,
             budget=Budget(cfg.budget, meter),
             meter=meter,
-            evidence=observation_model(cfg),
+            model=cfg.reading_model(),
         )
         loop.seed()
         facts = SupportingFacts(q, articles, [r.to_dict() for r in dec.requirements])
