@@ -42,6 +42,12 @@ def lens_details(result: Any) -> dict[str, Any]:
         # how the answer was made: the comparison computed in code, the answer-span step, the calls' stages
         "stages": list(result.stages),
         "rounds": cost.get("rounds"),
+        # every reading the loop made: (requirement, window, sentence named, value, log LR, confirmed)
+        "readings": [
+            {k: r.get(k) for k in ("fact", "window", "sentence", "value", "score", "log_lr", "confirmed")}
+            for t in result.trace
+            for r in t.observation.get("readings", [])
+        ],
         "max_oracle_calls": cost.get("max_oracle_calls"),
         "agent_seconds": cost.get("seconds"),
         "model": result.model,
@@ -66,10 +72,11 @@ def prediction_from_result(result: Any, folder: str | Path, system: str = "lens"
         # Line ranges of a whole file map to sent_ids; a record inside a bench-written .bz2 shard (official layout:
         # its "text" a list of sentences, which the reader keeps one per sentence) is cited by sentence index,
         # which is the sent_id.
+        # A region a reading pinned to one sentence supports with that sentence alone.
         if e.doc_id == e.path:
-            sids = list(sentences_of_lines(e.line_start, e.line_end))
+            sids = list(sentences_of_lines(*(e.sentence_lines or (e.line_start, e.line_end))))
         else:
-            sids = list(range(e.first_sentence, e.last_sentence + 1))
+            sids = [e.sentence] if e.sentence is not None else list(range(e.first_sentence, e.last_sentence + 1))
         evidence.append(
             Passage(
                 path=e.path,
