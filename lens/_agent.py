@@ -340,19 +340,19 @@ class Agent:
     def _answer(self, q: "_Question", loop: Loop, stop: str):
         """Consolidate E*, check coverage, synthesise (in code when values parse); one bounded re-entry of the
         loop when a fact is reported missing; answer-span calibration. Returns (answer, stop, certified,
-        covered, evidence, missing)."""
+        covered, evidence, missing); a requirement not certified is covered when a reading confirmed it inside
+        the evidence (checked in code, never the model's say-so)."""
         cfg, state = self.config, loop.state
         decomposition = state.decomposition
         # a futile loop (certification out of reach for this observation model) re-enters for nothing
         explore = not cfg.ablation.no_exploration and not stop.startswith("futile")
         certified = loop.certified()
         evidence = self._consolidate(loop, certified)
-        covered: set[str] = set()
         reentered = False
 
-        # coverage: the evidence may state a fact the loop could not certify window by window
+        # coverage: when rounds remain, ask which facts the evidence does not state and re-enter for those
         unresolved = [r.id for r in decomposition.requirements if r.id not in certified]
-        if unresolved and explore and evidence:
+        if unresolved and explore and evidence and q.budget.rounds < cfg.budget.max_rounds:
             cov = self._fixed_call(
                 q,
                 coverage_messages(q.question, decomposition, state.values, evidence),
@@ -361,12 +361,10 @@ class Agent:
                 keep=1,
                 stage="coverage",
             )
-            if cov is not None:
-                missing = {m.strip().upper() for m in cov.missing} & set(unresolved)
-                covered = set(unresolved) - missing if (cov.complete or cov.missing) else set()
-                if missing and q.budget.rounds < cfg.budget.max_rounds:
-                    stop, certified, evidence = self._reenter(q, loop, missing, stop)
-                    reentered = True
+            missing = {m.strip().upper() for m in cov.missing} & set(unresolved) if cov is not None else set()
+            if missing:
+                stop, certified, evidence = self._reenter(q, loop, missing, stop)
+                reentered = True
 
         answer, missing = self._synthesize(q, state, evidence)
         if missing and not reentered and explore and q.budget.rounds < cfg.budget.max_rounds:
@@ -394,6 +392,9 @@ class Agent:
             if not span.verified:
                 q.notes.append(f"the answer {answer!r} is not a span of the cited evidence: unverified")
             answer = span.answer
+        covered = {
+            r.id for r in decomposition.requirements if r.id not in certified and _verified_in(state, r.id, evidence)
+        }
         return answer, stop, certified, covered, evidence, missing
 
     def _reenter(self, q: "_Question", loop: Loop, missing: set[str], stop: str):
@@ -422,8 +423,7 @@ class Agent:
         out = []
         for r in state.decomposition.requirements:
             ev_ids = tuple(e.id for e in evidence if r.id in e.requirements)
-            covers = r.id in covered and _verified_in(state, r.id, evidence)
-            status = "certified" if r.id in certified else ("covered" if covers else "unresolved")
+            status = "certified" if r.id in certified else ("covered" if r.id in covered else "unresolved")
             out.append(
                 RequirementStatus(
                     r.id,

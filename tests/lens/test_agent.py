@@ -190,7 +190,7 @@ def test_a_coverage_reply_alone_covers_no_requirement(run_agent, lights):
     assert [r.status for r in result.requirements] == ["unresolved"] and result.best_effort
 
 
-def test_a_requirement_the_loop_verified_but_did_not_certify_is_covered_when_the_reply_agrees(run_agent, tmp_path):
+def test_a_requirement_a_reading_confirmed_in_the_evidence_but_not_certified_is_covered(run_agent, tmp_path):
     folder = tmp_path / "one"  # one document: after one reading no window is left to read ("candidates")
     write(folder, "calder.md", "# Calder Point Light\n\nThe tower is 27 m tall.\nIts first keeper was Agnes Rook.\n")
     oracle = ScriptedOracle(
