@@ -124,6 +124,14 @@ class PriorSettings(_Section):
     link_hop_seeds: int = Field(2, ge=0, le=1000)
     window_sentences: int = Field(6, ge=1, le=1000, description="Sentences per candidate window.")
     temperature: float = Field(1.0, gt=0, le=1000, description="Prior weight of a document = exp(score / temperature).")
+    elsewhere_mass: float = Field(
+        0.1,
+        gt=0,
+        lt=1,
+        description="Prior P(a requirement's evidence lies outside its candidate windows): the prior's top-10 misses "
+        "4.5 % of the calibration questions' gold articles (benchmarks/prior_recall.py), more for a bridge fact "
+        "before its cue is known.",
+    )
 
 
 # The reading's features (see lens._grading): the score exists only where the endpoint returns token

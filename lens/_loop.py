@@ -141,7 +141,7 @@ class Loop:
                 weights[w.key] = math.exp(c.score / tau) / (1 + rank)
         belief = s.beliefs.get(req.id)
         if belief is None or fresh:
-            belief = Belief(req.id)
+            belief = Belief(req.id, elsewhere_mass=cfg.prior.elsewhere_mass)
             belief.init(weights)
             s.beliefs[req.id] = belief
         else:
