@@ -163,6 +163,32 @@ class Belief:
         best = max(cands, key=lambda x: (groups[self._group(x[1])], x[0], _neg(x[1])))
         return best[1]
 
+    def reachable_glr(self, read: set[str], readings: int, most: float) -> float:
+        """An upper bound on the GLR after ``readings`` more readings when each moves one window not in ``read`` by
+        at most ``most`` in log weight and read windows are not read again: read windows keep their weights, and
+        the ``readings`` heaviest unread windows ("elsewhere" counted whole, since a wider ranking turns it into
+        windows) at best join the winning group at e^most times their weight while every other unread window
+        falls to nothing. Infinite when no read window stands as an alternative to a possible winner."""
+        post = self.posterior()
+        groups: dict[tuple[str, str], float] = {}
+        unread = []
+        for key, p in post.items():
+            if key != ELSEWHERE and key in read:
+                g = self._group(key)
+                groups[g] = groups.get(g, 0.0) + p
+            else:
+                unread.append(p)
+        gain = sum(sorted(unread, reverse=True)[: max(readings, 0)]) * math.exp(most)
+        winners = [(g, m) for g, m in groups.items() if g[0] == "value" or g[1] in self.confirmed]
+        best = -math.inf
+        for g, m in winners + [(("new", ""), 0.0)]:
+            alt = max((v for h, v in groups.items() if h != g), default=0.0)
+            if alt <= 0.0:
+                return math.inf
+            if m + gain > 0.0:
+                best = max(best, math.log((m + gain) / alt))
+        return max(best, 0.0)
+
     def glr(self) -> float:
         """log p(favoured group) − log max p(alternative group), 0 unless the favoured window is confirmed."""
         fav = self.favoured()

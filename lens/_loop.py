@@ -232,8 +232,10 @@ class Loop:
                         s.values.setdefault(r.depends_on or "", "")
                         self.refresh(r, fresh=True)
                 continue
-            if futility and self._futile(outstanding, threshold):
-                return "futile"
+            if futility:
+                outstanding = [r for r in outstanding if self._in_reach(r, threshold)]
+                if not outstanding:
+                    return "futile"
             proposal = self._propose(outstanding)
             if not proposal and self._expand(outstanding):
                 proposal = self._propose(outstanding)
@@ -247,18 +249,27 @@ class Loop:
             if stop:
                 return stop
 
-    def _futile(self, outstanding: list[Requirement], threshold: float) -> bool:
-        """Whether some outstanding requirement cannot certify within the rounds left, however the readings come
-        out: after k more readings GLR_j ≤ log((1 − e_j) / e_j) + k·L, e_j = P_j(elsewhere), L the reading
-        model's largest |log LR| (derivation: docs/readings.md)."""
+    def _in_reach(self, req: Requirement, threshold: float) -> bool:
+        """Whether reading more could still help ``req``: no reading has confirmed a window of it yet (a reading
+        gives the answer its sentence) or some sequence of readings in the rounds left could lift its GLR to the
+        threshold. After k
+        more readings GLR_j ≤ log((1 − e_j) / e_j) + k·L, e_j = P_j(elsewhere), L the reading model's largest
+        |log LR|; and, since a window is read once per requirement, GLR_j ≤ ``Belief.reachable_glr`` over the
+        windows not yet read (derivation: docs/readings.md). The loop stops "futile" when no requirement is."""
         s, cfg = self.state, self.config
+        belief = s.beliefs[req.id]
+        tag = self._tag(req)
+        if not belief.confirmed:
+            return True
         k = max(cfg.budget.max_rounds - self.budget.rounds, 0) * cfg.loop.readings_per_round
-        reach = k * self.model.max_abs_log_lr()
-        for req in outstanding:
-            e = s.beliefs[req.id].posterior().get(ELSEWHERE, 0.0)
-            if 0.0 < e < 1.0 and math.log((1.0 - e) / e) + reach < threshold:
-                return True
-        return False
+        most = self.model.max_abs_log_lr()
+        e = belief.posterior().get(ELSEWHERE, 0.0)
+        if 0.0 < e < 1.0 and math.log((1.0 - e) / e) + k * most < threshold:
+            return False
+        if req.depends_on:  # its text, and so what counts as read, changes with the value it waits on
+            return True
+        read = {key for key in belief.log_w if (key, tag) in s.observed}
+        return belief.reachable_glr(read, k, most) >= threshold
 
     def _round(self, outstanding, proposal, threshold_scale) -> str | None:
         s, cfg = self.state, self.config
