@@ -11,6 +11,7 @@ Expected numbers are computed by hand from the module docstring:
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
@@ -397,3 +398,55 @@ def test_windows_that_verified_the_same_value_are_one_hypothesis():
     g.update("b", math.log(10), confirmed=True, value="X")  # same value once normalised
     g.update("c", math.log(10), confirmed=True, value="y")
     assert g.favoured() in {"a", "b"} and g.glr() > 0
+
+
+def test_reachable_glr_is_infinite_while_no_read_window_stands_as_an_alternative():
+    b = Belief("R1", elsewhere_mass=0.1)
+    b.init({"a": 3.0, "b": 1.0})
+    b.update("a", 1.0, confirmed=True, value="27")
+    assert b.reachable_glr({"a"}, readings=2, most=1.0) == math.inf
+
+
+def test_reachable_glr_is_out_of_reach_when_the_read_rival_is_heavy_and_unread_windows_light():
+    b = Belief("R1", elsewhere_mass=0.02)
+    b.init({"a": 5.0, "b": 4.0, "c": 0.1})
+    b.update("a", 1.0, confirmed=True, value="27")
+    b.update("b", -0.1, confirmed=False)
+    post = b.posterior()
+    most = 2.0
+    gain = (post["c"] + post[ELSEWHERE]) * math.exp(most)
+    expected = math.log((post["a"] + gain) / post["b"])
+    assert b.reachable_glr({"a", "b"}, readings=4, most=most) == pytest.approx(expected)
+    assert b.reachable_glr({"a", "b"}, readings=4, most=most) < beta(2, 0.1)
+    assert b.reachable_glr({"a", "b"}, readings=0, most=most) == pytest.approx(b.glr())
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    weights=st.lists(st.floats(0.05, 5.0), min_size=2, max_size=6),
+    lrs=st.lists(st.tuples(st.integers(0, 5), st.floats(-2.0, 2.0), st.booleans()), min_size=1, max_size=6),
+    k=st.integers(0, 4),
+)
+def test_no_sequence_of_readings_of_unread_windows_beats_the_reachable_glr(weights, lrs, k):
+    keys = [f"w{i}" for i in range(len(weights))]
+    b = Belief("R1", elsewhere_mass=0.1)
+    b.init(dict(zip(keys, weights)))
+    read = set()
+    for i, lr, ok in lrs:
+        key = keys[i % len(keys)]
+        if key in read:
+            continue
+        b.update(key, lr, confirmed=ok and lr > 0, value="v" if ok else "")
+        read.add(key)
+    bound = b.reachable_glr(read, readings=k, most=2.0)
+    unread = [key for key in keys if key not in read]
+    # the best any k readings can do: each at ±2, joining the confirmed value "v" or falling
+    best = b.glr()
+    for chosen in itertools.combinations(unread, min(k, len(unread))):
+        for signs in itertools.product((2.0, -2.0), repeat=len(chosen)):
+            c = Belief("R1", elsewhere_mass=0.1)
+            c.log_w, c.confirmed, c.values = dict(b.log_w), set(b.confirmed), dict(b.values)
+            for key, lr in zip(chosen, signs):
+                c.update(key, lr, confirmed=lr > 0, value="v")
+            best = max(best, c.glr())
+    assert best <= bound + 1e-9
