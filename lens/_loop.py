@@ -250,25 +250,25 @@ class Loop:
                 return stop
 
     def _in_reach(self, req: Requirement, threshold: float) -> bool:
-        """Whether reading more could still help ``req``: no reading has confirmed a window of it yet (a reading
-        gives the answer its sentence) or some sequence of readings in the rounds left could lift its GLR to the
-        threshold. After k
+        """Whether reading more could still help ``req``: none of its windows is confirmed yet and one reading could
+        make an unread window the favoured one (a reading gives the answer its sentence), or some sequence of
+        readings in the rounds left could lift its GLR to the threshold. After k
         more readings GLR_j ≤ log((1 − e_j) / e_j) + k·L, e_j = P_j(elsewhere), L the reading model's largest
         |log LR|; and, since a window is read once per requirement, GLR_j ≤ ``Belief.reachable_glr`` over the
         windows not yet read (derivation: docs/readings.md). The loop stops "futile" when no requirement is."""
         s, cfg = self.state, self.config
         belief = s.beliefs[req.id]
         tag = self._tag(req)
-        if not belief.confirmed:
-            return True
+        read = {key for key in belief.log_w if (key, tag) in s.observed}
         k = max(cfg.budget.max_rounds - self.budget.rounds, 0) * cfg.loop.readings_per_round
         most = self.model.max_abs_log_lr()
+        if k and not belief.confirmed and belief.could_favour(read, most):
+            return True
         e = belief.posterior().get(ELSEWHERE, 0.0)
         if 0.0 < e < 1.0 and math.log((1.0 - e) / e) + k * most < threshold:
             return False
         if req.depends_on:  # its text, and so what counts as read, changes with the value it waits on
             return True
-        read = {key for key in belief.log_w if (key, tag) in s.observed}
         return belief.reachable_glr(read, k, most) >= threshold
 
     def _round(self, outstanding, proposal, threshold_scale) -> str | None:
