@@ -10,7 +10,6 @@ environment variable that holds the key is stored.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -26,6 +25,7 @@ from platformdirs import user_config_dir
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from lens._errors import LensError
+from lens._files import canonical_hash
 
 __all__ = [
     "ConfigError",
@@ -317,8 +317,7 @@ class LensConfig(_Section):
 
     def canonical_hash(self) -> str:
         """sha256 of the canonical JSON form; names the configuration in every run artifact."""
-        blob = json.dumps(self.canonical(), sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(blob.encode()).hexdigest()
+        return canonical_hash(self.canonical(), ascii=True)
 
     def reading_model(self) -> ReadingModel:
         """The reading model calibrated for the served model, or the conservative ``UNCALIBRATED`` default."""

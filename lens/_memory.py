@@ -27,7 +27,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 from lens._errors import LensError
 from lens._files import append_lines
@@ -43,6 +43,7 @@ __all__ = [
     "MemoryLogError",
     "memory_signal",
     "memory_key",
+    "memory_signals",
 ]
 
 LOG_NAME = "memory.jsonl"
@@ -253,6 +254,31 @@ def memory_signal(served: Iterable[tuple[int | None, bool, float, float]]) -> tu
             continue
         signal[doc] = max(signal.get(doc, 0.0), float(sim) * float(posterior))
     return signal, stale
+
+
+def memory_signals(
+    store: MemoryStore,
+    keys: Mapping[str, str],
+    docs: Sequence,
+    eligible: Eligibility,
+    capacity: int,
+) -> tuple[dict[str, dict[int, float]], int]:
+    """Per requirement (``keys``: its :func:`memory_key`), the prior's memory signal from the eligible, similar
+    entries whose document in ``docs`` is unchanged; and how many served entries were stale."""
+    by_id = {d.doc_id: i for i, d in enumerate(docs)}
+    signals: dict[str, dict[int, float]] = {}
+    stale = 0
+    for rid, key in keys.items():
+        served = store.lookup(key, eligible, capacity=capacity)
+        signal, n_stale = memory_signal(
+            (idx, idx is not None and docs[idx].sha256 == e.sha256, sim, e.posterior)
+            for e, sim in served
+            for idx in [by_id.get(e.doc_id)]
+        )
+        stale += n_stale
+        if signal:
+            signals[rid] = signal
+    return signals, stale
 
 
 def new_entry(
