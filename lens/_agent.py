@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Sequence
 
 from lens._answer import Answered, answer, consolidated
@@ -22,6 +21,7 @@ from lens._config import LensConfig, load_config
 from lens._corpus import CorpusScan, scan_corpus
 from lens._cost import CostMeter
 from lens._errors import LensError
+from lens._files import is_inside
 from lens._llm import LLMClient, open_client
 from lens._loop import Loop, LoopState, Observer, explore
 from lens._memory import Eligibility, MemoryLogError, MemoryStore, all_past, memory_key, memory_signals
@@ -235,15 +235,7 @@ def _check(question: str, cfg: LensConfig, path: str | os.PathLike[str]) -> None
         question.encode("utf-8")
     except UnicodeEncodeError as exc:  # a lone surrogate (a "\ud800" JSON escape): no request can carry it
         raise LensError(f"the question is not valid Unicode: a lone surrogate at character {exc.start + 1}") from None
-    if cfg.llm.cache and cfg.llm.cache_dir and _inside(Path(cfg.llm.cache_dir), Path(path)):
+    if cfg.llm.cache and cfg.llm.cache_dir and is_inside(cfg.llm.cache_dir, path):
         raise LensError(
             f"llm.cache_dir {cfg.llm.cache_dir}: inside the document folder {path}; lens never writes there"
         )
-
-
-def _inside(child: Path, parent: Path) -> bool:
-    try:
-        child.resolve().relative_to(parent.resolve())
-        return True
-    except ValueError:
-        return False

@@ -21,6 +21,8 @@ try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10: tomli is the same parser, before it joined the stdlib
     import tomli as tomllib
+from urllib.parse import urlsplit
+
 from platformdirs import user_config_dir
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -42,6 +44,7 @@ __all__ = [
     "available_presets",
     "load_config",
     "merge_overrides",
+    "config_from_args",
     "user_config_path",
 ]
 
@@ -88,8 +91,6 @@ class LLMSettings(_Section):
         """An http(s) URL with a host and, if given, a numeric port (checked here, not deep in the client)."""
         if value is None or not value.strip():
             return None
-        from urllib.parse import urlsplit
-
         value = value.strip()
         try:
             parts = urlsplit(value)
@@ -503,3 +504,16 @@ def load_config(
             for err in exc.errors()
         )
         raise ConfigError(f"invalid configuration from {' + '.join(sources)}: {problems}") from None
+
+
+def config_from_args(args: Any, **extra: Any) -> LensConfig:
+    """Build the LensConfig from preset, --config, environment, --set and the explicit flags."""
+    overrides = list(getattr(args, "set", []) or [])
+    if getattr(args, "base_url", None):
+        overrides.append(f"llm.base_url={args.base_url}")
+    if getattr(args, "model", None):
+        overrides.append(f"llm.model={args.model}")
+    for key, value in extra.items():
+        if value is not None:
+            overrides.append(f"{key}={value}")
+    return load_config(getattr(args, "preset", None), file=getattr(args, "config", None), overrides=overrides)

@@ -50,6 +50,7 @@ from typing import Iterator, Sequence
 
 from lens._config import ReaderSettings
 from lens._errors import LensError
+from lens._terms import base_title, fold, title_key
 
 __all__ = [
     "CorpusError",
@@ -123,16 +124,12 @@ class Document:
     @cached_property
     def lowered(self) -> str:
         """The text lowercased and accent-folded exactly as cues are (``lens._terms.fold``), for the prior's scan."""
-        from lens._terms import fold
-
         return fold(self.text)
 
     @cached_property
     def title_names(self) -> tuple[str, ...]:
         """Keys of the names this document goes by: its title, the title without a trailing
         "(disambiguation)", and for whole files the file name without a text extension."""
-        from lens._terms import base_title, title_key
-
         names = [title_key(self.title)]
         base = base_title(self.title)
         if base != self.title:

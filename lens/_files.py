@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Sequence
 
-__all__ = ["atomic_write", "append_lines", "canonical_json", "canonical_hash", "sha256_hex"]
+__all__ = ["atomic_write", "append_lines", "canonical_json", "canonical_hash", "sha256_hex", "is_inside"]
 
 _TAIL_CHUNK = 1 << 16
 
@@ -108,6 +108,15 @@ def _cut_torn_tail(fd: int) -> int:
         end = start
     os.ftruncate(fd, end)
     return end
+
+
+def is_inside(child: str | os.PathLike[str], parent: str | os.PathLike[str]) -> bool:
+    """Whether ``child`` resolves to ``parent`` or a path below it (where lens must never write)."""
+    try:
+        Path(child).resolve().relative_to(Path(parent).resolve())
+        return True
+    except ValueError:
+        return False
 
 
 def _umask() -> int:

@@ -19,14 +19,20 @@ import os
 import re
 import time
 from dataclasses import dataclass
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any, Callable, Generic, Sequence, TypeVar
 
+import httpx
+import openai
+from platformdirs import user_cache_dir
 from pydantic import BaseModel, ValidationError
+from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from lens._cache import ResponseCache, request_key
 from lens._config import LensConfig, LLMSettings
 from lens._cost import CostMeter
+from lens._embedded import embedded_server
 from lens._errors import LensError
 
 __all__ = [
@@ -198,9 +204,6 @@ class LLMClient:
         key_name: str = "api_key",
     ):
         """``key_name`` names where ``api_key`` came from (the environment variable) in errors about it."""
-        import httpx
-        import openai
-
         _check_key(api_key, key_name)
         self._key = api_key  # only to redact it from the endpoint's error messages
         self.settings = settings or LLMSettings()
@@ -378,8 +381,6 @@ class LLMClient:
             return None, f"JSON does not match the format ({errs})"
 
     def _call_with_retries(self, messages, params, deadline, meter=None):
-        from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
-
         s = self.settings
         backoff = s.retry_backoff_s
         wait = wait_exponential(multiplier=backoff, min=backoff, max=max(backoff, 30.0))
@@ -561,8 +562,6 @@ def is_endpoint_failure(exc: BaseException) -> bool:
 
 
 def _status_words(status: int | None) -> str:
-    from http import HTTPStatus
-
     if status is None:
         return "an error"
     try:
@@ -620,8 +619,6 @@ def open_client(config: LensConfig) -> LLMClient:
     s = config.llm
     cache = None
     if s.cache:
-        from platformdirs import user_cache_dir
-
         cache = ResponseCache(Path(s.cache_dir) if s.cache_dir else Path(user_cache_dir("lens")) / "responses")
     if s.base_url:
         return LLMClient(
@@ -633,8 +630,6 @@ def open_client(config: LensConfig) -> LLMClient:
             backend="remote",
             key_name=s.api_key_env,
         )
-    from lens._embedded import embedded_server
-
     server = embedded_server(s.local_model, n_ctx=s.n_ctx, n_threads=s.n_threads, startup_timeout_s=s.startup_timeout_s)
     return LLMClient(
         base_url=server.base_url,

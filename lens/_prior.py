@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
+from rapidfuzz import fuzz, process
 
 from lens._config import PriorSettings
 from lens._terms import STOPWORDS, base_title, capitalised_spans, content_terms, title_key, tokens
@@ -173,8 +174,6 @@ class Prior:
         return list(dict.fromkeys(out))
 
     def _fuzzy_titles(self, span: str) -> list[tuple[int, float]]:
-        from rapidfuzz import fuzz, process
-
         hits = process.extract(span, self.view.title_keys, scorer=fuzz.ratio, limit=5, score_cutoff=88)
         return [(idx, score / 100.0) for _, score, idx in hits]
 

@@ -19,8 +19,13 @@ Not a length rule: the span kept is the one the evidence uses for what the model
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Sequence
+
+from rapidfuzz import fuzz
+
+from lens._synthesis import is_yes_no_question
 
 __all__ = ["AnswerSpan", "answer_span"]
 
@@ -41,8 +46,6 @@ class AnswerSpan:
 
 
 def _fold(word: str) -> str:
-    import unicodedata
-
     return "".join(c for c in unicodedata.normalize("NFKD", word.lower()) if not unicodedata.combining(c))
 
 
@@ -68,8 +71,6 @@ def _extend(span: tuple[int, int], words: list[tuple[str, int, int]], last: int,
 
 def answer_span(answer: str, question: str, passages: Sequence[str]) -> AnswerSpan:
     """The evidence span for ``answer`` (see the module docstring)."""
-    from lens._synthesis import is_yes_no_question
-
     a = answer.strip()
     if not a:
         return AnswerSpan("", False, "empty")
@@ -87,8 +88,6 @@ def answer_span(answer: str, question: str, passages: Sequence[str]) -> AnswerSp
                 return AnswerSpan(text[span[0] : span[1]], True, how or "exact", pi)
     if len(a) <= 4:
         return AnswerSpan(a, False, "unverified")
-    from rapidfuzz import fuzz
-
     joined = " ".join(target)
     best: tuple[float, int, int, int] | None = None
     for pi, text in enumerate(passages):

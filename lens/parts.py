@@ -75,7 +75,7 @@ _EXPORTS = {
     "user_config_path": "lens._config",
     "merge_overrides": "lens._config",
     "add_config_args": "lens._cli",
-    "config_from_args": "lens._cli",
+    "config_from_args": "lens._config",
 }
 
 __all__ = sorted(_EXPORTS)
