@@ -124,7 +124,7 @@ def ask(args: argparse.Namespace) -> int:
         mem_dir = Path(args.memory)
         if is_inside(mem_dir, args.path):
             raise LensError(f"--memory {mem_dir}: inside the document folder {args.path}; lens never writes there")
-        memory = MemoryStore(mem_dir, capacity=cfg.memory.capacity)
+        memory = MemoryStore(mem_dir, capacity=cfg.memory.capacity, min_similarity=cfg.memory.min_similarity)
     # progress on a terminal only (stderr a TTY, not --json); the last snapshot is kept for an interrupted run
     terminal = TerminalProgress(sys.stderr) if sys.stderr.isatty() and not args.json else None
     last: list[Progress] = []

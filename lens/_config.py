@@ -133,6 +133,35 @@ class PriorSettings(_Section):
         "4.5 % of the calibration questions' gold articles (benchmarks/prior_recall.py), more for a bridge fact "
         "before its cue is known.",
     )
+    bm25_k1: float = Field(0.9, ge=0, le=100, description="BM25 k1 (term-frequency saturation) of the lexical signal.")
+    bm25_b: float = Field(0.4, ge=0, le=1, description="BM25 b (document-length normalisation) of the lexical signal.")
+    cue_term_weight: float = Field(
+        1.5, ge=0, le=100, description="BM25 weight of a term the requirement's cues name and the question does not."
+    )
+    partial_title_specificity: float = Field(
+        0.85, ge=0, le=1, description="Title signal of a multi-word title found only in part (all of it: 1)."
+    )
+    name_word_specificity: float = Field(
+        0.7, ge=0, le=1, description="A one-word title written capitalised in the question: its rarity (IDF) × this."
+    )
+    plain_word_specificity: float = Field(
+        0.25, ge=0, le=1, description="A one-word title written in lower case in the question: its rarity × this."
+    )
+    fuzzy_title_weight: float = Field(
+        0.8, ge=0, le=1, description="Title signal of a fuzzy name match: its similarity (0-1) × this."
+    )
+    fuzzy_title_cutoff: int = Field(
+        88, ge=0, le=100, description="Least rapidfuzz ratio (0-100) of a name in the cues to a title for a match."
+    )
+    hop_weight: float = Field(
+        0.6,
+        ge=0,
+        le=100,
+        description="Link-hop signal as a fraction of title_weight (a title named in a top document).",
+    )
+    layout_pool: int = Field(
+        50, ge=1, le=1_000_000, description="Documents (at least; 5 × the candidates if more) scored for layout hits."
+    )
 
 
 # The reading's features (see lens._grading): the score exists only where the endpoint returns token
@@ -275,6 +304,13 @@ class MemorySettings(_Section):
         description="A requirement's favoured window enters the memory when its calibrated posterior is this high, "
         "read or not (its signal, read back, is similarity × posterior).",
     )
+    min_similarity: float = Field(
+        0.35,
+        ge=0,
+        le=1,
+        description="Least cosine between a requirement's key and an entry's for the entry to be served (term vectors "
+        "unless both carry an embedding).",
+    )
     dir: str | None = Field(None, json_schema_extra=_NOT_HASHED)
 
 
@@ -297,9 +333,15 @@ class ReaderSettings(_Section):
 
 
 class AblationSettings(_Section):
-    no_exploration: bool = False
-    lexical_only_prior: bool = False
-    no_memory: bool = False
+    """Research switches, read once where the pipeline is built (``lens._agent.Pipeline``)."""
+
+    no_exploration: bool = Field(False, description="Skip the propose–observe–update loop: E* is the prior's windows.")
+    lexical_only_prior: bool = Field(
+        False,
+        description="The prior is BM25 alone: no title, layout, link-hop or memory signal (the memory is still "
+        "read, and written, but its signal is not scored).",
+    )
+    no_memory: bool = Field(False, description="Neither read nor write the warm-reuse memory.")
 
 
 class LensConfig(_Section):

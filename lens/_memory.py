@@ -147,7 +147,7 @@ class MemoryStore:
 
     directory: Path
     capacity: int = 32
-    min_similarity: float = 0.35
+    min_similarity: float = 0.35  # ``memory.min_similarity``: the least similarity of an entry served
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _cache: tuple[int, int, list[MemoryEntry]] | None = field(default=None, repr=False)
 

@@ -3,7 +3,7 @@
 For a question and a requirement's cues, every document read by the scan gets a score from signals that cost
 no oracle call:
 
-- **lexical**: BM25 (lucene form, k1 0.9, b 0.4) of the cue and question terms, with term and document
+- **lexical**: BM25 (lucene form, ``prior.bm25_k1`` 0.9, ``prior.bm25_b`` 0.4) of the cue and question terms, with term and document
   frequencies counted by one multi-pattern (Aho–Corasick) pass over the scan's text — IDF comes from the scan
   itself, nothing is stored between queries. Matches respect word starts and fold simple suffixes (-s, -es,
   -ed, -ing, 's), a cheap stand-in for stemming.
@@ -34,8 +34,6 @@ from lens._view import CorpusView
 
 __all__ = ["PriorScore", "Prior", "merge_round_robin"]
 
-K1, B = 0.9, 0.4
-
 
 @dataclass(frozen=True)
 class PriorScore:
@@ -46,12 +44,14 @@ class PriorScore:
     signals: Mapping[str, float]
 
 
-def _bm25(counts: np.ndarray, lengths: np.ndarray, avg_len: float, weights: np.ndarray) -> np.ndarray:
+def _bm25(
+    counts: np.ndarray, lengths: np.ndarray, avg_len: float, weights: np.ndarray, k1: float, b: float
+) -> np.ndarray:
     n_docs = counts.shape[0]
     df = (counts > 0).sum(axis=0)
     idf = np.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
-    norm = K1 * (1.0 - B + B * lengths / max(avg_len, 1e-9))
-    tf = counts * (K1 + 1.0) / (counts + norm[:, None])
+    norm = k1 * (1.0 - b + b * lengths / max(avg_len, 1e-9))
+    tf = counts * (k1 + 1.0) / (counts + norm[:, None])
     return (tf * (idf * weights)[None, :]).sum(axis=1)
 
 
@@ -94,9 +94,9 @@ class Prior:
         terms = list(dict.fromkeys(cue_terms + q_terms))
         if not terms:
             terms = list(dict.fromkeys(tokens(question)))[:8]
-        weights = np.array([1.5 if t in set(cue_terms) and t not in set(q_terms) else 1.0 for t in terms])
+        weights = np.array([s.cue_term_weight if t in set(cue_terms) and t not in set(q_terms) else 1.0 for t in terms])
         counts = view.term_counts(terms)
-        lexical = _bm25(counts, view.lengths, view.avg_len, weights)
+        lexical = _bm25(counts, view.lengths, view.avg_len, weights, s.bm25_k1, s.bm25_b)
         top_lex = float(lexical.max()) if lexical.size else 0.0
         lex_norm = lexical / top_lex if top_lex > 0 else lexical
         total = s.lexical_weight * lex_norm
@@ -116,10 +116,12 @@ class Prior:
                 if all(w in STOPWORDS or w.isdigit() for w in words):
                     continue
                 if n_words >= 2:
-                    specificity = 1.0 if n_words >= len(words) else 0.85
+                    specificity = 1.0 if n_words >= len(words) else s.partial_title_specificity
                 else:  # one word: only as specific as the word is rare, and only if written as a name
                     w = words[0] if len(words) == 1 else next((x for x in words if x in idf_of), words[0])
-                    specificity = idf_of.get(w, 0.5) * (0.7 if w in capitalised else 0.25)
+                    specificity = idf_of.get(w, 0.5) * (
+                        s.name_word_specificity if w in capitalised else s.plain_word_specificity
+                    )
                 # several documents sharing one name ("Home (film)", "Home (song)") split the signal
                 ambiguity = len(view.titles.get(title_key(base_title(view.docs[idx].title)), [idx]))
                 title[idx] = max(title[idx], specificity / math.sqrt(max(ambiguity, 1)))
@@ -127,12 +129,12 @@ class Prior:
                 if self._late():
                     break
                 for idx, sim in self._fuzzy_titles(span):
-                    title[idx] = max(title[idx], 0.8 * sim)
+                    title[idx] = max(title[idx], s.fuzzy_title_weight * sim)
             signals["title"] = s.title_weight * title
             total = total + signals["title"]
 
             layout = np.zeros(len(view))
-            cand = np.argsort(-total)[: max(limit * 5, 50)]
+            cand = np.argsort(-total)[: max(limit * 5, s.layout_pool)]
             term_set = set(terms)
             for idx in cand:
                 doc = view.docs[idx]
@@ -144,7 +146,7 @@ class Prior:
 
             if s.link_hop:
                 hop = self._link_hop(total, q_terms + cue_terms)
-                signals["hop"] = s.title_weight * 0.6 * hop
+                signals["hop"] = s.title_weight * s.hop_weight * hop
                 total = total + signals["hop"]
 
             if memory:
@@ -174,7 +176,8 @@ class Prior:
         return list(dict.fromkeys(out))
 
     def _fuzzy_titles(self, span: str) -> list[tuple[int, float]]:
-        hits = process.extract(span, self.view.title_keys, scorer=fuzz.ratio, limit=5, score_cutoff=88)
+        cutoff = self.settings.fuzzy_title_cutoff
+        hits = process.extract(span, self.view.title_keys, scorer=fuzz.ratio, limit=5, score_cutoff=cutoff)
         return [(idx, score / 100.0) for _, score, idx in hits]
 
     def _link_hop(self, total: np.ndarray, q_terms: Sequence[str]) -> np.ndarray:
