@@ -19,13 +19,13 @@ Not a length rule: the span kept is the one the evidence uses for what the model
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass
 from typing import Sequence
 
 from rapidfuzz import fuzz
 
 from lens._synthesis import is_yes_no_question
+from lens._terms import fold
 
 __all__ = ["AnswerSpan", "answer_span"]
 
@@ -45,12 +45,8 @@ class AnswerSpan:
     source: int | None = None  # index of the evidence passage it was read in
 
 
-def _fold(word: str) -> str:
-    return "".join(c for c in unicodedata.normalize("NFKD", word.lower()) if not unicodedata.combining(c))
-
-
 def _words(text: str) -> list[tuple[str, int, int]]:
-    return [(_fold(m.group(0)), m.start(), m.end()) for m in _WORD.finditer(text)]
+    return [(fold(m.group(0)), m.start(), m.end()) for m in _WORD.finditer(text)]
 
 
 def _extend(span: tuple[int, int], words: list[tuple[str, int, int]], last: int, text: str, question: str):
@@ -63,7 +59,7 @@ def _extend(span: tuple[int, int], words: list[tuple[str, int, int]], last: int,
                 return (m.start(1), m.end()), "range"
     if re.fullmatch(r"[\d.,]+", core) and last + 1 < len(words):
         unit = words[last + 1][0]
-        qwords = {_fold(w) for w in _WORD.findall(question)}
+        qwords = {fold(w) for w in _WORD.findall(question)}
         if unit in qwords or unit.rstrip("s") in {w.rstrip("s") for w in qwords}:
             return (start, words[last + 1][2]), "unit"
     return span, ""
