@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Sequence
 
 from lens._answer import Answered, answer, consolidated
@@ -106,7 +107,7 @@ class Agent:
         """
         pipeline = Pipeline.of(self.config)
         run, scan, view = self._open(question, path)
-        decomposition = decompose(question, self._decomposition_call(run))
+        decomposition = decompose(question, partial(run.fixed_call, keep=1, stage="decomposition"))
         loop, pos, memory = self._prime(run, view, decomposition, pipeline, eligible, position)
         stop = explore(run, loop, enabled=pipeline.explore)
         answered = answer(run, loop, stop, self.config, may_reenter=pipeline.explore)
@@ -128,7 +129,7 @@ class Agent:
         pipeline = Pipeline.of(self.config)
         run, scan, view = self._open(question, path)
         if decomposition is None:
-            decomposition = decompose(question, self._decomposition_call(run))
+            decomposition = decompose(question, partial(run.fixed_call, keep=1, stage="decomposition"))
         loop, _, _ = self._prime(run, view, decomposition, pipeline, None, None, observer=observer)
         stop = explore(run, loop, enabled=pipeline.explore)
         certified = loop.certified()
@@ -158,15 +159,6 @@ class Agent:
         if scan.ignore_unread:  # files the user meant to exclude may be read: said with the answer
             run.notes.append(scan.ignore_unread)
         return run, scan, CorpusView.of(scan)
-
-    @staticmethod
-    def _decomposition_call(run: QuestionRun):
-        """The decomposition's one budgeted call, keeping one call for the answer."""
-
-        def call(messages, schema, max_tokens):
-            return run.fixed_call(messages, schema, max_tokens, keep=1, stage="decomposition")
-
-        return call
 
     def _prime(self, run, view, decomposition, pipeline, eligible, position, *, observer=None):
         """The loop over the prior, with the memory's signal when the pipeline reads it; (loop, stream position,
@@ -200,7 +192,7 @@ class Agent:
             meter=run.meter,
             model=reading_model,
             observer=observer,
-            on_round=lambda: run.report("round"),
+            on_round=partial(run.report, "round"),
         )
         return loop, pos, memory
 
