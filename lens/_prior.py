@@ -94,68 +94,22 @@ class Prior:
         terms = list(dict.fromkeys(cue_terms + q_terms))
         if not terms:
             terms = list(dict.fromkeys(tokens(question)))[:8]
-        weights = np.array([s.cue_term_weight if t in set(cue_terms) and t not in set(q_terms) else 1.0 for t in terms])
         counts = view.term_counts(terms)
-        lexical = _bm25(counts, view.lengths, view.avg_len, weights, s.bm25_k1, s.bm25_b)
-        top_lex = float(lexical.max()) if lexical.size else 0.0
-        lex_norm = lexical / top_lex if top_lex > 0 else lexical
-        total = s.lexical_weight * lex_norm
-        signals: dict[str, np.ndarray] = {"lexical": s.lexical_weight * lex_norm}
-
+        signals: dict[str, np.ndarray] = {
+            "lexical": s.lexical_weight * self._lexical(counts, terms, cue_terms, q_terms)
+        }
+        total = signals["lexical"]
         if not self.lexical_only:
-            title = np.zeros(len(view))
-            named = " \n ".join([question, *cues])
-            df = (counts > 0).sum(axis=0)
-            idf = np.log(1.0 + (len(view) - df + 0.5) / (df + 0.5))
-            idf_of = {t: float(idf[j]) / max(float(idf.max()), 1e-9) for j, t in enumerate(terms)}
-            capitalised = {w for span in capitalised_spans(named) for w in tokens(span)}
-            matches = view.titles_in(named, deadline=self.deadline)
-            for idx, n_words in matches.items():
-                key = view.title_keys[idx]
-                words = key.split()
-                if all(w in STOPWORDS or w.isdigit() for w in words):
-                    continue
-                if n_words >= 2:
-                    specificity = 1.0 if n_words >= len(words) else s.partial_title_specificity
-                else:  # one word: only as specific as the word is rare, and only if written as a name
-                    w = words[0] if len(words) == 1 else next((x for x in words if x in idf_of), words[0])
-                    specificity = idf_of.get(w, 0.5) * (
-                        s.name_word_specificity if w in capitalised else s.plain_word_specificity
-                    )
-                # several documents sharing one name ("Home (film)", "Home (song)") split the signal
-                ambiguity = len(view.titles.get(title_key(base_title(view.docs[idx].title)), [idx]))
-                title[idx] = max(title[idx], specificity / math.sqrt(max(ambiguity, 1)))
-            for span in self._name_cues(question, cues):
-                if self._late():
-                    break
-                for idx, sim in self._fuzzy_titles(span):
-                    title[idx] = max(title[idx], s.fuzzy_title_weight * sim)
-            signals["title"] = s.title_weight * title
+            signals["title"] = s.title_weight * self._title(question, cues, terms, counts)
             total = total + signals["title"]
-
-            layout = np.zeros(len(view))
-            cand = np.argsort(-total)[: max(limit * 5, s.layout_pool)]
-            term_set = set(terms)
-            for idx in cand:
-                doc = view.docs[idx]
-                head = set(tokens(doc.title))
-                if term_set:
-                    layout[idx] = len(head & term_set) / len(term_set)
-            signals["layout"] = s.layout_weight * layout
+            signals["layout"] = s.layout_weight * self._layout(total, terms, limit)
             total = total + signals["layout"]
-
             if s.link_hop:
-                hop = self._link_hop(total, q_terms + cue_terms)
-                signals["hop"] = s.title_weight * s.hop_weight * hop
+                signals["hop"] = s.title_weight * s.hop_weight * self._link_hop(total, q_terms + cue_terms)
                 total = total + signals["hop"]
-
             if memory:
-                mem = np.zeros(len(view))
-                for idx, sim in memory.items():
-                    mem[idx] = max(mem[idx], sim)
-                signals["memory"] = s.memory_weight * mem
+                signals["memory"] = s.memory_weight * self._memory(memory)
                 total = total + signals["memory"]
-
         order = np.lexsort((np.arange(len(view)), -total))[:limit]
         return [
             PriorScore(int(i), float(total[i]), {k: float(v[i]) for k, v in signals.items() if v[i]})
@@ -164,6 +118,60 @@ class Prior:
         ]
 
     # ---------------------------------------------------------------- signals
+    def _lexical(self, counts: np.ndarray, terms: list[str], cue_terms: list[str], q_terms: list[str]) -> np.ndarray:
+        """BM25 of the terms, a term only the cues name weighted up; scaled so the best document has 1."""
+        s = self.settings
+        weights = np.array([s.cue_term_weight if t in set(cue_terms) and t not in set(q_terms) else 1.0 for t in terms])
+        lexical = _bm25(counts, self.view.lengths, self.view.avg_len, weights, s.bm25_k1, s.bm25_b)
+        top_lex = float(lexical.max()) if lexical.size else 0.0
+        return lexical / top_lex if top_lex > 0 else lexical
+
+    def _title(self, question: str, cues: list[str], terms: list[str], counts: np.ndarray) -> np.ndarray:
+        """Titles named in the question or cues (as specific as the name), then fuzzy name matches."""
+        view, s = self.view, self.settings
+        title = np.zeros(len(view))
+        named = " \n ".join([question, *cues])
+        df = (counts > 0).sum(axis=0)
+        idf = np.log(1.0 + (len(view) - df + 0.5) / (df + 0.5))
+        idf_of = {t: float(idf[j]) / max(float(idf.max()), 1e-9) for j, t in enumerate(terms)}
+        capitalised = {w for span in capitalised_spans(named) for w in tokens(span)}
+        for idx, n_words in view.titles_in(named, deadline=self.deadline).items():
+            words = view.title_keys[idx].split()
+            if all(w in STOPWORDS or w.isdigit() for w in words):
+                continue
+            if n_words >= 2:
+                specificity = 1.0 if n_words >= len(words) else s.partial_title_specificity
+            else:  # one word: only as specific as the word is rare, and only if written as a name
+                w = words[0] if len(words) == 1 else next((x for x in words if x in idf_of), words[0])
+                specificity = idf_of.get(w, 0.5) * (
+                    s.name_word_specificity if w in capitalised else s.plain_word_specificity
+                )
+            # several documents sharing one name ("Home (film)", "Home (song)") split the signal
+            ambiguity = len(view.titles.get(title_key(base_title(view.docs[idx].title)), [idx]))
+            title[idx] = max(title[idx], specificity / math.sqrt(max(ambiguity, 1)))
+        for span in self._name_cues(question, cues):
+            if self._late():
+                break
+            for idx, sim in self._fuzzy_titles(span):
+                title[idx] = max(title[idx], s.fuzzy_title_weight * sim)
+        return title
+
+    def _layout(self, total: np.ndarray, terms: list[str], limit: int) -> np.ndarray:
+        """The share of the terms in the title line of the best documents so far."""
+        layout = np.zeros(len(self.view))
+        term_set = set(terms)
+        for idx in np.argsort(-total)[: max(limit * 5, self.settings.layout_pool)]:
+            head = set(tokens(self.view.docs[idx].title))
+            if term_set:
+                layout[idx] = len(head & term_set) / len(term_set)
+        return layout
+
+    def _memory(self, memory: Mapping[int, float]) -> np.ndarray:
+        mem = np.zeros(len(self.view))
+        for idx, sim in memory.items():
+            mem[idx] = max(mem[idx], sim)
+        return mem
+
     @staticmethod
     def _name_cues(question: str, cues: Sequence[str]) -> list[str]:
         spans = capitalised_spans(question)
