@@ -1,14 +1,5 @@
-"""Consolidation: from per-requirement beliefs to one compact, source-grounded evidence set E*.
-
-1. Every requirement, in hop order, whose favoured window a reading confirmed contributes that window, cited by
-   the sentence the reading named (its line and the sha256 of its text) — "confirmed" when the requirement
-   certified, "found" when it did not; synthesis reads those sentences first.
-2. Documents are then admitted by evidence weight: first those holding such spans, then the rest by
-   Σ_j P_j(document) — the expected number of requirements a document serves under the posterior (which, with no
-   observation, is the prior). At most ``max_docs`` documents are kept. A document without a certified span
-   contributes its most probable window, marked "candidate".
-3. Regions of one document that overlap or touch are merged; each keeps the requirements it supports and the
-   sha256 of the content read. The order is certified first, then by weight.
+"""Consolidation: from per-requirement beliefs to one compact, source-grounded evidence set E*
+(``docs/pipeline.md`` § Consolidation).
 """
 
 from __future__ import annotations

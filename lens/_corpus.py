@@ -1,32 +1,5 @@
-"""The raw-corpus reader: a folder of documents read as it is *now* (no index, nothing written).
-
-What it reads
-- text files of common kinds and extensionless files (decoded as UTF-8; invalid bytes become U+FFFD and the file
-  is counted as ``bad_encoding``);
-- multi-document containers: ``.jsonl`` and ``.bz2`` JSONL shards with one article per line in the HotpotQA
-  abstracts layout (``title`` and ``text`` as a list of sentences; ``sentences`` or a plain string also work).
-
-Containers are streamed line by line (``bz2`` decompressed on the fly) up to ``reader.max_container_bytes``
-decompressed bytes (default 400 MB), counted inside a line too: the rest of a larger one is not read and a problem
-line says it is over the container limit. A record longer than ``max_file_bytes`` is skipped like a file that
-size, read past in bounded pieces, so one line never costs more memory than a document may. Each record's text
-is held once; its sentences are derived from that text when a window of it is read. Measured on a 200 MB JSONL of
-HotpotQA abstracts (163,906 records): scan 4.3 s and 257 MB peak RSS for ``lens corpus stats``.
-
-What it skips, counting the reason: hidden entries, binary files (known binary kinds, or NUL bytes in the first
-8 KiB), files larger than ``max_file_bytes``, unreadable files, FIFOs and devices, files that vanish between
-listing and reading, symlinks whose target lies outside the folder, and malformed or oversized container records
-(named by file and line).
-
-Every file (``.lensignore`` included) is read the same guarded way, since it may change between listing and
-reading: opened without following a symbolic link (a link is resolved and its target must lie inside the folder),
-non-blocking (a FIFO never hangs the scan), and read only if the opened file is a regular file inside the folder,
-whose size is then bounded. On Linux the opened file's own path (``/proc/self/fd``) is what is checked, so a
-folder swapped for a link out is caught too.
-
-Every document has a stable id (its path relative to the folder, plus ``#L<line>`` inside containers), a
-title, its text, and the sha256 of the exact bytes read for it. Sentences (with 1-based line ranges) are
-segmented lazily, on first use, so a scan of a large folder stays cheap.
+"""The raw-corpus reader: a folder of documents read as it is *now* (no index, nothing written), every file
+through one guarded open; what it reads, skips and how: ``docs/pipeline.md`` § The folder as it is now.
 """
 
 from __future__ import annotations

@@ -1,14 +1,5 @@
-"""Layer 2: the budgeted propose–observe–update loop.
-
-Each round proposes the (requirement, window) pairs not yet read with the highest belief mass per token, within
-the ``max_files`` admission limit, at most ``readings_per_round`` (≤ c1) of them; each is one oracle call: a
-*reading* (``lens._reading``) that names the sentence stating the fact, with a graded score. Every reading moves its
-window's belief by its calibrated likelihood ratio (``lens._grading``), up or down. A value confirmed in a
-requirement's favoured window fills in the cues of the bridge facts that depend on it and re-runs the prior for
-them. The loop stops when the weakest requirement is certified (min_j GLR_j ≥ β(t, δ)·γ(I)), when no candidate is
-left to read, when the budget (rounds, calls, tokens, time) is spent, or when certification is out of reach: no
-sequence of readings the reading model allows could lift some requirement's GLR to the threshold in the rounds
-left ("futile").
+"""Layer 2: the budgeted propose–observe–update loop and its explore stage (stop rules: ``lens._stop``;
+``docs/pipeline.md`` § The loop).
 """
 
 from __future__ import annotations
@@ -253,12 +244,8 @@ class Loop:
                 return stop
 
     def _in_reach(self, req: Requirement, threshold: float) -> bool:
-        """Whether reading more could still help ``req``: no reading has confirmed a window of it yet (a reading
-        gives the answer its sentence) or some sequence of readings in the rounds left could lift its GLR to the
-        threshold. After k
-        more readings GLR_j ≤ log((1 − e_j) / e_j) + k·L, e_j = P_j(elsewhere), L the reading model's largest
-        |log LR|; and, since a window is read once per requirement, GLR_j ≤ ``Belief.reachable_glr`` over the
-        windows not yet read (derivation: docs/readings.md). The loop stops "futile" when no requirement is."""
+        """Whether reading more could still help ``req``: nothing confirmed yet, or some readings in the rounds left
+        could lift its GLR to the threshold (the two bounds: ``docs/readings.md`` § Futility)."""
         s, cfg = self.state, self.config
         belief = s.beliefs[req.id]
         tag = self._tag(req)

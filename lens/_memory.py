@@ -1,22 +1,5 @@
-"""Warm-reuse memory: an append-only log of what past queries believed, read through an eligibility predicate.
-
-After a query, each requirement whose favoured window has calibrated posterior at least
-``memory.min_posterior`` appends one entry, certified or not and read or not (certified-only stays empty with a
-weak oracle, and read-only stays empty when the futility stop finds the oracle too weak to read at all; read
-back, an entry's signal is its similarity × its posterior, so a weakly supported one only nudges): the
-requirement text and the lexical terms of its :func:`memory_key` (and an embedding when the caller supplies one), the window (path,
-document id, sentence and line range — narrowed to the verified span when a reading verified a finding), the
-observed value, the posterior, whether the requirement was certified and whether a reading verified it, the
-sha256 of the file content, and when it was observed (wall time and stream position). An unverified entry is
-behaviour memory — what the system favoured — and the PIT paper found behaviour-only trace memory can hurt:
-the PIT audit measures it, it is never assumed to help. Entries are never edited or removed; logs written before
-posteriors were recorded read as certified and verified with posterior 1.
-
-Later queries read the log only through an **eligibility predicate** supplied by the caller — by default "every
-entry from an earlier position"; the PIT audit passes Stateless / PIT / Future-h / Future views. Ineligible
-entries are filtered out before anything else looks at them. A lookup returns at most ``capacity`` eligible
-entries, nearest first. The caller (the prior) must also check that the file still has the entry's content hash:
-stale entries are ignored, never served.
+"""Warm-reuse memory: an append-only log of what past queries believed, read through an eligibility predicate
+(``docs/pipeline.md`` § The warm-reuse memory).
 """
 
 from __future__ import annotations

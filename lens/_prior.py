@@ -1,21 +1,5 @@
-"""Layer 1: the low-cost prior over the folder as it is now (no LLM, no persistent index).
-
-For a question and a requirement's cues, every document read by the scan gets a score from signals that cost
-no oracle call:
-
-- **lexical**: BM25 (lucene form, ``prior.bm25_k1`` 0.9, ``prior.bm25_b`` 0.4) of the cue and question terms, with term and document
-  frequencies counted by one multi-pattern (Aho–Corasick) pass over the scan's text — IDF comes from the scan
-  itself, nothing is stored between queries. Matches respect word starts and fold simple suffixes (-s, -es,
-  -ed, -ing, 's), a cheap stand-in for stemming.
-- **path/title**: titles or file names that occur verbatim in the question or cues (word n-gram lookup in a
-  title table built from the scan), plus fuzzy matches (rapidfuzz) of names in the cues against titles.
-- **layout**: cue terms that occur in a document's title line or headings weigh more than body hits.
-- **link hop**: titles that occur in the text of the best documents (a bridge step with no LLM), weighted by
-  their overlap with the question.
-- **memory**: documents that similar past requirements confirmed (eligible, unchanged content only).
-
-The result is the candidate set C_init (documents ranked by prior score) with per-signal contributions, so
-traces and ablations can show where each candidate came from.
+"""Layer 1: the low-cost prior over the folder as it is now (no LLM, no persistent index): per document, a sum of
+signals (lexical, title, layout, link hop, memory), each kept for the trace. ``docs/pipeline.md`` § The prior.
 """
 
 from __future__ import annotations

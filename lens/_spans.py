@@ -1,19 +1,5 @@
-"""Answer-span calibration: the final answer is a span of the cited evidence, as the evidence writes it.
-
-Small models paraphrase what they read ("Labor" where the evidence says "Labour", "25" where it says "25
-laps"). Except for yes/no questions, the synthesised answer is mapped onto the evidence text:
-
-1. **exact** — its words occur, in order, in an evidence passage (case, accents and punctuation aside): the
-   answer becomes that stretch of the passage, in the passage's own spelling;
-2. **fuzzy** — otherwise the passage stretch of about the same number of words that matches it best
-   (character similarity ≥ 85, and never for answers of four characters or fewer, where a near match is
-   another word) replaces it;
-3. **unit / range** — a bare number followed in the passage by a unit the question names ("How many laps…"
-   → "25 laps"), or a year inside a range when the question asks for a period ("which years", "between") is
-   widened to the unit or the range the passage states;
-4. otherwise the answer is kept and marked **unverified**: it is never cited as read in the evidence.
-
-Not a length rule: the span kept is the one the evidence uses for what the model answered.
+"""The final answer as a span of the cited evidence, in the evidence's own spelling, or marked unverified
+(``docs/pipeline.md`` § The answer span).
 """
 
 from __future__ import annotations
