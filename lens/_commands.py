@@ -18,6 +18,7 @@ from lens._llm import open_client
 from lens._memory import MemoryStore
 from lens._progress import Progress, TerminalProgress, for_terminal
 from lens._result import STATUS_WORDS
+from lens._stop import Stop, StopReason
 
 __all__ = ["ask", "llm_check", "corpus_stats"]
 
@@ -196,23 +197,23 @@ REQUIREMENT_WORDS = {
 }
 
 
+_STOP_WORDS = {
+    StopReason.CERTIFIED: "stopped: every fact read and confirmed",
+    StopReason.FUTILE: "stopped: more reading could not settle it within the budget",
+    StopReason.CANDIDATES: "stopped: nothing left to read",
+    StopReason.LLM_ERROR: "stopped: llm-error",
+    StopReason.NO_EXPLORATION: "no reading (no-exploration)",
+}
+
+
 def stop_words(reason: str) -> str:
     """Why the reading stopped, in words (the machine form is ``AskResult.stop_reason``)."""
     words = []
-    for part in reason.split("; "):
-        part = part.removeprefix("self-correction: ")
-        if part == "certified":
-            words.append("stopped: every fact read and confirmed")
-        elif part == "futile":
-            words.append("stopped: more reading could not settle it within the budget")
-        elif part == "candidates":
-            words.append("stopped: nothing left to read")
-        elif part.startswith("budget:"):
-            words.append(f"stopped: budget spent ({part.split(':', 1)[1]})")
-        elif part.startswith("ablation:"):
-            words.append(f"no reading ({part.split(':', 1)[1]})")
-        else:
-            words.append(f"stopped: {part}")
+    stop: Stop | None = Stop.parse(reason)
+    while stop is not None:
+        budget = f"stopped: budget spent ({stop.detail})"
+        words.append(budget if stop.reason is StopReason.BUDGET else _STOP_WORDS[stop.reason])
+        stop = stop.reentry
     return "; ".join(words)
 
 

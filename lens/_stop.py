@@ -29,6 +29,15 @@ class Stop:
     def budget(cls, exhausted: list[str]) -> Stop:
         return cls(StopReason.BUDGET, ",".join(exhausted))
 
+    @classmethod
+    def parse(cls, text: str) -> Stop:
+        """The stop a string of :meth:`__str__` (``AskResult.stop_reason``) names."""
+        first, sep, rest = text.partition("; self-correction: ")
+        reentry = cls.parse(rest) if sep else None
+        if first.startswith(f"{StopReason.BUDGET.value}:"):
+            return cls(StopReason.BUDGET, first.split(":", 1)[1], reentry)
+        return cls(StopReason(first), "", reentry)
+
     def __str__(self) -> str:
         text = self.reason.value + (f":{self.detail}" if self.detail or self.reason is StopReason.BUDGET else "")
         return text if self.reentry is None else f"{text}; self-correction: {self.reentry}"
