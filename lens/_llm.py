@@ -263,15 +263,9 @@ class LLMClient:
                 params["top_logprobs"] = int(top_logprobs)
         request = {"model": self.model, "messages": list(messages), "params": params}
         key = request_key(request)
-        if self.cache is not None:
-            hit = self.cache.get(key)
-            if hit is not None and isinstance(hit.get("text"), str):
-                lps, tops = _token_logprobs(hit)
-                resp = LLMResponse(hit["text"], 0, 0, True, 0.0, self.model, logprobs=lps, top_logprobs=tops)
-                if meter is not None:
-                    meter.add(prompt_tokens=0, completion_tokens=0, cache_hit=True, seconds=0.0)
-                log.debug("llm cache hit %s", key[:12])
-                return resp
+        hit = self._cached(key, meter)
+        if hit is not None:
+            return hit
         t0 = time.monotonic()
         try:
             completion = self._call_with_retries(messages, params, deadline, meter)
@@ -295,7 +289,23 @@ class LLMClient:
             if meter is not None:
                 meter.add_error(str(exc), endpoint=is_endpoint_failure(exc))
             raise
-        seconds = time.monotonic() - t0
+        return self._received(completion, time.monotonic() - t0, logprobs, meter, key, request)
+
+    def _cached(self, key: str, meter: CostMeter | None) -> LLMResponse | None:
+        """The cached reply to the request ``key`` names (metered as a hit), or None."""
+        if self.cache is None:
+            return None
+        hit = self.cache.get(key)
+        if hit is None or not isinstance(hit.get("text"), str):
+            return None
+        lps, tops = _token_logprobs(hit)
+        if meter is not None:
+            meter.add(prompt_tokens=0, completion_tokens=0, cache_hit=True, seconds=0.0)
+        log.debug("llm cache hit %s", key[:12])
+        return LLMResponse(hit["text"], 0, 0, True, 0.0, self.model, logprobs=lps, top_logprobs=tops)
+
+    def _received(self, completion, seconds: float, logprobs: bool, meter, key: str, request: dict) -> LLMResponse:
+        """A completion as an :class:`LLMResponse`: metered, and stored in the cache."""
         choice = completion.choices[0] if completion.choices else None
         text = (choice.message.content if choice and choice.message else None) or ""
         token_lps, tops = _choice_logprobs(choice) if logprobs else (None, None)
