@@ -601,6 +601,21 @@ _UNCHANGED_MAX = 2_000_000
 _RACY_NS = 2_000_000_000
 
 
+def _open_folder(root_path: Path, within: Sequence[str | os.PathLike[str]] | None) -> str:
+    """The folder's real path, resolved once from the folder opened: what ``within`` is checked against and every
+    file read must lie in, so a folder swapped for a link after a caller checked its path is still caught."""
+    if not root_path.exists():
+        raise CorpusError(f"{root_path}: no such folder")
+    if not root_path.is_dir():
+        raise CorpusError(f"{root_path}: not a folder")
+    if not os.access(root_path, os.R_OK | os.X_OK):
+        raise CorpusError(f"{root_path}: folder is not readable")
+    root_real = _folder_real(root_path)
+    if within is not None and not any(_within(root_real, os.fspath(w)) for w in within):
+        raise CorpusError(f"{root_path}: resolves to {root_real}, outside {', '.join(map(os.fspath, within))}; refused")
+    return root_real
+
+
 def scan_corpus(
     root: str | os.PathLike[str],
     settings: ReaderSettings | None = None,
@@ -611,18 +626,8 @@ def scan_corpus(
     ``within`` (real paths of folders) is given and the folder, resolved as the scan opens it, lies outside them."""
     settings = settings or ReaderSettings()
     root_path = Path(root)
-    if not root_path.exists():
-        raise CorpusError(f"{root_path}: no such folder")
-    if not root_path.is_dir():
-        raise CorpusError(f"{root_path}: not a folder")
-    if not os.access(root_path, os.R_OK | os.X_OK):
-        raise CorpusError(f"{root_path}: folder is not readable")
     t0 = time.perf_counter()
-    # resolved once, from the folder opened: what ``within`` is checked against and every file read must lie in,
-    # so a folder swapped for a link after a caller checked its path is still caught
-    root_real = _folder_real(root_path)
-    if within is not None and not any(_within(root_real, os.fspath(w)) for w in within):
-        raise CorpusError(f"{root_path}: resolves to {root_real}, outside {', '.join(map(os.fspath, within))}; refused")
+    root_real = _open_folder(root_path, within)
     skipped: Counter = Counter()
     patterns, ignore_unread = _ignore_patterns(root_path, root_real)
     problems: list[str] = [ignore_unread] if ignore_unread else []
