@@ -388,36 +388,8 @@ def _read_container(
                     )
                     res.oversized += 1
                     continue
-                if not raw.strip():
-                    continue
-                where = f"{path}:{lineno}"
-                try:
-                    text, bad = _decode(raw)
-                    if bad and not res.bad_encoding:
-                        res.bad_encoding = True
-                        res.problems.append(f"{where}: invalid UTF-8, read with U+FFFD replacement characters")
-                    obj = json.loads(text)
-                    title, body, form = _record_body(obj, where)
-                except json.JSONDecodeError as exc:
-                    res.problems.append(f"{where}: malformed JSON ({exc.msg})")
-                    res.malformed += 1
-                    continue
-                except ValueError as exc:
-                    res.problems.append(str(exc))
-                    res.malformed += 1
-                    continue
-                res.documents.append(
-                    Document(
-                        doc_id=f"{path}#L{lineno}",
-                        path=path,
-                        title=title,
-                        text=title + "\n" + body,
-                        sha256=hashlib.sha256(raw.rstrip(b"\r\n")).hexdigest(),
-                        line=lineno,
-                        kind="record",
-                        _record_form=form,
-                    )
-                )
+                if raw.strip():
+                    _add_record(res, path, lineno, raw)
             if over:
                 res.problems.append(
                     f"{path}: over the container limit (reader.max_container_bytes, {limit:,} bytes decompressed) "
@@ -434,6 +406,37 @@ def _read_container(
         else:
             res.skip = "empty" if not res.malformed else "no_valid_records"
     return res
+
+
+def _add_record(res: _FileResult, path: str, lineno: int, raw: bytes) -> None:
+    """One container line as a document of ``res``, or a problem and a malformed count."""
+    where = f"{path}:{lineno}"
+    try:
+        text, bad = _decode(raw)
+        if bad and not res.bad_encoding:
+            res.bad_encoding = True
+            res.problems.append(f"{where}: invalid UTF-8, read with U+FFFD replacement characters")
+        title, body, form = _record_body(json.loads(text), where)
+    except json.JSONDecodeError as exc:
+        res.problems.append(f"{where}: malformed JSON ({exc.msg})")
+        res.malformed += 1
+        return
+    except ValueError as exc:
+        res.problems.append(str(exc))
+        res.malformed += 1
+        return
+    res.documents.append(
+        Document(
+            doc_id=f"{path}#L{lineno}",
+            path=path,
+            title=title,
+            text=title + "\n" + body,
+            sha256=hashlib.sha256(raw.rstrip(b"\r\n")).hexdigest(),
+            line=lineno,
+            kind="record",
+            _record_form=form,
+        )
+    )
 
 
 def read_document(root: Path, path: str, settings: ReaderSettings | None = None) -> _FileResult:
