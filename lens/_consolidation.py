@@ -7,8 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lens._beliefs import ELSEWHERE
+from lens._files import sha256_hex
 from lens._loop import LoopState
-from lens._result import Evidence, sha256_text
+from lens._result import Evidence
 
 __all__ = ["consolidate"]
 
@@ -121,5 +122,5 @@ def _evidence(eid: str, doc, region: _Region, text: str) -> Evidence:
         sentence=region.named,
         sentence_text=None if named is None else named.text,
         sentence_lines=None if named is None else (named.line_start, named.line_end),
-        sentence_sha256=None if named is None else sha256_text(named.text),
+        sentence_sha256=None if named is None else sha256_hex(named.text),
     )

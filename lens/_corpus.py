@@ -8,7 +8,6 @@ import bz2
 import contextlib
 import errno
 import fnmatch
-import hashlib
 import json
 import os
 import re
@@ -23,6 +22,7 @@ from typing import Iterator, Sequence
 
 from lens._config import ReaderSettings
 from lens._errors import LensError
+from lens._files import sha256_hex
 from lens._terms import base_title, fold, title_key
 
 __all__ = [
@@ -431,7 +431,7 @@ def _add_record(res: _FileResult, path: str, lineno: int, raw: bytes) -> None:
             path=path,
             title=title,
             text=title + "\n" + body,
-            sha256=hashlib.sha256(raw.rstrip(b"\r\n")).hexdigest(),
+            sha256=sha256_hex(raw.rstrip(b"\r\n")),
             line=lineno,
             kind="record",
             _record_form=form,
@@ -583,7 +583,7 @@ def _read_file(full: str, path: str, settings: ReaderSettings, root_real: str, s
         path=path,
         title=_title_of(text, stem),
         text=text,
-        sha256=hashlib.sha256(data).hexdigest(),
+        sha256=sha256_hex(data),
     )
     res = _FileResult(path, [doc], nbytes=len(data), bad_encoding=bad)
     if bad:

@@ -27,7 +27,8 @@ def canonical_json(value: Any, *, ascii: bool = False) -> str:
 
 
 def sha256_hex(data: bytes | str) -> str:
-    return hashlib.sha256(data.encode("utf-8") if isinstance(data, str) else data).hexdigest()
+    """sha256 of bytes, or of a text's UTF-8 bytes (a lone surrogate passed through, never an error)."""
+    return hashlib.sha256(data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data).hexdigest()
 
 
 def canonical_hash(value: Any, *, ascii: bool = False) -> str:
