@@ -108,7 +108,7 @@ class Agent:
         pipeline = Pipeline.of(self.config)
         run, scan, view = self._open(question, path)
         decomposition = decompose(question, partial(run.fixed_call, keep=1, stage="decomposition"))
-        loop, pos, memory = self._prime(run, view, decomposition, pipeline, eligible, position)
+        loop, pos, memory = self._prime(run, view, decomposition, pipeline, eligible=eligible, position=position)
         stop = explore(run, loop, enabled=pipeline.explore)
         answered = answer(run, loop, stop, self.config, may_reenter=pipeline.explore)
         store = memory if record else None
@@ -130,7 +130,7 @@ class Agent:
         run, scan, view = self._open(question, path)
         if decomposition is None:
             decomposition = decompose(question, partial(run.fixed_call, keep=1, stage="decomposition"))
-        loop, _, _ = self._prime(run, view, decomposition, pipeline, None, None, observer=observer)
+        loop, _, _ = self._prime(run, view, decomposition, pipeline, observer=observer)
         stop = explore(run, loop, enabled=pipeline.explore)
         certified = loop.certified()
         explored = Answered("", stop, certified, consolidated(loop, certified, self.config))
@@ -160,7 +160,17 @@ class Agent:
             run.notes.append(scan.ignore_unread)
         return run, scan, CorpusView.of(scan)
 
-    def _prime(self, run, view, decomposition, pipeline, eligible, position, *, observer=None):
+    def _prime(
+        self,
+        run: QuestionRun,
+        view: CorpusView,
+        decomposition: Decomposition,
+        pipeline: Pipeline,
+        *,
+        eligible: Eligibility | None = None,
+        position: int | None = None,
+        observer: Observer | None = None,
+    ) -> tuple[Loop, int, MemoryStore | None]:
         """The loop over the prior, with the memory's signal when the pipeline reads it; (loop, stream position,
         the memory to write or None)."""
         cfg = self.config
@@ -196,7 +206,14 @@ class Agent:
         )
         return loop, pos, memory
 
-    def _read_memory(self, run, memory, decomposition, view, eligible) -> dict[str, dict[int, float]]:
+    def _read_memory(
+        self,
+        run: QuestionRun,
+        memory: MemoryStore,
+        decomposition: Decomposition,
+        view: CorpusView,
+        eligible: Eligibility,
+    ) -> dict[str, dict[int, float]]:
         """Per requirement, the prior's memory signal from the eligible, similar, unchanged entries."""
         keys = {req.id: memory_key(run.question, req.text) for req in decomposition.requirements}
         signals, stale = memory_signals(memory, keys, view.docs, eligible, self.config.memory.capacity)
