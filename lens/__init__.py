@@ -1,7 +1,8 @@
 """lens: source-grounded answers over folders of raw, changing documents (LENS).
 
-The public surface is small and explicit; implementation modules are private (``lens._*``). Names are
-imported lazily on first use, so ``import lens`` (and ``lens --help``) stays instant.
+The names here are what a user calls; the parts the evaluation harness builds on live in :mod:`lens.parts`;
+implementation modules are private (``lens._*``). Names are imported lazily on first use, so ``import lens`` (and
+``lens --help``) stays instant.
 """
 
 from __future__ import annotations
@@ -12,59 +13,31 @@ from typing import Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
+    # asking
     "Agent": "lens._agent",
     "ask": "lens._agent",
     "AskResult": "lens._result",
     "Evidence": "lens._result",
     "RequirementStatus": "lens._result",
+    "Progress": "lens._progress",  # progress of a running question (Agent(progress=callback))
+    # configuration
     "LensConfig": "lens._config",
     "load_config": "lens._config",
     "available_presets": "lens._config",
-    "ConfigError": "lens._config",
-    "LensError": "lens._errors",
+    # the warm-reuse memory
     "MemoryStore": "lens._memory",
     "MemoryEntry": "lens._memory",
     "Eligibility": "lens._memory",
+    # the LLM endpoint
     "LLMClient": "lens._llm",
     "LLMResponse": "lens._llm",
-    "LLMError": "lens._llm",
     "open_client": "lens._llm",
-    "CostMeter": "lens._cost",
-    "Cost": "lens._cost",
-    "scan_corpus": "lens._corpus",
-    "Document": "lens._corpus",
-    "CorpusScan": "lens._corpus",
-    "split_sentences": "lens._corpus",
-    "CorpusView": "lens._view",
-    "Prior": "lens._prior",
-    "PriorScore": "lens._prior",
-    "merge_round_robin": "lens._prior",
-    "content_terms": "lens._terms",
-    "Requirement": "lens._requirements",
-    "Decomposition": "lens._requirements",
-    "MAX_REQUIREMENTS": "lens._requirements",
-    "heuristic_decomposition": "lens._requirements",
-    "new_entry": "lens._memory",
-    "memory_signal": "lens._memory",
-    "memory_key": "lens._memory",
+    # errors
+    "LensError": "lens._errors",
+    "ConfigError": "lens._config",
+    "LLMError": "lens._llm",
     "LLMUnavailableError": "lens._llm",
     "EndpointRefusedError": "lens._llm",
-    "is_endpoint_failure": "lens._llm",
-    "answer_text": "lens._synthesis",
-    "PLACEHOLDER_ANSWERS": "lens._synthesis",
-    # the oracle interface: a simulated oracle (Agent.explore(observer=...)) returns one reading's judgement
-    "Judgement": "lens._reading",
-    "Observer": "lens._loop",
-    "answer_span": "lens._spans",
-    "AnswerSpan": "lens._spans",
-    # progress of a running question (Agent(progress=callback))
-    "Progress": "lens._progress",
-    "render": "lens._prompts",
-    "fence_passage": "lens._prompts",
-    "merge_overrides": "lens._config",
-    # for packages that add `lens` commands (entry point group "lens.commands"): the shared LLM/config flags
-    "add_config_args": "lens._cli",
-    "config_from_args": "lens._cli",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
@@ -72,9 +45,15 @@ __all__ = sorted(_EXPORTS) + ["__version__"]
 
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'lens' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
+    if module is not None:
+        value = getattr(import_module(module), name)
+    else:
+        # transitional: a research part imported from the top (``from lens import Prior``) still resolves, through
+        # lens.parts, until the harness imports them from there; it is not part of the public surface
+        parts = import_module("lens.parts")
+        if name not in parts.__all__:
+            raise AttributeError(f"module 'lens' has no attribute {name!r}")
+        value = getattr(parts, name)
     globals()[name] = value
     return value
 

@@ -1,27 +1,5 @@
-"""Beliefs over candidate windows, one per requirement, and the generalized likelihood ratio that stops the loop.
-
-For requirement j the hypotheses are "window w is the minimal sufficient window Z*_j" for each candidate w, plus
-"elsewhere" (Z*_j lies outside the candidates; the prior can miss). The prior weights come from Layer 1.
-
-A *reading* is the oracle's judgement about one window w for requirement j. Its likelihood ratio
-LR = P(reading | Z* = w) / P(reading | Z* ≠ w) — calibrated per model from what the loop can observe
-(``lens._grading``) — multiplies w's weight and leaves the others as they are (then all are renormalised): a
-reading that names a sentence with a high score lifts its window, a confident "none" lowers it.
-
-The candidate set grows (a wider prior ranking, a self-correction): a window enumerated late is a window that was
-hiding in "elsewhere", so it enters at the mass the prior would have given it had it been enumerated at the start
-— its prior weight on the scale ``init`` set — times the evidence factor ρ = P(elsewhere) / prior mass of
-elsewhere, which every window not yet read shares (readings of other windows move them all alike). A newcomer
-therefore outranks an enumerated window only if the prior scored it higher or readings lowered that window; the
-newcomers together take at most 80 % of elsewhere's mass (some always stays outside).
-
-Hypotheses about the same *fact* are grouped: confirmed windows that verified the same value (normalised) form
-one group — two documents stating that the Marren Gull was built by Osk Yard are not rival answers, and with
-the windows kept apart their posterior would split and never certify. Every other window, and "elsewhere",
-is a group of its own. The favoured window is the heaviest window of the heaviest group. GLR_j is the log
-posterior ratio of the favoured group to the best alternative group ("elsewhere" included), and is 0 until
-the favoured window has a confirming reading (nothing is certified unseen). The loop
-stops when min_j GLR_j ≥ β(t, δ)·γ(I): the weakest requirement certifies the conjunction.
+"""Beliefs over candidate windows, one per requirement, and the generalized likelihood ratio that stops the loop
+(derivations: ``docs/pipeline.md`` § Beliefs and the stopping rule, ``docs/readings.md``).
 """
 
 from __future__ import annotations

@@ -8,14 +8,13 @@ processes: a reader sees either nothing or a complete entry.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
 from pathlib import Path
 from typing import Any
 
-from lens._files import atomic_write
+from lens._files import atomic_write, canonical_hash
 
 __all__ = ["ResponseCache", "request_key"]
 
@@ -24,8 +23,7 @@ log = logging.getLogger(__name__)
 
 def request_key(request: dict[str, Any]) -> str:
     """sha256 of the canonical JSON of a request (model, messages, parameters; never key or URL)."""
-    blob = json.dumps(request, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+    return canonical_hash(request)
 
 
 class ResponseCache:

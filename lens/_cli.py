@@ -11,10 +11,17 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
+import signal
 import sys
-from typing import Any, Callable, Sequence
+import threading
+from importlib.metadata import entry_points
+from typing import Callable, Sequence
 
-__all__ = ["main", "build_parser", "add_config_args", "config_from_args", "COMMAND_GROUP"]
+from lens._errors import LensError
+from lens._progress import for_terminal
+
+__all__ = ["main", "build_parser", "add_config_args", "COMMAND_GROUP"]
 
 COMMAND_GROUP = "lens.commands"
 
@@ -33,21 +40,6 @@ def add_config_args(parser: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--base-url", help="OpenAI-compatible endpoint (default: the embedded local model)")
     g.add_argument("--model", help="model name at the endpoint")
-
-
-def config_from_args(args: argparse.Namespace, **extra: Any):
-    """Build the LensConfig from preset, --config, environment, --set and the explicit flags."""
-    from lens._config import load_config
-
-    overrides = list(getattr(args, "set", []) or [])
-    if getattr(args, "base_url", None):
-        overrides.append(f"llm.base_url={args.base_url}")
-    if getattr(args, "model", None):
-        overrides.append(f"llm.model={args.model}")
-    for key, value in extra.items():
-        if value is not None:
-            overrides.append(f"{key}={value}")
-    return load_config(getattr(args, "preset", None), file=getattr(args, "config", None), overrides=overrides)
 
 
 def _handler(parser: argparse.ArgumentParser, target: str) -> None:
@@ -126,8 +118,6 @@ def build_parser(*, groups: bool = True) -> argparse.ArgumentParser:
 
 
 def _registered_groups() -> list[Callable[..., None]]:
-    from importlib.metadata import entry_points
-
     return [ep.load() for ep in sorted(entry_points(group=COMMAND_GROUP), key=lambda ep: ep.name)]
 
 
@@ -137,21 +127,15 @@ def _resolve(target: str) -> Callable[[argparse.Namespace], int]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    import logging
-
     parser = build_parser(groups=_needs_groups(argv))
     args = parser.parse_args(argv)
     level = logging.WARNING - 10 * min(args.verbose, 2)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
 
-    from lens._errors import LensError
-
     restore = _exit_on_sigterm()
     try:
         return int(_resolve(args._handler)(args) or 0)
     except LensError as exc:
-        from lens._progress import for_terminal
-
         print(f"lens: error: {for_terminal(str(exc))}", file=sys.stderr)  # it may quote a file or an endpoint
         return 2
     except KeyboardInterrupt:
@@ -167,9 +151,6 @@ def _exit_on_sigterm() -> Callable[[], None]:
     """SIGTERM becomes ``SystemExit(143)``, so ``finally`` blocks run (a bench run records its session, the
     embedded server is shut down) instead of the process dying mid-write. Returns the undo; a no-op off the main
     thread, where Python cannot set handlers."""
-    import signal
-    import threading
-
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
 

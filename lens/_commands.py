@@ -9,6 +9,17 @@ import sys
 import time
 from pathlib import Path
 
+from lens._agent import Agent
+from lens._config import ReaderSettings, config_from_args
+from lens._corpus import scan_corpus
+from lens._errors import LensError
+from lens._files import is_inside
+from lens._llm import open_client
+from lens._memory import MemoryStore
+from lens._progress import Progress, TerminalProgress, for_terminal
+from lens._result import STATUS_WORDS
+from lens._stop import Stop, StopReason
+
 __all__ = ["ask", "llm_check", "corpus_stats"]
 
 
@@ -26,9 +37,6 @@ _PROMPT_PROBE = "Read the following notes and reply with the single word OK.\n\n
 
 def llm_check(args: argparse.Namespace) -> int:
     """Backend, model, a short round-trip answer, prompt and generation tokens/s (uncached calls)."""
-    from lens._cli import config_from_args
-    from lens._llm import open_client
-
     config = config_from_args(args, **{"llm.cache": "false"})
     t0 = time.monotonic()
     client = open_client(config)
@@ -84,9 +92,6 @@ def llm_check(args: argparse.Namespace) -> int:
 
 
 def corpus_stats(args: argparse.Namespace) -> int:
-    from lens._config import ReaderSettings
-    from lens._corpus import scan_corpus
-
     scan = scan_corpus(args.path, ReaderSettings(follow_symlinks=args.follow_symlinks))
     stats = scan.stats()
     if args.json:
@@ -114,21 +119,13 @@ def corpus_stats(args: argparse.Namespace) -> int:
 
 
 def ask(args: argparse.Namespace) -> int:
-    from lens._agent import Agent, _inside
-    from lens._cli import config_from_args
-    from lens._errors import LensError
-    from lens._memory import MemoryStore
-
     cfg = config_from_args(args)
     memory = None
     if args.memory:
         mem_dir = Path(args.memory)
-        if _inside(mem_dir, Path(args.path)):
+        if is_inside(mem_dir, args.path):
             raise LensError(f"--memory {mem_dir}: inside the document folder {args.path}; lens never writes there")
-        memory = MemoryStore(mem_dir, capacity=cfg.memory.capacity)
-    from lens._progress import Progress, TerminalProgress, for_terminal
-    from lens._result import STATUS_WORDS
-
+        memory = MemoryStore(mem_dir, capacity=cfg.memory.capacity, min_similarity=cfg.memory.min_similarity)
     # progress on a terminal only (stderr a TTY, not --json); the last snapshot is kept for an interrupted run
     terminal = TerminalProgress(sys.stderr) if sys.stderr.isatty() and not args.json else None
     last: list[Progress] = []
@@ -200,23 +197,23 @@ REQUIREMENT_WORDS = {
 }
 
 
+_STOP_WORDS = {
+    StopReason.CERTIFIED: "stopped: every fact read and confirmed",
+    StopReason.FUTILE: "stopped: more reading could not settle it within the budget",
+    StopReason.CANDIDATES: "stopped: nothing left to read",
+    StopReason.LLM_ERROR: "stopped: llm-error",
+    StopReason.NO_EXPLORATION: "no reading (no-exploration)",
+}
+
+
 def stop_words(reason: str) -> str:
     """Why the reading stopped, in words (the machine form is ``AskResult.stop_reason``)."""
     words = []
-    for part in reason.split("; "):
-        part = part.removeprefix("self-correction: ")
-        if part == "certified":
-            words.append("stopped: every fact read and confirmed")
-        elif part == "futile":
-            words.append("stopped: more reading could not settle it within the budget")
-        elif part == "candidates":
-            words.append("stopped: nothing left to read")
-        elif part.startswith("budget:"):
-            words.append(f"stopped: budget spent ({part.split(':', 1)[1]})")
-        elif part.startswith("ablation:"):
-            words.append(f"no reading ({part.split(':', 1)[1]})")
-        else:
-            words.append(f"stopped: {part}")
+    stop: Stop | None = Stop.parse(reason)
+    while stop is not None:
+        budget = f"stopped: budget spent ({stop.detail})"
+        words.append(budget if stop.reason is StopReason.BUDGET else _STOP_WORDS[stop.reason])
+        stop = stop.reentry
     return "; ".join(words)
 
 

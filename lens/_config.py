@@ -10,7 +10,6 @@ environment variable that holds the key is stored.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -22,10 +21,13 @@ try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10: tomli is the same parser, before it joined the stdlib
     import tomli as tomllib
+from urllib.parse import urlsplit
+
 from platformdirs import user_config_dir
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from lens._errors import LensError
+from lens._files import canonical_hash
 
 __all__ = [
     "ConfigError",
@@ -42,6 +44,7 @@ __all__ = [
     "available_presets",
     "load_config",
     "merge_overrides",
+    "config_from_args",
     "user_config_path",
 ]
 
@@ -88,8 +91,6 @@ class LLMSettings(_Section):
         """An http(s) URL with a host and, if given, a numeric port (checked here, not deep in the client)."""
         if value is None or not value.strip():
             return None
-        from urllib.parse import urlsplit
-
         value = value.strip()
         try:
             parts = urlsplit(value)
@@ -131,6 +132,35 @@ class PriorSettings(_Section):
         description="Prior P(a requirement's evidence lies outside its candidate windows): the prior's top-10 misses "
         "4.5 % of the calibration questions' gold articles (benchmarks/prior_recall.py), more for a bridge fact "
         "before its cue is known.",
+    )
+    bm25_k1: float = Field(0.9, ge=0, le=100, description="BM25 k1 (term-frequency saturation) of the lexical signal.")
+    bm25_b: float = Field(0.4, ge=0, le=1, description="BM25 b (document-length normalisation) of the lexical signal.")
+    cue_term_weight: float = Field(
+        1.5, ge=0, le=100, description="BM25 weight of a term the requirement's cues name and the question does not."
+    )
+    partial_title_specificity: float = Field(
+        0.85, ge=0, le=1, description="Title signal of a multi-word title found only in part (all of it: 1)."
+    )
+    name_word_specificity: float = Field(
+        0.7, ge=0, le=1, description="A one-word title written capitalised in the question: its rarity (IDF) × this."
+    )
+    plain_word_specificity: float = Field(
+        0.25, ge=0, le=1, description="A one-word title written in lower case in the question: its rarity × this."
+    )
+    fuzzy_title_weight: float = Field(
+        0.8, ge=0, le=1, description="Title signal of a fuzzy name match: its similarity (0-1) × this."
+    )
+    fuzzy_title_cutoff: int = Field(
+        88, ge=0, le=100, description="Least rapidfuzz ratio (0-100) of a name in the cues to a title for a match."
+    )
+    hop_weight: float = Field(
+        0.6,
+        ge=0,
+        le=100,
+        description="Link-hop signal as a fraction of title_weight (a title named in a top document).",
+    )
+    layout_pool: int = Field(
+        50, ge=1, le=1_000_000, description="Documents (at least; 5 × the candidates if more) scored for layout hits."
     )
 
 
@@ -274,6 +304,13 @@ class MemorySettings(_Section):
         description="A requirement's favoured window enters the memory when its calibrated posterior is this high, "
         "read or not (its signal, read back, is similarity × posterior).",
     )
+    min_similarity: float = Field(
+        0.35,
+        ge=0,
+        le=1,
+        description="Least cosine between a requirement's key and an entry's for the entry to be served (term vectors "
+        "unless both carry an embedding).",
+    )
     dir: str | None = Field(None, json_schema_extra=_NOT_HASHED)
 
 
@@ -296,9 +333,15 @@ class ReaderSettings(_Section):
 
 
 class AblationSettings(_Section):
-    no_exploration: bool = False
-    lexical_only_prior: bool = False
-    no_memory: bool = False
+    """Research switches, read once where the pipeline is built (``lens._agent.Pipeline``)."""
+
+    no_exploration: bool = Field(False, description="Skip the propose–observe–update loop: E* is the prior's windows.")
+    lexical_only_prior: bool = Field(
+        False,
+        description="The prior is BM25 alone: no title, layout, link-hop or memory signal (the memory is still "
+        "read, and written, but its signal is not scored).",
+    )
+    no_memory: bool = Field(False, description="Neither read nor write the warm-reuse memory.")
 
 
 class LensConfig(_Section):
@@ -317,8 +360,7 @@ class LensConfig(_Section):
 
     def canonical_hash(self) -> str:
         """sha256 of the canonical JSON form; names the configuration in every run artifact."""
-        blob = json.dumps(self.canonical(), sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(blob.encode()).hexdigest()
+        return canonical_hash(self.canonical(), ascii=True)
 
     def reading_model(self) -> ReadingModel:
         """The reading model calibrated for the served model, or the conservative ``UNCALIBRATED`` default."""
@@ -504,3 +546,16 @@ def load_config(
             for err in exc.errors()
         )
         raise ConfigError(f"invalid configuration from {' + '.join(sources)}: {problems}") from None
+
+
+def config_from_args(args: Any, **extra: Any) -> LensConfig:
+    """Build the LensConfig from preset, --config, environment, --set and the explicit flags."""
+    overrides = list(getattr(args, "set", []) or [])
+    if getattr(args, "base_url", None):
+        overrides.append(f"llm.base_url={args.base_url}")
+    if getattr(args, "model", None):
+        overrides.append(f"llm.model={args.model}")
+    for key, value in extra.items():
+        if value is not None:
+            overrides.append(f"{key}={value}")
+    return load_config(getattr(args, "preset", None), file=getattr(args, "config", None), overrides=overrides)

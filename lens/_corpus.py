@@ -1,32 +1,5 @@
-"""The raw-corpus reader: a folder of documents read as it is *now* (no index, nothing written).
-
-What it reads
-- text files of common kinds and extensionless files (decoded as UTF-8; invalid bytes become U+FFFD and the file
-  is counted as ``bad_encoding``);
-- multi-document containers: ``.jsonl`` and ``.bz2`` JSONL shards with one article per line in the HotpotQA
-  abstracts layout (``title`` and ``text`` as a list of sentences; ``sentences`` or a plain string also work).
-
-Containers are streamed line by line (``bz2`` decompressed on the fly) up to ``reader.max_container_bytes``
-decompressed bytes (default 400 MB), counted inside a line too: the rest of a larger one is not read and a problem
-line says it is over the container limit. A record longer than ``max_file_bytes`` is skipped like a file that
-size, read past in bounded pieces, so one line never costs more memory than a document may. Each record's text
-is held once; its sentences are derived from that text when a window of it is read. Measured on a 200 MB JSONL of
-HotpotQA abstracts (163,906 records): scan 4.3 s and 257 MB peak RSS for ``lens corpus stats``.
-
-What it skips, counting the reason: hidden entries, binary files (known binary kinds, or NUL bytes in the first
-8 KiB), files larger than ``max_file_bytes``, unreadable files, FIFOs and devices, files that vanish between
-listing and reading, symlinks whose target lies outside the folder, and malformed or oversized container records
-(named by file and line).
-
-Every file (``.lensignore`` included) is read the same guarded way, since it may change between listing and
-reading: opened without following a symbolic link (a link is resolved and its target must lie inside the folder),
-non-blocking (a FIFO never hangs the scan), and read only if the opened file is a regular file inside the folder,
-whose size is then bounded. On Linux the opened file's own path (``/proc/self/fd``) is what is checked, so a
-folder swapped for a link out is caught too.
-
-Every document has a stable id (its path relative to the folder, plus ``#L<line>`` inside containers), a
-title, its text, and the sha256 of the exact bytes read for it. Sentences (with 1-based line ranges) are
-segmented lazily, on first use, so a scan of a large folder stays cheap.
+"""The raw-corpus reader: a folder of documents read as it is *now* (no index, nothing written), every file
+through one guarded open; what it reads, skips and how: ``docs/pipeline.md`` § The folder as it is now.
 """
 
 from __future__ import annotations
@@ -35,7 +8,6 @@ import bz2
 import contextlib
 import errno
 import fnmatch
-import hashlib
 import json
 import os
 import re
@@ -50,6 +22,8 @@ from typing import Iterator, Sequence
 
 from lens._config import ReaderSettings
 from lens._errors import LensError
+from lens._files import sha256_hex
+from lens._terms import base_title, fold, title_key
 
 __all__ = [
     "CorpusError",
@@ -123,16 +97,12 @@ class Document:
     @cached_property
     def lowered(self) -> str:
         """The text lowercased and accent-folded exactly as cues are (``lens._terms.fold``), for the prior's scan."""
-        from lens._terms import fold
-
         return fold(self.text)
 
     @cached_property
     def title_names(self) -> tuple[str, ...]:
         """Keys of the names this document goes by: its title, the title without a trailing
         "(disambiguation)", and for whole files the file name without a text extension."""
-        from lens._terms import base_title, title_key
-
         names = [title_key(self.title)]
         base = base_title(self.title)
         if base != self.title:
@@ -418,36 +388,8 @@ def _read_container(
                     )
                     res.oversized += 1
                     continue
-                if not raw.strip():
-                    continue
-                where = f"{path}:{lineno}"
-                try:
-                    text, bad = _decode(raw)
-                    if bad and not res.bad_encoding:
-                        res.bad_encoding = True
-                        res.problems.append(f"{where}: invalid UTF-8, read with U+FFFD replacement characters")
-                    obj = json.loads(text)
-                    title, body, form = _record_body(obj, where)
-                except json.JSONDecodeError as exc:
-                    res.problems.append(f"{where}: malformed JSON ({exc.msg})")
-                    res.malformed += 1
-                    continue
-                except ValueError as exc:
-                    res.problems.append(str(exc))
-                    res.malformed += 1
-                    continue
-                res.documents.append(
-                    Document(
-                        doc_id=f"{path}#L{lineno}",
-                        path=path,
-                        title=title,
-                        text=title + "\n" + body,
-                        sha256=hashlib.sha256(raw.rstrip(b"\r\n")).hexdigest(),
-                        line=lineno,
-                        kind="record",
-                        _record_form=form,
-                    )
-                )
+                if raw.strip():
+                    _add_record(res, path, lineno, raw)
             if over:
                 res.problems.append(
                     f"{path}: over the container limit (reader.max_container_bytes, {limit:,} bytes decompressed) "
@@ -464,6 +406,37 @@ def _read_container(
         else:
             res.skip = "empty" if not res.malformed else "no_valid_records"
     return res
+
+
+def _add_record(res: _FileResult, path: str, lineno: int, raw: bytes) -> None:
+    """One container line as a document of ``res``, or a problem and a malformed count."""
+    where = f"{path}:{lineno}"
+    try:
+        text, bad = _decode(raw)
+        if bad and not res.bad_encoding:
+            res.bad_encoding = True
+            res.problems.append(f"{where}: invalid UTF-8, read with U+FFFD replacement characters")
+        title, body, form = _record_body(json.loads(text), where)
+    except json.JSONDecodeError as exc:
+        res.problems.append(f"{where}: malformed JSON ({exc.msg})")
+        res.malformed += 1
+        return
+    except ValueError as exc:
+        res.problems.append(str(exc))
+        res.malformed += 1
+        return
+    res.documents.append(
+        Document(
+            doc_id=f"{path}#L{lineno}",
+            path=path,
+            title=title,
+            text=title + "\n" + body,
+            sha256=sha256_hex(raw.rstrip(b"\r\n")),
+            line=lineno,
+            kind="record",
+            _record_form=form,
+        )
+    )
 
 
 def read_document(root: Path, path: str, settings: ReaderSettings | None = None) -> _FileResult:
@@ -610,7 +583,7 @@ def _read_file(full: str, path: str, settings: ReaderSettings, root_real: str, s
         path=path,
         title=_title_of(text, stem),
         text=text,
-        sha256=hashlib.sha256(data).hexdigest(),
+        sha256=sha256_hex(data),
     )
     res = _FileResult(path, [doc], nbytes=len(data), bad_encoding=bad)
     if bad:
@@ -631,6 +604,21 @@ _UNCHANGED_MAX = 2_000_000
 _RACY_NS = 2_000_000_000
 
 
+def _open_folder(root_path: Path, within: Sequence[str | os.PathLike[str]] | None) -> str:
+    """The folder's real path, resolved once from the folder opened: what ``within`` is checked against and every
+    file read must lie in, so a folder swapped for a link after a caller checked its path is still caught."""
+    if not root_path.exists():
+        raise CorpusError(f"{root_path}: no such folder")
+    if not root_path.is_dir():
+        raise CorpusError(f"{root_path}: not a folder")
+    if not os.access(root_path, os.R_OK | os.X_OK):
+        raise CorpusError(f"{root_path}: folder is not readable")
+    root_real = _folder_real(root_path)
+    if within is not None and not any(_within(root_real, os.fspath(w)) for w in within):
+        raise CorpusError(f"{root_path}: resolves to {root_real}, outside {', '.join(map(os.fspath, within))}; refused")
+    return root_real
+
+
 def scan_corpus(
     root: str | os.PathLike[str],
     settings: ReaderSettings | None = None,
@@ -641,18 +629,8 @@ def scan_corpus(
     ``within`` (real paths of folders) is given and the folder, resolved as the scan opens it, lies outside them."""
     settings = settings or ReaderSettings()
     root_path = Path(root)
-    if not root_path.exists():
-        raise CorpusError(f"{root_path}: no such folder")
-    if not root_path.is_dir():
-        raise CorpusError(f"{root_path}: not a folder")
-    if not os.access(root_path, os.R_OK | os.X_OK):
-        raise CorpusError(f"{root_path}: folder is not readable")
     t0 = time.perf_counter()
-    # resolved once, from the folder opened: what ``within`` is checked against and every file read must lie in,
-    # so a folder swapped for a link after a caller checked its path is still caught
-    root_real = _folder_real(root_path)
-    if within is not None and not any(_within(root_real, os.fspath(w)) for w in within):
-        raise CorpusError(f"{root_path}: resolves to {root_real}, outside {', '.join(map(os.fspath, within))}; refused")
+    root_real = _open_folder(root_path, within)
     skipped: Counter = Counter()
     patterns, ignore_unread = _ignore_patterns(root_path, root_real)
     problems: list[str] = [ignore_unread] if ignore_unread else []

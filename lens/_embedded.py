@@ -17,6 +17,7 @@ names the server's log.
 from __future__ import annotations
 
 import atexit
+import ctypes
 import hashlib
 import importlib.util
 import json
@@ -34,6 +35,8 @@ import urllib.request
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
+
+from platformdirs import user_cache_dir
 
 from lens._embedded_server import RUNTIME_TAG
 from lens._errors import LensError
@@ -121,8 +124,6 @@ def _cache_root() -> Path:
     env = os.environ.get("LENS_CACHE_DIR")
     if env:
         return Path(env)
-    from platformdirs import user_cache_dir
-
     return Path(user_cache_dir("lens"))
 
 
@@ -200,8 +201,6 @@ def _pdeathsig_hook():
     if not sys.platform.startswith("linux"):
         return None
     try:
-        import ctypes
-
         prctl = ctypes.CDLL("libc.so.6", use_errno=True).prctl
     except Exception:
         return None

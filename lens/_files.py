@@ -1,36 +1,63 @@
-"""All-or-nothing writes of what the library writes. A whole file (a response cache entry, the assembled model, a
-calibration record) goes to a temporary sibling, which then replaces the target (``os.replace``, atomic on POSIX
-and Windows); on any failure the sibling is removed and the target is left as it was. Appended JSONL rows (the
-memory log, calibration readings) are written whole or not at all.
+"""Files and their names: all-or-nothing writes, appended whole lines, canonical JSON and its sha256.
+
+A whole file goes to a temporary sibling that then replaces the target (``os.replace``); appended JSONL rows are
+written whole or not at all. Canonical JSON (sorted keys, no spaces) is the one rule every hash in lens and the
+harness is taken over.
 """
 
 from __future__ import annotations
 
 import fcntl
+import hashlib
+import json
 import os
 import tempfile
 from pathlib import Path
-from typing import BinaryIO, Callable, Sequence
+from typing import Any, BinaryIO, Callable, Sequence
 
-__all__ = ["atomic_write", "append_lines"]
+__all__ = ["atomic_write", "append_lines", "canonical_json", "canonical_hash", "sha256_hex", "is_inside"]
 
 _TAIL_CHUNK = 1 << 16
 
 
-def atomic_write(path: str | os.PathLike[str], write: Callable[[BinaryIO], None], *, durable: bool = True) -> Path:
-    """Write ``path`` all-or-nothing through ``write(file)``; an exception from ``write`` (a failed check
-    included) leaves nothing behind. ``durable``: fsync the file before the rename (a cache may skip it: a lost
-    entry is only a miss)."""
+def canonical_json(value: Any, *, ascii: bool = False) -> str:
+    """Sorted keys, no spaces. ``ascii``: non-ASCII escaped (the configuration hash's form, kept so that existing
+    ``config_hash`` values stay valid); else UTF-8 kept (cache keys, manifests)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=ascii)
+
+
+def sha256_hex(data: bytes | str) -> str:
+    """sha256 of bytes, or of a text's UTF-8 bytes (a lone surrogate passed through, never an error)."""
+    return hashlib.sha256(data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data).hexdigest()
+
+
+def canonical_hash(value: Any, *, ascii: bool = False) -> str:
+    """sha256 of :func:`canonical_json`."""
+    return sha256_hex(canonical_json(value, ascii=ascii))
+
+
+def atomic_write(
+    path: str | os.PathLike[str], write: Callable[[BinaryIO], None] | bytes, *, durable: bool = True
+) -> Path:
+    """Write ``path`` all-or-nothing: ``write`` is the bytes or a callable given the open file; an exception from
+    it (a failed check included) leaves nothing behind. The file gets the umask's usual permissions. ``durable``:
+    fsync the file and its folder around the rename (a cache may skip it: a lost entry is only a miss)."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
-            write(fh)
+            if callable(write):
+                write(fh)
+            else:
+                fh.write(write)
             if durable:
                 fh.flush()
                 os.fsync(fh.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600
         os.replace(tmp, target)
+        if durable:
+            _fsync_dir(target.parent)
     except BaseException:
         try:
             os.unlink(tmp)
@@ -82,3 +109,32 @@ def _cut_torn_tail(fd: int) -> int:
         end = start
     os.ftruncate(fd, end)
     return end
+
+
+def is_inside(child: str | os.PathLike[str], parent: str | os.PathLike[str]) -> bool:
+    """Whether ``child`` resolves to ``parent`` or a path below it (where lens must never write)."""
+    try:
+        Path(child).resolve().relative_to(Path(parent).resolve())
+        return True
+    except ValueError:
+        return False
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Make a rename durable where the platform allows it."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

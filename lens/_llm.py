@@ -19,14 +19,20 @@ import os
 import re
 import time
 from dataclasses import dataclass
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any, Callable, Generic, Sequence, TypeVar
 
+import httpx
+import openai
+from platformdirs import user_cache_dir
 from pydantic import BaseModel, ValidationError
+from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from lens._cache import ResponseCache, request_key
 from lens._config import LensConfig, LLMSettings
 from lens._cost import CostMeter
+from lens._embedded import embedded_server
 from lens._errors import LensError
 
 __all__ = [
@@ -198,9 +204,6 @@ class LLMClient:
         key_name: str = "api_key",
     ):
         """``key_name`` names where ``api_key`` came from (the environment variable) in errors about it."""
-        import httpx
-        import openai
-
         _check_key(api_key, key_name)
         self._key = api_key  # only to redact it from the endpoint's error messages
         self.settings = settings or LLMSettings()
@@ -260,15 +263,9 @@ class LLMClient:
                 params["top_logprobs"] = int(top_logprobs)
         request = {"model": self.model, "messages": list(messages), "params": params}
         key = request_key(request)
-        if self.cache is not None:
-            hit = self.cache.get(key)
-            if hit is not None and isinstance(hit.get("text"), str):
-                lps, tops = _token_logprobs(hit)
-                resp = LLMResponse(hit["text"], 0, 0, True, 0.0, self.model, logprobs=lps, top_logprobs=tops)
-                if meter is not None:
-                    meter.add(prompt_tokens=0, completion_tokens=0, cache_hit=True, seconds=0.0)
-                log.debug("llm cache hit %s", key[:12])
-                return resp
+        hit = self._cached(key, meter)
+        if hit is not None:
+            return hit
         t0 = time.monotonic()
         try:
             completion = self._call_with_retries(messages, params, deadline, meter)
@@ -292,7 +289,23 @@ class LLMClient:
             if meter is not None:
                 meter.add_error(str(exc), endpoint=is_endpoint_failure(exc))
             raise
-        seconds = time.monotonic() - t0
+        return self._received(completion, time.monotonic() - t0, logprobs, meter, key, request)
+
+    def _cached(self, key: str, meter: CostMeter | None) -> LLMResponse | None:
+        """The cached reply to the request ``key`` names (metered as a hit), or None."""
+        if self.cache is None:
+            return None
+        hit = self.cache.get(key)
+        if hit is None or not isinstance(hit.get("text"), str):
+            return None
+        lps, tops = _token_logprobs(hit)
+        if meter is not None:
+            meter.add(prompt_tokens=0, completion_tokens=0, cache_hit=True, seconds=0.0)
+        log.debug("llm cache hit %s", key[:12])
+        return LLMResponse(hit["text"], 0, 0, True, 0.0, self.model, logprobs=lps, top_logprobs=tops)
+
+    def _received(self, completion, seconds: float, logprobs: bool, meter, key: str, request: dict) -> LLMResponse:
+        """A completion as an :class:`LLMResponse`: metered, and stored in the cache."""
         choice = completion.choices[0] if completion.choices else None
         text = (choice.message.content if choice and choice.message else None) or ""
         token_lps, tops = _choice_logprobs(choice) if logprobs else (None, None)
@@ -378,8 +391,6 @@ class LLMClient:
             return None, f"JSON does not match the format ({errs})"
 
     def _call_with_retries(self, messages, params, deadline, meter=None):
-        from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
-
         s = self.settings
         backoff = s.retry_backoff_s
         wait = wait_exponential(multiplier=backoff, min=backoff, max=max(backoff, 30.0))
@@ -561,8 +572,6 @@ def is_endpoint_failure(exc: BaseException) -> bool:
 
 
 def _status_words(status: int | None) -> str:
-    from http import HTTPStatus
-
     if status is None:
         return "an error"
     try:
@@ -620,8 +629,6 @@ def open_client(config: LensConfig) -> LLMClient:
     s = config.llm
     cache = None
     if s.cache:
-        from platformdirs import user_cache_dir
-
         cache = ResponseCache(Path(s.cache_dir) if s.cache_dir else Path(user_cache_dir("lens")) / "responses")
     if s.base_url:
         return LLMClient(
@@ -633,8 +640,6 @@ def open_client(config: LensConfig) -> LLMClient:
             backend="remote",
             key_name=s.api_key_env,
         )
-    from lens._embedded import embedded_server
-
     server = embedded_server(s.local_model, n_ctx=s.n_ctx, n_threads=s.n_threads, startup_timeout_s=s.startup_timeout_s)
     return LLMClient(
         base_url=server.base_url,

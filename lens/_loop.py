@@ -1,14 +1,5 @@
-"""Layer 2: the budgeted propose–observe–update loop.
-
-Each round proposes the (requirement, window) pairs not yet read with the highest belief mass per token, within
-the ``max_files`` admission limit, at most ``readings_per_round`` (≤ c1) of them; each is one oracle call: a
-*reading* (``lens._reading``) that names the sentence stating the fact, with a graded score. Every reading moves its
-window's belief by its calibrated likelihood ratio (``lens._grading``), up or down. A value confirmed in a
-requirement's favoured window fills in the cues of the bridge facts that depend on it and re-runs the prior for
-them. The loop stops when the weakest requirement is certified (min_j GLR_j ≥ β(t, δ)·γ(I)), when no candidate is
-left to read, when the budget (rounds, calls, tokens, time) is spent, or when certification is out of reach: no
-sequence of readings the reading model allows could lift some requirement's GLR to the threshold in the rounds
-left ("futile").
+"""Layer 2: the budgeted propose–observe–update loop and its explore stage (stop rules: ``lens._stop``;
+``docs/pipeline.md`` § The loop).
 """
 
 from __future__ import annotations
@@ -24,17 +15,20 @@ from lens._config import LensConfig, ReadingModel
 from lens._corpus import Document
 from lens._cost import CostMeter
 from lens._grading import Reading, reading_features, subject_named
-from lens._llm import LLMClient, LLMDeadlineError, LLMError, LLMUnavailableError, refusal
-from lens._prior import Prior
+from lens._llm import LLMClient, LLMDeadlineError
+from lens._oracle import budgeted_call
+from lens._prior import Prior, merge_round_robin
 from lens._reading import TOP_LOGPROBS, Judgement, read_window
 from lens._requirements import Decomposition, Requirement
 from lens._result import RoundTrace
+from lens._run import QuestionRun
+from lens._stop import Stop, StopReason
 from lens._terms import capitalised_spans, content_terms, title_key, tokens
 from lens._values import answer_type
 from lens._view import CorpusView
-from lens._windows import Window, estimate_tokens, windows_for
+from lens._windows import Window, windows_for
 
-__all__ = ["LoopState", "Loop", "Observer"]
+__all__ = ["LoopState", "Loop", "Observer", "explore"]
 
 # An oracle other than the LLM: (question, requirement id, fact text, window, document) -> the reading's
 # Judgement, or None for no reply. The oracle-strength simulation uses it.
@@ -215,7 +209,7 @@ class Loop:
             grew = grew or len(self.state.windows) > before
         return grew
 
-    def run(self, *, threshold_scale: float = 1.0, focus: set[str] | None = None, futility: bool = True) -> str:
+    def run(self, *, threshold_scale: float = 1.0, focus: set[str] | None = None, futility: bool = True) -> Stop:
         """Rounds until certified, out of candidates, out of budget or (with ``futility``) out of reach of
         certification. Returns the stop reason. ``futility=False`` is for measuring the sensor itself
         (``lens calibrate run``), which must read whatever the current calibration says of it."""
@@ -224,7 +218,7 @@ class Loop:
             threshold = stopping_threshold(len(s.trace), s.decomposition.intent, cfg.loop, threshold_scale)
             outstanding = self._outstanding(threshold, focus)
             if not outstanding and not any(r.waiting(s.values) for r in s.requirements):
-                return "certified"
+                return Stop(StopReason.CERTIFIED)
             if not outstanding:
                 # bridge facts whose source gave no value: let them search with the question's own cues
                 for r in s.requirements:
@@ -235,14 +229,14 @@ class Loop:
             if futility:
                 outstanding = [r for r in outstanding if self._in_reach(r, threshold)]
                 if not outstanding:
-                    return "futile"
+                    return Stop(StopReason.FUTILE)
             proposal = self._propose(outstanding)
             if not proposal and self._expand(outstanding):
                 proposal = self._propose(outstanding)
             if not proposal:
-                return "candidates"
+                return Stop(StopReason.CANDIDATES)
             if not self.budget.start_round():
-                return "budget:" + ",".join(self.budget.exhausted)
+                return Stop.budget(self.budget.exhausted)
             if self.on_round is not None:
                 self.on_round()
             stop = self._round(outstanding, proposal, threshold_scale)
@@ -250,12 +244,9 @@ class Loop:
                 return stop
 
     def _in_reach(self, req: Requirement, threshold: float) -> bool:
-        """Whether reading more could still help ``req``: none of its windows is confirmed yet and one reading could
-        make an unread window the favoured one (a reading gives the answer its sentence), or some sequence of
-        readings in the rounds left could lift its GLR to the threshold. After k
-        more readings GLR_j ≤ log((1 − e_j) / e_j) + k·L, e_j = P_j(elsewhere), L the reading model's largest
-        |log LR|; and, since a window is read once per requirement, GLR_j ≤ ``Belief.reachable_glr`` over the
-        windows not yet read (derivation: docs/readings.md). The loop stops "futile" when no requirement is."""
+        """Whether reading more could still help ``req``: nothing confirmed yet and one reading could make an unread
+        window its favoured one, or some readings in the rounds left could lift its GLR to the threshold (the two
+        bounds: ``docs/readings.md`` § Futility)."""
         s, cfg = self.state, self.config
         belief = s.beliefs[req.id]
         tag = self._tag(req)
@@ -271,11 +262,11 @@ class Loop:
             return True
         return belief.reachable_glr(read, k, most) >= threshold
 
-    def _round(self, outstanding, proposal, threshold_scale) -> str | None:
+    def _round(self, outstanding, proposal, threshold_scale) -> Stop | None:
         s, cfg = self.state, self.config
         rnd = len(s.trace) + 1
         record: dict = {"readings": []}
-        stop: str | None = None
+        stop: Stop | None = None
         for req, w, _ in proposal:
             reading, outcome = self.read(req, w, rnd)
             if "error" in outcome:
@@ -289,7 +280,7 @@ class Loop:
         threshold = stopping_threshold(rnd, s.decomposition.intent, cfg.loop, threshold_scale)
         ready = [r for r in s.requirements if not r.waiting(s.values)]
         if stop is None and len(ready) == len(s.requirements) and self._all_certify(threshold):
-            stop = "certified"
+            stop = Stop(StopReason.CERTIFIED)
         s.trace.append(
             RoundTrace(
                 round=rnd,
@@ -308,12 +299,12 @@ class Loop:
                 beliefs={r.id: s.beliefs[r.id].summary() for r in s.requirements},
                 glr=glrs,
                 threshold=round(threshold, 3),
-                stop=stop,
+                stop=None if stop is None else str(stop),
             )
         )
         return stop
 
-    def read(self, req: Requirement, w: Window, rnd: int) -> tuple[Reading | None, dict[str, str]]:
+    def read(self, req: Requirement, w: Window, rnd: int) -> tuple[Reading | None, dict]:
         """Read ``w`` for ``req`` and move its belief; None when the call gave no usable reply, with what the call
         ended in ("stop", "error"). A window is read once per wording of the requirement, usable reply or not."""
         s = self.state
@@ -329,7 +320,7 @@ class Loop:
         self._settle_values(requirements)
         self._bridge()
 
-    def _judge(self, req: Requirement, w: Window) -> tuple[Judgement | None, dict[str, str]]:
+    def _judge(self, req: Requirement, w: Window) -> tuple[Judgement | None, dict]:
         """One reading of ``w`` for ``req`` (one budgeted oracle call, or the simulated observer), and what the
         call ended in when it gave no reply ("stop", "error")."""
         s, cfg = self.state, self.config
@@ -337,35 +328,35 @@ class Loop:
         fact = req.resolved_text(s.values, {r.id: r.text for r in s.requirements})
         if self.observer is not None:
             return self.observer(s.question, req.id, fact, w, doc), {}
-        outcome: dict[str, str] = {}
+        outcome: dict = {}
 
         def call(messages, max_tokens):
-            est = sum(estimate_tokens(m["content"]) for m in messages) + max_tokens
-            if self.client is None or not self.budget.can_call("round", est):
-                outcome["stop"] = "budget:" + ",".join(self.budget.exhausted or ["calls"])
+            if self.client is None:
+                outcome["stop"] = Stop.budget(self.budget.exhausted or ["calls"])
                 return None
-            before = self.meter.cost.oracle_calls
-            try:
-                return self.client.chat(
+            done = budgeted_call(
+                self.budget,
+                self.meter,
+                cfg.llm,
+                "round",
+                messages,
+                max_tokens,
+                lambda _: self.client.chat(
                     messages,
                     max_tokens=max_tokens,
                     deadline=self.budget.deadline,
                     meter=self.meter,
                     logprobs=cfg.llm.logprobs,
                     top_logprobs=TOP_LOGPROBS if cfg.llm.logprobs else 0,
-                )
-            except LLMDeadlineError:
-                outcome.update(error="time budget spent", stop="budget:time")
-            except LLMUnavailableError:
-                raise
-            except LLMError as exc:
-                refused = refusal(exc, self.meter, self.config.llm)
-                if refused is not None:
-                    raise refused from None
-                outcome.update(error=str(exc), stop="llm-error")
-            finally:
-                self.budget.charge("round", self.meter.cost.oracle_calls - before)
-            return None
+                ),
+            )
+            if done.skipped:
+                outcome["stop"] = Stop.budget(self.budget.exhausted or ["calls"])
+            elif isinstance(done.error, LLMDeadlineError):
+                outcome.update(error="time budget spent", stop=Stop.budget(["time"]))
+            elif done.error is not None:
+                outcome.update(error=str(done.error), stop=Stop(StopReason.LLM_ERROR))
+            return done.reply
 
         judgement = read_window(s.question, fact, w, doc, call, kind=answer_type(fact), subject=self._subject(req))
         return judgement, outcome
@@ -451,6 +442,12 @@ class Loop:
                 self.refresh(req, fresh=True)
 
     # ------------------------------------------------------------------ summaries
+    def prior_candidates(self, depth: int) -> list[str]:
+        """The prior's candidate documents (doc ids): the requirements' seed rankings merged round robin, at most
+        ``depth``."""
+        lists = [self.state.prior_record.get(r.id, []) for r in self.state.requirements]
+        return [self.state.view.docs[i].doc_id for i in merge_round_robin(lists, depth)]
+
     def posterior_by_doc(self) -> dict[int, float]:
         """Σ_j P_j(document holds Z*_j): the expected number of requirements each document serves."""
         out: dict[int, float] = {}
@@ -461,6 +458,14 @@ class Loop:
                 idx = self.state.windows[key].doc_index
                 out[idx] = out.get(idx, 0.0) + p
         return out
+
+
+def explore(run: QuestionRun, loop: Loop, *, enabled: bool) -> Stop:
+    """The explore stage: beliefs seeded from the prior (its candidate documents recorded as stage "prior"), then
+    propose–observe–update until a stop rule fires (``enabled`` False: the no-exploration ablation stops here)."""
+    loop.seed()
+    run.stages.append({"stage": "prior", "candidates": loop.prior_candidates(PRIOR_RECORD_DEPTH)})
+    return loop.run() if enabled else Stop(StopReason.NO_EXPLORATION)
 
 
 def _brief(r: Reading | None) -> dict:

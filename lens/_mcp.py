@@ -26,12 +26,15 @@ import logging
 import os
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
+from lens import __version__
+from lens._agent import Agent
+from lens._config import LensConfig, config_from_args
+from lens._corpus import scan_corpus
 from lens._errors import LensError
-
-if TYPE_CHECKING:
-    from lens._config import LensConfig
+from lens._llm import open_client
+from lens._progress import Progress
 
 __all__ = ["Roots", "build_server", "ask_payload", "serve"]
 
@@ -164,12 +167,6 @@ def build_server(config: "LensConfig", roots: Roots, *, client: Any = None):
     except ImportError as exc:  # pragma: no cover - the extra is missing
         raise LensError("lens mcp needs the mcp SDK: pip install 'lens-search[mcp]'") from exc
 
-    from lens import __version__
-    from lens._agent import Agent
-    from lens._corpus import scan_corpus
-    from lens._llm import open_client
-    from lens._progress import Progress
-
     opened: list[Any] = [client] if client is not None else []
     lock = threading.Lock()
 
@@ -242,8 +239,6 @@ def build_server(config: "LensConfig", roots: Roots, *, client: Any = None):
 
 def serve(args: Any) -> int:
     """The ``lens mcp`` handler: serve over stdio until the client closes the connection."""
-    from lens._cli import config_from_args
-
     config = config_from_args(args)
     roots = Roots(args.root or [os.getcwd()])
     server = build_server(config, roots)

@@ -1,22 +1,5 @@
-"""Warm-reuse memory: an append-only log of what past queries believed, read through an eligibility predicate.
-
-After a query, each requirement whose favoured window has calibrated posterior at least
-``memory.min_posterior`` appends one entry, certified or not and read or not (certified-only stays empty with a
-weak oracle, and read-only stays empty when the futility stop finds the oracle too weak to read at all; read
-back, an entry's signal is its similarity × its posterior, so a weakly supported one only nudges): the
-requirement text and the lexical terms of its :func:`memory_key` (and an embedding when the caller supplies one), the window (path,
-document id, sentence and line range — narrowed to the verified span when a reading verified a finding), the
-observed value, the posterior, whether the requirement was certified and whether a reading verified it, the
-sha256 of the file content, and when it was observed (wall time and stream position). An unverified entry is
-behaviour memory — what the system favoured — and the PIT paper found behaviour-only trace memory can hurt:
-the PIT audit measures it, it is never assumed to help. Entries are never edited or removed; logs written before
-posteriors were recorded read as certified and verified with posterior 1.
-
-Later queries read the log only through an **eligibility predicate** supplied by the caller — by default "every
-entry from an earlier position"; the PIT audit passes Stateless / PIT / Future-h / Future views. Ineligible
-entries are filtered out before anything else looks at them. A lookup returns at most ``capacity`` eligible
-entries, nearest first. The caller (the prior) must also check that the file still has the entry's content hash:
-stale entries are ignored, never served.
+"""Warm-reuse memory: an append-only log of what past queries believed, read through an eligibility predicate
+(``docs/pipeline.md`` § The warm-reuse memory).
 """
 
 from __future__ import annotations
@@ -27,7 +10,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 from lens._errors import LensError
 from lens._files import append_lines
@@ -43,6 +26,7 @@ __all__ = [
     "MemoryLogError",
     "memory_signal",
     "memory_key",
+    "memory_signals",
 ]
 
 LOG_NAME = "memory.jsonl"
@@ -146,7 +130,7 @@ class MemoryStore:
 
     directory: Path
     capacity: int = 32
-    min_similarity: float = 0.35
+    min_similarity: float = 0.35  # ``memory.min_similarity``: the least similarity of an entry served
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _cache: tuple[int, int, list[MemoryEntry]] | None = field(default=None, repr=False)
 
@@ -253,6 +237,31 @@ def memory_signal(served: Iterable[tuple[int | None, bool, float, float]]) -> tu
             continue
         signal[doc] = max(signal.get(doc, 0.0), float(sim) * float(posterior))
     return signal, stale
+
+
+def memory_signals(
+    store: MemoryStore,
+    keys: Mapping[str, str],
+    docs: Sequence,
+    eligible: Eligibility,
+    capacity: int,
+) -> tuple[dict[str, dict[int, float]], int]:
+    """Per requirement (``keys``: its :func:`memory_key`), the prior's memory signal from the eligible, similar
+    entries whose document in ``docs`` is unchanged; and how many served entries were stale."""
+    by_id = {d.doc_id: i for i, d in enumerate(docs)}
+    signals: dict[str, dict[int, float]] = {}
+    stale = 0
+    for rid, key in keys.items():
+        served = store.lookup(key, eligible, capacity=capacity)
+        signal, n_stale = memory_signal(
+            (idx, idx is not None and docs[idx].sha256 == e.sha256, sim, e.posterior)
+            for e, sim in served
+            for idx in [by_id.get(e.doc_id)]
+        )
+        stale += n_stale
+        if signal:
+            signals[rid] = signal
+    return signals, stale
 
 
 def new_entry(

@@ -1,21 +1,5 @@
-"""Layer 1: the low-cost prior over the folder as it is now (no LLM, no persistent index).
-
-For a question and a requirement's cues, every document read by the scan gets a score from signals that cost
-no oracle call:
-
-- **lexical**: BM25 (lucene form, k1 0.9, b 0.4) of the cue and question terms, with term and document
-  frequencies counted by one multi-pattern (Aho–Corasick) pass over the scan's text — IDF comes from the scan
-  itself, nothing is stored between queries. Matches respect word starts and fold simple suffixes (-s, -es,
-  -ed, -ing, 's), a cheap stand-in for stemming.
-- **path/title**: titles or file names that occur verbatim in the question or cues (word n-gram lookup in a
-  title table built from the scan), plus fuzzy matches (rapidfuzz) of names in the cues against titles.
-- **layout**: cue terms that occur in a document's title line or headings weigh more than body hits.
-- **link hop**: titles that occur in the text of the best documents (a bridge step with no LLM), weighted by
-  their overlap with the question.
-- **memory**: documents that similar past requirements confirmed (eligible, unchanged content only).
-
-The result is the candidate set C_init (documents ranked by prior score) with per-signal contributions, so
-traces and ablations can show where each candidate came from.
+"""Layer 1: the low-cost prior over the folder as it is now (no LLM, no persistent index): per document, a sum of
+signals (lexical, title, layout, link hop, memory), each kept for the trace. ``docs/pipeline.md`` § The prior.
 """
 
 from __future__ import annotations
@@ -26,14 +10,13 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
+from rapidfuzz import fuzz, process
 
 from lens._config import PriorSettings
 from lens._terms import STOPWORDS, base_title, capitalised_spans, content_terms, title_key, tokens
 from lens._view import CorpusView
 
 __all__ = ["PriorScore", "Prior", "merge_round_robin"]
-
-K1, B = 0.9, 0.4
 
 
 @dataclass(frozen=True)
@@ -45,12 +28,14 @@ class PriorScore:
     signals: Mapping[str, float]
 
 
-def _bm25(counts: np.ndarray, lengths: np.ndarray, avg_len: float, weights: np.ndarray) -> np.ndarray:
+def _bm25(
+    counts: np.ndarray, lengths: np.ndarray, avg_len: float, weights: np.ndarray, k1: float, b: float
+) -> np.ndarray:
     n_docs = counts.shape[0]
     df = (counts > 0).sum(axis=0)
     idf = np.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
-    norm = K1 * (1.0 - B + B * lengths / max(avg_len, 1e-9))
-    tf = counts * (K1 + 1.0) / (counts + norm[:, None])
+    norm = k1 * (1.0 - b + b * lengths / max(avg_len, 1e-9))
+    tf = counts * (k1 + 1.0) / (counts + norm[:, None])
     return (tf * (idf * weights)[None, :]).sum(axis=1)
 
 
@@ -93,66 +78,22 @@ class Prior:
         terms = list(dict.fromkeys(cue_terms + q_terms))
         if not terms:
             terms = list(dict.fromkeys(tokens(question)))[:8]
-        weights = np.array([1.5 if t in set(cue_terms) and t not in set(q_terms) else 1.0 for t in terms])
         counts = view.term_counts(terms)
-        lexical = _bm25(counts, view.lengths, view.avg_len, weights)
-        top_lex = float(lexical.max()) if lexical.size else 0.0
-        lex_norm = lexical / top_lex if top_lex > 0 else lexical
-        total = s.lexical_weight * lex_norm
-        signals: dict[str, np.ndarray] = {"lexical": s.lexical_weight * lex_norm}
-
+        signals: dict[str, np.ndarray] = {
+            "lexical": s.lexical_weight * self._lexical(counts, terms, cue_terms, q_terms)
+        }
+        total = signals["lexical"]
         if not self.lexical_only:
-            title = np.zeros(len(view))
-            named = " \n ".join([question, *cues])
-            df = (counts > 0).sum(axis=0)
-            idf = np.log(1.0 + (len(view) - df + 0.5) / (df + 0.5))
-            idf_of = {t: float(idf[j]) / max(float(idf.max()), 1e-9) for j, t in enumerate(terms)}
-            capitalised = {w for span in capitalised_spans(named) for w in tokens(span)}
-            matches = view.titles_in(named, deadline=self.deadline)
-            for idx, n_words in matches.items():
-                key = view.title_keys[idx]
-                words = key.split()
-                if all(w in STOPWORDS or w.isdigit() for w in words):
-                    continue
-                if n_words >= 2:
-                    specificity = 1.0 if n_words >= len(words) else 0.85
-                else:  # one word: only as specific as the word is rare, and only if written as a name
-                    w = words[0] if len(words) == 1 else next((x for x in words if x in idf_of), words[0])
-                    specificity = idf_of.get(w, 0.5) * (0.7 if w in capitalised else 0.25)
-                # several documents sharing one name ("Home (film)", "Home (song)") split the signal
-                ambiguity = len(view.titles.get(title_key(base_title(view.docs[idx].title)), [idx]))
-                title[idx] = max(title[idx], specificity / math.sqrt(max(ambiguity, 1)))
-            for span in self._name_cues(question, cues):
-                if self._late():
-                    break
-                for idx, sim in self._fuzzy_titles(span):
-                    title[idx] = max(title[idx], 0.8 * sim)
-            signals["title"] = s.title_weight * title
+            signals["title"] = s.title_weight * self._title(question, cues, terms, counts)
             total = total + signals["title"]
-
-            layout = np.zeros(len(view))
-            cand = np.argsort(-total)[: max(limit * 5, 50)]
-            term_set = set(terms)
-            for idx in cand:
-                doc = view.docs[idx]
-                head = set(tokens(doc.title))
-                if term_set:
-                    layout[idx] = len(head & term_set) / len(term_set)
-            signals["layout"] = s.layout_weight * layout
+            signals["layout"] = s.layout_weight * self._layout(total, terms, limit)
             total = total + signals["layout"]
-
             if s.link_hop:
-                hop = self._link_hop(total, q_terms + cue_terms)
-                signals["hop"] = s.title_weight * 0.6 * hop
+                signals["hop"] = s.title_weight * s.hop_weight * self._link_hop(total, q_terms + cue_terms)
                 total = total + signals["hop"]
-
             if memory:
-                mem = np.zeros(len(view))
-                for idx, sim in memory.items():
-                    mem[idx] = max(mem[idx], sim)
-                signals["memory"] = s.memory_weight * mem
+                signals["memory"] = s.memory_weight * self._memory(memory)
                 total = total + signals["memory"]
-
         order = np.lexsort((np.arange(len(view)), -total))[:limit]
         return [
             PriorScore(int(i), float(total[i]), {k: float(v[i]) for k, v in signals.items() if v[i]})
@@ -161,6 +102,60 @@ class Prior:
         ]
 
     # ---------------------------------------------------------------- signals
+    def _lexical(self, counts: np.ndarray, terms: list[str], cue_terms: list[str], q_terms: list[str]) -> np.ndarray:
+        """BM25 of the terms, a term only the cues name weighted up; scaled so the best document has 1."""
+        s = self.settings
+        weights = np.array([s.cue_term_weight if t in set(cue_terms) and t not in set(q_terms) else 1.0 for t in terms])
+        lexical = _bm25(counts, self.view.lengths, self.view.avg_len, weights, s.bm25_k1, s.bm25_b)
+        top_lex = float(lexical.max()) if lexical.size else 0.0
+        return lexical / top_lex if top_lex > 0 else lexical
+
+    def _title(self, question: str, cues: list[str], terms: list[str], counts: np.ndarray) -> np.ndarray:
+        """Titles named in the question or cues (as specific as the name), then fuzzy name matches."""
+        view, s = self.view, self.settings
+        title = np.zeros(len(view))
+        named = " \n ".join([question, *cues])
+        df = (counts > 0).sum(axis=0)
+        idf = np.log(1.0 + (len(view) - df + 0.5) / (df + 0.5))
+        idf_of = {t: float(idf[j]) / max(float(idf.max()), 1e-9) for j, t in enumerate(terms)}
+        capitalised = {w for span in capitalised_spans(named) for w in tokens(span)}
+        for idx, n_words in view.titles_in(named, deadline=self.deadline).items():
+            words = view.title_keys[idx].split()
+            if all(w in STOPWORDS or w.isdigit() for w in words):
+                continue
+            if n_words >= 2:
+                specificity = 1.0 if n_words >= len(words) else s.partial_title_specificity
+            else:  # one word: only as specific as the word is rare, and only if written as a name
+                w = words[0] if len(words) == 1 else next((x for x in words if x in idf_of), words[0])
+                specificity = idf_of.get(w, 0.5) * (
+                    s.name_word_specificity if w in capitalised else s.plain_word_specificity
+                )
+            # several documents sharing one name ("Home (film)", "Home (song)") split the signal
+            ambiguity = len(view.titles.get(title_key(base_title(view.docs[idx].title)), [idx]))
+            title[idx] = max(title[idx], specificity / math.sqrt(max(ambiguity, 1)))
+        for span in self._name_cues(question, cues):
+            if self._late():
+                break
+            for idx, sim in self._fuzzy_titles(span):
+                title[idx] = max(title[idx], s.fuzzy_title_weight * sim)
+        return title
+
+    def _layout(self, total: np.ndarray, terms: list[str], limit: int) -> np.ndarray:
+        """The share of the terms in the title line of the best documents so far."""
+        layout = np.zeros(len(self.view))
+        term_set = set(terms)
+        for idx in np.argsort(-total)[: max(limit * 5, self.settings.layout_pool)]:
+            head = set(tokens(self.view.docs[idx].title))
+            if term_set:
+                layout[idx] = len(head & term_set) / len(term_set)
+        return layout
+
+    def _memory(self, memory: Mapping[int, float]) -> np.ndarray:
+        mem = np.zeros(len(self.view))
+        for idx, sim in memory.items():
+            mem[idx] = max(mem[idx], sim)
+        return mem
+
     @staticmethod
     def _name_cues(question: str, cues: Sequence[str]) -> list[str]:
         spans = capitalised_spans(question)
@@ -173,9 +168,8 @@ class Prior:
         return list(dict.fromkeys(out))
 
     def _fuzzy_titles(self, span: str) -> list[tuple[int, float]]:
-        from rapidfuzz import fuzz, process
-
-        hits = process.extract(span, self.view.title_keys, scorer=fuzz.ratio, limit=5, score_cutoff=88)
+        cutoff = self.settings.fuzzy_title_cutoff
+        hits = process.extract(span, self.view.title_keys, scorer=fuzz.ratio, limit=5, score_cutoff=cutoff)
         return [(idx, score / 100.0) for _, score, idx in hits]
 
     def _link_hop(self, total: np.ndarray, q_terms: Sequence[str]) -> np.ndarray:

@@ -15,6 +15,7 @@ from typing import Any, Callable, Literal, Sequence
 
 from pydantic import BaseModel, Field, field_validator
 
+from lens._prompts import render
 from lens._terms import capitalised_spans, content_terms, title_key, tokens
 from lens._values import comparison_of, names_alternatives
 
@@ -206,8 +207,6 @@ def decompose(question: str, call: JsonCall) -> Decomposition:
     wording shows — comparisons split per entity, the rest into ordered sub-questions whose ``#k`` references
     are bridge dependencies), checked against the question; a decomposition made in code if the call gives
     nothing."""
-    from lens._prompts import render
-
     template = prompt_for(question)
     schema = DecompositionReply if template == "decomposition-comparison" else SubQuestionReply
     asked = question.strip()

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["Evidence", "RequirementStatus", "RoundTrace", "AskResult", "sha256_text", "STATUS_WORDS"]
+__all__ = ["Evidence", "RequirementStatus", "RoundTrace", "AskResult", "STATUS_WORDS"]
 
 # what each evidence status means, in the words `lens ask` prints
 STATUS_WORDS = {
@@ -15,11 +14,6 @@ STATUS_WORDS = {
     "found": "read, not settled",
     "candidate": "from the ranking, not read",
 }
-
-
-def sha256_text(text: str) -> str:
-    """sha256 of a text's UTF-8 bytes (a cited sentence as it was read)."""
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 @dataclass(frozen=True)

@@ -1,19 +1,5 @@
-"""Answer-span calibration: the final answer is a span of the cited evidence, as the evidence writes it.
-
-Small models paraphrase what they read ("Labor" where the evidence says "Labour", "25" where it says "25
-laps"). Except for yes/no questions, the synthesised answer is mapped onto the evidence text:
-
-1. **exact** — its words occur, in order, in an evidence passage (case, accents and punctuation aside): the
-   answer becomes that stretch of the passage, in the passage's own spelling;
-2. **fuzzy** — otherwise the passage stretch of about the same number of words that matches it best
-   (character similarity ≥ 85, and never for answers of four characters or fewer, where a near match is
-   another word) replaces it;
-3. **unit / range** — a bare number followed in the passage by a unit the question names ("How many laps…"
-   → "25 laps"), or a year inside a range when the question asks for a period ("which years", "between") is
-   widened to the unit or the range the passage states;
-4. otherwise the answer is kept and marked **unverified**: it is never cited as read in the evidence.
-
-Not a length rule: the span kept is the one the evidence uses for what the model answered.
+"""The final answer as a span of the cited evidence, in the evidence's own spelling, or marked unverified
+(``docs/pipeline.md`` § The answer span).
 """
 
 from __future__ import annotations
@@ -21,6 +7,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Sequence
+
+from rapidfuzz import fuzz
+
+from lens._synthesis import is_yes_no_question
+from lens._terms import fold
 
 __all__ = ["AnswerSpan", "answer_span"]
 
@@ -40,14 +31,8 @@ class AnswerSpan:
     source: int | None = None  # index of the evidence passage it was read in
 
 
-def _fold(word: str) -> str:
-    import unicodedata
-
-    return "".join(c for c in unicodedata.normalize("NFKD", word.lower()) if not unicodedata.combining(c))
-
-
 def _words(text: str) -> list[tuple[str, int, int]]:
-    return [(_fold(m.group(0)), m.start(), m.end()) for m in _WORD.finditer(text)]
+    return [(fold(m.group(0)), m.start(), m.end()) for m in _WORD.finditer(text)]
 
 
 def _extend(span: tuple[int, int], words: list[tuple[str, int, int]], last: int, text: str, question: str):
@@ -60,7 +45,7 @@ def _extend(span: tuple[int, int], words: list[tuple[str, int, int]], last: int,
                 return (m.start(1), m.end()), "range"
     if re.fullmatch(r"[\d.,]+", core) and last + 1 < len(words):
         unit = words[last + 1][0]
-        qwords = {_fold(w) for w in _WORD.findall(question)}
+        qwords = {fold(w) for w in _WORD.findall(question)}
         if unit in qwords or unit.rstrip("s") in {w.rstrip("s") for w in qwords}:
             return (start, words[last + 1][2]), "unit"
     return span, ""
@@ -68,8 +53,6 @@ def _extend(span: tuple[int, int], words: list[tuple[str, int, int]], last: int,
 
 def answer_span(answer: str, question: str, passages: Sequence[str]) -> AnswerSpan:
     """The evidence span for ``answer`` (see the module docstring)."""
-    from lens._synthesis import is_yes_no_question
-
     a = answer.strip()
     if not a:
         return AnswerSpan("", False, "empty")
@@ -87,8 +70,6 @@ def answer_span(answer: str, question: str, passages: Sequence[str]) -> AnswerSp
                 return AnswerSpan(text[span[0] : span[1]], True, how or "exact", pi)
     if len(a) <= 4:
         return AnswerSpan(a, False, "unverified")
-    from rapidfuzz import fuzz
-
     joined = " ".join(target)
     best: tuple[float, int, int, int] | None = None
     for pi, text in enumerate(passages):

@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal, Sequence
 
+from lens._terms import normalise
+
 __all__ = [
     "Comparison",
     "parse_date",
@@ -132,16 +134,12 @@ def names_alternatives(question: str) -> bool:
     return bool(re.search(r"\bor\b", question, re.I) or re.search(r"\b(both|same|either|neither)\b", question, re.I))
 
 
-def _norm(value: str) -> str:
-    return " ".join(re.findall(r"[a-z0-9]+", value.lower()))
-
-
 def compare(comparison: Comparison, entities: Sequence[str], values: Sequence[str]) -> str | None:
     """The answer in code: the entity with the extreme value, or "yes"/"no"; None if the values don't parse."""
     if len(entities) != len(values) or len(values) < 2:
         return None
     if comparison.kind == "same":
-        normed = [_norm(v) for v in values]
+        normed = [normalise(v) for v in values]
         if not all(normed):
             return None
         if all(n in {"yes", "true"} for n in normed):

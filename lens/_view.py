@@ -19,6 +19,7 @@ import os
 import time
 from typing import Sequence
 
+import ahocorasick
 import numpy as np
 
 from lens._corpus import CorpusScan, Document
@@ -134,8 +135,6 @@ class CorpusView:
         counts = np.zeros((len(self.docs), len(terms)), dtype=np.float64)
         if not terms or not self.docs:
             return counts
-        import ahocorasick
-
         auto = ahocorasick.Automaton()
         for j, term in enumerate(terms):
             auto.add_word(term, (j, len(term)))

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from lens._beliefs import ELSEWHERE, Belief, beta
 from lens._config import LensConfig, ReadingModel
+from lens._stop import StopReason
 
 STRONG = ReadingModel.from_rates(0.8, 0.1)
 
@@ -304,7 +305,7 @@ def test_min_glr_stops_only_when_every_requirement_is_certified():
     threshold = beta(0, LensConfig().loop.delta) * LensConfig().loop.gamma["lookup"]
     r1, r2 = _certain("R1"), _certain("R2")
     assert min(r1.glr(), r2.glr()) > threshold
-    assert _stuck_loop({"R1": r1, "R2": r2}).run() == "certified"
+    assert _stuck_loop({"R1": r1, "R2": r2}).run().reason is StopReason.CERTIFIED
 
 
 def test_one_unresolved_requirement_keeps_min_glr_low():
@@ -316,7 +317,7 @@ def test_one_unresolved_requirement_keeps_min_glr_low():
     observe(r2, "x", False, STRONG)  # only a negative: nothing confirmed, GLR 0
     assert r2.glr() == 0.0
     assert min(r1.glr(), r2.glr()) == 0.0
-    assert _stuck_loop({"R1": r1, "R2": r2}).run() == "candidates"
+    assert _stuck_loop({"R1": r1, "R2": r2}).run().reason is StopReason.CANDIDATES
 
 
 def test_requirement_just_below_threshold_blocks_stopping():
@@ -326,7 +327,7 @@ def test_requirement_just_below_threshold_blocks_stopping():
     r2.init({"x": 1.0, "y": 1.0})
     observe(r2, "x", True, ReadingModel.from_rates(0.9, 0.1))  # GLR = log 9 ≈ 2.197 < log 10
     assert 0 < r2.glr() < threshold
-    assert _stuck_loop({"R1": _certain("R1"), "R2": r2}).run() == "candidates"
+    assert _stuck_loop({"R1": _certain("R1"), "R2": r2}).run().reason is StopReason.CANDIDATES
 
 
 # ---------------------------------------------------------------- property

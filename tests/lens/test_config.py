@@ -4,6 +4,8 @@ that names every result-relevant setting (and no paths or secrets), and errors t
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from lens._config import ConfigError, LensConfig, available_presets, load_config
@@ -227,3 +229,39 @@ def test_override_without_equals_sign_is_rejected():
 
 def test_config_error_is_a_lens_error():
     assert issubclass(ConfigError, LensError)
+
+
+def test_a_preset_states_only_what_it_changes():
+    """configs/<preset>.toml is a delta over the defaults: no value in it equals the default it overrides."""
+    import tomllib
+
+    from lens._config import MODELS_FILE, LensConfig
+
+    defaults = LensConfig()
+    presets = [p for p in (Path(__file__).resolve().parents[2] / "configs").glob("*.toml") if p.name != MODELS_FILE]
+    assert {p.stem for p in presets} >= {"deep", "fast"}
+    for path in presets:
+        name, data = path.name, tomllib.loads(path.read_text(encoding="utf-8"))
+        for section, values in data.items():
+            for key, value in values.items():
+                assert getattr(getattr(defaults, section), key) != value, f"{name}.toml: {section}.{key}"
+
+
+def test_the_prior_and_memory_tuning_constants_are_described_settings():
+    from lens._config import MemorySettings, PriorSettings
+
+    tuning = {
+        "bm25_k1",
+        "bm25_b",
+        "cue_term_weight",
+        "partial_title_specificity",
+        "name_word_specificity",
+        "plain_word_specificity",
+        "fuzzy_title_weight",
+        "fuzzy_title_cutoff",
+        "hop_weight",
+        "layout_pool",
+    }
+    assert all(PriorSettings.model_fields[k].description for k in tuning)
+    assert MemorySettings.model_fields["min_similarity"].description
+    assert MemorySettings().min_similarity == 0.35 and PriorSettings().bm25_k1 == 0.9
