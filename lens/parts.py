@@ -17,6 +17,10 @@ _EXPORTS = {
     "Budget": "lens._budget",
     "ELSEWHERE": "lens._beliefs",
     "decompose": "lens._requirements",
+    # one reading of one window (the reading-protocol comparison calls it directly)
+    "read_window": "lens._reading",
+    "TOP_LOGPROBS": "lens._reading",
+    "answer_type": "lens._values",
     # what a reading is worth
     "ReadingModel": "lens._config",
     "READING_FEATURES": "lens._config",
@@ -25,6 +29,7 @@ _EXPORTS = {
     # text as the agent compares it
     "normalise": "lens._terms",
     "tokens": "lens._terms",
+    "capitalised_spans": "lens._terms",
     "title_key": "lens._terms",
     "base_title": "lens._terms",
     "STOPWORDS": "lens._terms",
