@@ -33,6 +33,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
+from harness.audit.manifest import load_manifest, verify_outputs
 from harness.audit.rescore import MetricDiff, rescore_rows
 from harness.audit.rows import BUDGET_FIELDS, PAIR_FIELDS, RowTable, read_rows
 from lens import LensError
@@ -257,8 +258,6 @@ def check_run(run_dir: str | Path, data_root: str | Path | None = None) -> list[
 
     Raises ``LensError`` when the folder is not a run (no manifest or rows), or its workload cannot be read again.
     """
-    from harness.audit.manifest import load_manifest, verify_outputs
-
     run_dir = Path(run_dir)
     manifest = load_manifest(run_dir)
     out = [Violation("output-hash-mismatch", msg) for msg in verify_outputs(run_dir, manifest)]

@@ -27,9 +27,10 @@ from harness.audit.lens_memory import NAIVE, LensContext, entry_predicate
 from harness.audit.metrics import temporal_violation
 from harness.audit.replay import Anchors
 from harness.audit.rows import RowBlock
-from harness.audit.streams import Stream
 from harness.audit.views import MemoryView
-from lens import MemoryEntry, MemoryStore
+from harness.bench.metrics import answer_scores, evidence_recall
+from harness.streams import Stream
+from lens import Agent, LensError, LLMError, MemoryEntry, MemoryStore
 
 __all__ = ["RecordingMemoryStore", "FullModeLabels", "replay_lens_full"]
 
@@ -80,9 +81,6 @@ def replay_lens_full(
     say=lambda msg: None,
 ) -> list[RowBlock]:
     """Rows for every view (then Naive) at every anchor: the agent rerun with the memory each condition allows."""
-    from harness.bench.metrics import answer_scores, evidence_recall
-    from lens import Agent, LensError, LLMError
-
     if not log.frozen:
         raise ValueError("replay needs a frozen event log")
     work = Path(work_folder)

@@ -39,14 +39,28 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from harness.audit.inputs import GoldLabels
 from harness.audit.lens_events import LensEventLog, LensRecord
 from harness.audit.metrics import row_metrics, temporal_violation
 from harness.audit.replay import Anchors
 from harness.audit.rows import RowBlock
-from harness.audit.streams import Stream
 from harness.audit.views import MemoryView
-from lens import MemoryEntry, MemoryStore, content_terms, memory_key, merge_round_robin
+from harness.bench.datasets import article_key
+from harness.bench.snapshots import corpus_checksum
+from harness.streams import Stream
+from harness.workloads import GoldLabels
+from lens import (
+    CorpusView,
+    LensError,
+    MemoryEntry,
+    MemoryStore,
+    Prior,
+    Requirement,
+    content_terms,
+    memory_key,
+    memory_signal,
+    merge_round_robin,
+    scan_corpus,
+)
 
 __all__ = [
     "agent_min_similarity",
@@ -81,8 +95,6 @@ def entry_predicate(view: MemoryView, anchor_pos: int):
 
 def seed_cues(requirement: Mapping[str, Any]) -> list[str]:
     """A requirement's cues when the loop seeds its belief (``Loop._cues`` with no value observed yet)."""
-    from lens import Requirement
-
     req = Requirement(
         str(requirement["id"]),
         str(requirement["text"]),
@@ -108,13 +120,9 @@ class LensCorpus:
 
     @classmethod
     def read(cls, folder: str | Path, reader: Any = None) -> "LensCorpus":
-        from harness.bench.snapshots import corpus_checksum
-        from lens import CorpusView, scan_corpus
 
         scan = scan_corpus(folder, reader)
         if not scan.documents:
-            from lens import LensError
-
             raise LensError(f"{folder}: no readable documents")
         view = CorpusView(scan)
         by_id = {d.doc_id: i for i, d in enumerate(view.docs)}
@@ -142,8 +150,6 @@ class LensCorpus:
     def gold_labels(self, gold_titles: Sequence[Sequence[str]]) -> tuple[GoldLabels, int]:
         """Gold documents per query (titles matched by ``harness.bench.datasets.article_key``). A gold title with no
         document in the folder stays in the denominator as an unreachable asset. Returns (labels, missing)."""
-        from harness.bench.datasets import article_key
-
         index: dict[str, int] = {}
         for i, d in enumerate(self.view.docs):
             index.setdefault(article_key(d.title), i)
@@ -171,7 +177,6 @@ class PriorRanker:
     """The production prior over one folder, memoised per (question, cues, memory signal)."""
 
     def __init__(self, corpus: LensCorpus, settings: Any, *, lexical_only: bool = False, depth: int = 10) -> None:
-        from lens import Prior
 
         self.prior = Prior(corpus.view, settings, lexical_only=lexical_only)
         self.depth = int(depth)
@@ -336,8 +341,6 @@ def memory_signals(
     """Per requirement, the prior's memory signal ``{document index: max similarity × posterior}`` over the
     *fresh* served entries (what ``Agent.ask`` builds), and how many served entries were stale (ignored, never
     served)."""
-    from lens import memory_signal
-
     signals, stale = [], 0
     for served in mem.served:
         signal, n_stale = memory_signal((int(doc[e]), bool(fresh[e]), s, float(posterior[e])) for e, s in served)

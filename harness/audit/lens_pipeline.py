@@ -21,22 +21,27 @@ records the anchors' requirements and the events came from.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from pathlib import Path
 from typing import Any, Callable
 
-from harness.audit.config import AuditConfigError, LensAuditConfig, data_root, resolve_data_path
-from harness.audit.inputs import Request
+from harness.audit.baselists import ArtifactCache, compute_query_vectors
+from harness.audit.config import AuditConfigError, LensAuditConfig, RetrievalSpec, data_root, resolve_data_path
 from harness.audit.lens_events import LensEventLog, LensRun, load_lens_run, rows_digest
+from harness.audit.lens_full import FullModeLabels, replay_lens_full
 from harness.audit.lens_memory import LensContext, LensCorpus, PriorRanker, agent_min_similarity, replay_lens_stream
 from harness.audit.manifest import MANIFEST_NAME, file_record
 from harness.audit.pipeline import RunResult, finish_run
 from harness.audit.replay import choose_anchors
-from harness.audit.streams import configured_streams
 from harness.audit.views import standard_views
+from harness.bench.datasets import load_questions
+from harness.bench.stream import folder_manifest_path
 from harness.files import atomic_write_json, canonical_json, sha256_bytes, sha256_file
-from lens import LensError
+from harness.streams import configured_streams
+from harness.workloads import Request, load_beir
+from lens import MAX_REQUIREMENTS, ConfigError, LensError, load_config, merge_overrides, open_client
 
 __all__ = ["agent_config", "run_lens_audit"]
 
@@ -49,8 +54,6 @@ def agent_config(
 ) -> tuple[Any, dict[str, Any]]:
     """The LENS configuration the audit runs the prior (and, in full mode, the agent) with, and a note on how it
     relates to the run's: ``{"reproduces_run_config": bool, ...}``."""
-    from lens import ConfigError, load_config, merge_overrides
-
     spec = config.lens
     can = {k: v for k, v in dict(run.config).items() if k != "preset"}
     preset = spec.preset or run.config.get("preset") or "deep"
@@ -106,7 +109,6 @@ def _question_labels(run: LensRun, qfile: Path, corpus: LensCorpus):
         raise LensError(
             f"{qfile}: sha256 {q_sha[:12]}… differs from the questions file the run was bound to ({bound[:12]}…)"
         )
-    from harness.bench.datasets import load_questions
 
     population = {q.id: q for q in load_questions(qfile)}
     for r in run.records:
@@ -130,10 +132,6 @@ def _question_labels(run: LensRun, qfile: Path, corpus: LensCorpus):
 def _stream_labels(run: LensRun, workload_dir: Path, split: str | None, folder: Path, corpus: LensCorpus):
     """Gold documents of a stream run's requests: their gold asset ids (BEIR qrels), mapped to the folder's files
     by the manifest ``lens bench stream`` wrote beside the folder."""
-    import json
-
-    from harness.audit.inputs import load_beir
-
     if run.kind != "stream":
         raise LensError(f"{run.folder}: lens.workload is for `lens bench stream` runs; this is a bench run")
     workload = load_beir(workload_dir, split=split)
@@ -141,7 +139,6 @@ def _stream_labels(run: LensRun, workload_dir: Path, split: str | None, folder: 
         "queries_hash"
     ):
         raise LensError(f"{workload_dir}: not the workload the stream run {run.folder} was bound to")
-    from harness.bench.stream import folder_manifest_path
 
     mpath = folder_manifest_path(folder)
     try:
@@ -236,7 +233,6 @@ def run_lens_audit(
     # 2. prior, context, bindings
     cutoffs = tuple(sorted(config.metrics.cutoffs))
     ranker = PriorRanker(corpus, lens_cfg.prior, lexical_only=lens_cfg.ablation.lexical_only_prior, depth=max(cutoffs))
-    from lens import MAX_REQUIREMENTS
 
     ctx = LensContext(
         records,
@@ -317,9 +313,6 @@ def run_lens_audit(
     t0 = time.perf_counter()
     vectors = None
     if "semantic" in config.streams.kinds:
-        from harness.audit.baselists import ArtifactCache, compute_query_vectors
-        from harness.audit.config import RetrievalSpec
-
         cache = ArtifactCache(cache_dir if cache_dir is not None else out / "cache")
         qv = compute_query_vectors(requests, config.replay.similarity, RetrievalSpec(), cache, queries_hash)
         vectors = qv.vectors
@@ -336,8 +329,6 @@ def run_lens_audit(
     by_id = {r.question_id: r for r in records}
     client_opened = None
     if full and client is None:
-        from lens import open_client
-
         client = client_opened = open_client(lens_cfg)
     try:
         for stream in streams:
@@ -373,8 +364,6 @@ def run_lens_audit(
             }
             t1 = time.perf_counter()
             if full:
-                from harness.audit.lens_full import FullModeLabels, replay_lens_full
-
                 labels = FullModeLabels(
                     {r.question_id: population[r.question_id].answer for r in records},
                     {r.question_id: population[r.question_id].gold_titles for r in records},

@@ -25,14 +25,16 @@ from harness.audit.baselists import ArtifactCache, combined_index_hash, compute_
 from harness.audit.config import AuditConfig, data_root
 from harness.audit.contract import ContractFailed, check_rows, violations_json
 from harness.audit.events import EventLog
-from harness.audit.inputs import Workload, load_workload, workload_summary
+from harness.audit.inputs import load_workload
 from harness.audit.manifest import MANIFEST_NAME, environment, file_record, write_manifest
 from harness.audit.memories import PositiveFeedbackCache, TraceMemory
 from harness.audit.replay import Budgets, ReplayInputs, choose_anchors, replay_stream
+from harness.audit.report import build_report
 from harness.audit.rows import read_rows, write_rows
-from harness.audit.streams import Stream, configured_streams
 from harness.audit.views import standard_views
 from harness.files import atomic_write, atomic_write_json
+from harness.streams import Stream, configured_streams
+from harness.workloads import Workload, workload_summary
 from lens import LensError
 
 __all__ = ["RunResult", "run_audit", "build_streams"]
@@ -280,7 +282,5 @@ def finish_run(
         raise ContractFailed(out, violations)
     report_dir = None
     if publish:
-        from harness.audit.report import build_report
-
         report_dir = build_report(out, resamples=config.metrics.bootstrap_resamples, seed=config.metrics.bootstrap_seed)
     return RunResult(out, n_rows, len(violations), report_dir, timings)

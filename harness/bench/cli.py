@@ -9,6 +9,9 @@ from __future__ import annotations
 import argparse
 from typing import Callable
 
+from harness.extra import add_missing_extra_parser, missing_modules
+from lens import add_config_args
+
 __all__ = ["add_bench_parser"]
 
 Handler = Callable[[argparse.ArgumentParser, str], None]
@@ -18,7 +21,6 @@ _HELP = "the dynamic raw-corpus benchmark (HotpotQA G_n / D_n)"
 
 
 def add_bench_parser(sub: argparse._SubParsersAction, handler: Handler) -> None:
-    from harness.extra import add_missing_extra_parser, missing_modules
 
     missing = missing_modules()
     if missing:
@@ -107,7 +109,6 @@ def _add_fullwiki(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
 
 
 def _add_stream(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
-    from lens import add_config_args
 
     q = b_sub.add_parser(
         "stream",
@@ -141,7 +142,6 @@ def _add_stream(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
 
 
 def _add_judge(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
-    from lens import add_config_args
 
     q = b_sub.add_parser(
         "judge",
@@ -172,7 +172,6 @@ def _add_score(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
 
 
 def _add_run(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
-    from lens import add_config_args
 
     q = b_sub.add_parser(
         "run",
@@ -262,7 +261,6 @@ def _add_report(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
 
 
 def _add_simulate(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
-    from lens import add_config_args
 
     q = b_sub.add_parser(
         "simulate",

@@ -13,9 +13,17 @@ import sys
 import time
 from pathlib import Path
 
+from harness.bench import simulation
 from harness.bench.datasets import DataError, load_articles, load_predictions, load_questions
+from harness.bench.executor import LocalExecutor, RayExecutor
+from harness.bench.fullwiki import prepare_fullwiki
+from harness.bench.judge import judge_runs
+from harness.bench.lifecycle import find_stages, lifecycle_table, measure_lifecycle
 from harness.bench.metrics import score_official
-from harness.bench.samples import FrozenSample, draw_samples, parse_sizes, write_samples
+from harness.bench.report import build_report
+from harness.bench.runner import plan_run, run_benchmark
+from harness.bench.samples import FrozenSample, draw_samples, parse_sizes, read_samples, write_samples
+from harness.bench.simulation import DEFAULT_POINTS, parse_points, summarise, table, write_summary
 from harness.bench.snapshots import (
     BuildResult,
     SnapshotSet,
@@ -25,7 +33,11 @@ from harness.bench.snapshots import (
     plan_snapshots,
     verify_snapshots,
 )
-from harness.files import sha256_file
+from harness.bench.stream import build_stream, compare_memory, run_stream
+from harness.bench.systems.registry import ArmSettings, parse_systems
+from harness.files import sha256_file, write_json_atomic, write_text_atomic
+from harness.workloads import load_beir
+from lens import config_from_args, open_client
 
 __all__ = ["sample", "snapshot", "score", "run", "lifecycle", "report"]
 
@@ -98,7 +110,6 @@ def sample(args: argparse.Namespace) -> int:
 
 
 def fullwiki(args: argparse.Namespace) -> int:
-    from harness.bench.fullwiki import prepare_fullwiki
 
     t0 = time.perf_counter()
     build = prepare_fullwiki(
@@ -145,9 +156,6 @@ def fullwiki(args: argparse.Namespace) -> int:
 
 
 def stream(args: argparse.Namespace) -> int:
-    from harness.audit.inputs import load_beir
-    from harness.bench.stream import build_stream, run_stream
-    from lens import config_from_args
 
     if args.limit is not None and args.limit < 1:
         raise DataError(f"--limit {args.limit}: must be >= 1")
@@ -179,8 +187,6 @@ def stream(args: argparse.Namespace) -> int:
 
 
 def stream_compare(args: argparse.Namespace) -> int:
-    from harness.bench.stream import compare_memory
-    from harness.files import write_json_atomic
 
     c = compare_memory(args.with_memory, args.without)
     if args.out:
@@ -208,8 +214,6 @@ def stream_compare(args: argparse.Namespace) -> int:
 
 
 def judge(args: argparse.Namespace) -> int:
-    from harness.bench.judge import judge_runs
-    from lens import config_from_args, open_client
 
     config = config_from_args(args)
     client = open_client(config)
@@ -433,10 +437,6 @@ def score(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.bench.executor import LocalExecutor
-    from harness.bench.runner import plan_run, run_benchmark
-    from harness.bench.systems.registry import ArmSettings, parse_systems
-    from lens import config_from_args
 
     systems = parse_systems(args.systems)
     if args.concurrency < 1:
@@ -463,8 +463,6 @@ def run(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     if args.executor == "ray":
-        from harness.bench.executor import RayExecutor
-
         # the embedded model: one server per Ray node; an endpoint (--base-url): every worker calls it
         executor = RayExecutor(
             args.concurrency, address=args.ray_address, embedded=config.llm.base_url is None, llm_config=config
@@ -544,9 +542,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def lifecycle(args: argparse.Namespace) -> int:
-    from harness.bench.lifecycle import find_stages, lifecycle_table, measure_lifecycle
-    from harness.bench.systems.registry import parse_systems
-    from harness.files import write_json_atomic
 
     stages = find_stages(args.snapshots)
     data = measure_lifecycle(
@@ -574,7 +569,6 @@ def lifecycle(args: argparse.Namespace) -> int:
 
 
 def report(args: argparse.Namespace) -> int:
-    from harness.bench.report import build_report
 
     if args.out is None and len(args.run_dirs) > 1:
         raise DataError("--out is needed when reporting more than one run folder")
@@ -595,11 +589,6 @@ def report(args: argparse.Namespace) -> int:
 
 
 def simulate(args: argparse.Namespace) -> int:
-    from harness.bench.datasets import load_questions
-    from harness.bench.samples import read_samples
-    from harness.bench.simulation import DEFAULT_POINTS, parse_points, simulate, summarise, table, write_summary
-    from harness.files import write_text_atomic
-    from lens import config_from_args
 
     try:
         points = parse_points(args.points) if args.points else list(DEFAULT_POINTS)
@@ -617,7 +606,9 @@ def simulate(args: argparse.Namespace) -> int:
         if count[0] % 50 == 0:
             print(f"  {count[0]} rows (tpr {row['tpr']}, fpr {row['fpr']})", file=sys.stderr, flush=True)
 
-    rows = simulate(questions, args.snapshot, points, config, seed=args.seed, out=out / "rows.jsonl", progress=progress)
+    rows = simulation.simulate(
+        questions, args.snapshot, points, config, seed=args.seed, out=out / "rows.jsonl", progress=progress
+    )
     summary = summarise(rows)
     write_summary(out / "summary.json", summary)
     write_text_atomic(out / "table.md", table(summary))

@@ -31,6 +31,9 @@ from harness.bench.datasets import DataError
 from harness.bench.snapshots import read_manifest
 from harness.bench.systems.corpus import SnapshotCorpus
 from harness.bench.systems.indexes import IndexBuild, IndexStore, PeakRSS
+from harness.bench.systems.live_search import LiveSearch
+from harness.retrieval import DenseEncoder
+from lens import scan_corpus
 
 __all__ = ["SystemLifecycle", "measure_lifecycle", "find_stages", "lifecycle_table", "LIFECYCLE_FORMAT"]
 
@@ -87,8 +90,6 @@ class SystemLifecycle:
 
 def _build(kind: str, folder: str, index_root: str, dense_model: str | None, rebuild: bool, measured_in: str) -> dict:
     """Build (or read the record of) one index of one snapshot; runs in a child process by default."""
-    from harness.retrieval import DenseEncoder
-
     store = IndexStore(index_root, measured_in=measured_in)
     corpus = SnapshotCorpus.load(folder)
     encoder = DenseEncoder(dense_model) if kind == "dense" else None
@@ -131,9 +132,6 @@ def measure_lifecycle(
     log=None,
 ) -> dict[str, Any]:
     """Measure every system on every stage (smallest first) and check readiness after each growth step."""
-    from harness.bench.systems.live_search import LiveSearch
-    from lens import scan_corpus
-
     index_root = Path(index_root)
     rows: list[SystemLifecycle] = []
     stages_json: list[dict[str, Any]] = []

@@ -38,7 +38,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from harness.bench.metrics import FAILURE_CLASSES, bootstrap_ci, exact_match, mcnemar_exact
+from rapidfuzz import fuzz
+
+from harness.bench.judge import cohen_kappa, load_verdicts
+from harness.bench.lifecycle import lifecycle_table
+from harness.bench.metrics import FAILURE_CLASSES, bootstrap_ci, exact_match, mcnemar_exact, normalize_answer
 from harness.bench.run_store import read_rows, read_run_manifest
 from lens import LensError
 
@@ -333,7 +337,6 @@ def _composition_table(groups: Sequence[Group], lifecycle: Sequence[dict[str, An
 
 
 def _lifecycle_tables(groups: Sequence[Group], lifecycle: Sequence[dict[str, Any]]) -> list[Table]:
-    from harness.bench.lifecycle import lifecycle_table
 
     tables = []
     for k, data in enumerate(lifecycle):
@@ -435,10 +438,6 @@ NEAR_MISS_CLASSES = ("answer contains gold", "gold contains answer", "spelling v
 def near_miss_class(prediction: str, gold: str) -> str:
     """How an EM-wrong answer with F1 > 0 misses (both under the official normalisation): it holds the whole gold
     answer, the gold holds the whole answer, a spelling variant (character similarity ≥ 80), or other."""
-    from rapidfuzz import fuzz
-
-    from harness.bench.metrics import normalize_answer
-
     p, q = normalize_answer(prediction), normalize_answer(gold)
     if q and f" {q} " in f" {p} ":
         return "answer contains gold"
@@ -544,8 +543,6 @@ def _judge_table(g: Group, subset: Sequence[str] | None = None) -> Table | None:
     """JudgeAcc beside EM (``lens bench judge`` verdicts in the group's run folders), per system on the table's
     questions (or the ``subset`` of them, e.g. fullwiki's gold-in-pool questions), with Cohen's κ of the two and the
     verdicts missing. Auxiliary, never a primary score."""
-    from harness.bench.judge import cohen_kappa, load_verdicts
-
     verdicts = load_verdicts(g.runs)
     if not verdicts:
         return None
@@ -938,8 +935,6 @@ def _ablation_table(
     Ground, cited documents, certified share, tokens (and their ratio to the full system), oracle calls, seconds,
     and for each variant the exact McNemar test on EM and a paired bootstrap interval of the Ev.Rec difference
     (full − variant); stop reasons and judged counts in the notes."""
-    from harness.bench.judge import load_verdicts
-
     if "lens" not in base.rows or not any("lens" in v.rows for v in variants):
         return None
     ids = set(base.rows["lens"])

@@ -49,8 +49,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
+import lens
 from harness.bench.datasets import DataError, Question, load_questions
 from harness.bench.executor import Executor, LocalExecutor
+from harness.bench.fullwiki import read_fullwiki_manifest
 from harness.bench.metrics import (
     answer_scores,
     evidence_recall,
@@ -73,17 +75,21 @@ from harness.bench.run_store import (
 )
 from harness.bench.samples import ids_sha256, read_samples
 from harness.bench.snapshots import read_manifest
+from harness.bench.systems.base import RUN_STOPPERS
 from harness.bench.systems.corpus import SnapshotCorpus
 from harness.bench.systems.prediction import Prediction
+from harness.bench.systems.provenance import code_fingerprint
 from harness.bench.systems.registry import (
     ArmPlan,
     ArmSettings,
+    build_systems,
     index_free,
     prepare_indexes,
     reads_corpus,
     uses_gold,
 )
 from harness.files import canonical_json, sha256_bytes, sha256_file
+from lens import open_client
 
 __all__ = [
     "Job",
@@ -172,7 +178,6 @@ def _fullwiki_setting(folder: Path, corpus: SnapshotCorpus, stage_info: dict[str
     mpath = folder.parent / "fullwiki.manifest.json"
     if folder.name != "pool" or not mpath.is_file():
         return None
-    from harness.bench.fullwiki import read_fullwiki_manifest
 
     m = read_fullwiki_manifest(folder.parent)
     if m["pool"]["checksum"] != corpus.checksum:
@@ -334,9 +339,6 @@ class Worker:
     @property
     def systems(self) -> dict[str, Any]:
         if self._systems is None:
-            from harness.bench.systems.registry import build_systems
-            from lens import open_client
-
             if self._client is None:
                 self._client = open_client(self.config)
             self._systems = build_systems(self.arm_plan, self.config, self._client)
@@ -451,7 +453,6 @@ def _diff(old: Any, new: Any, prefix: str = "") -> list[str]:
 
 
 def _system_entry(name: str, system: Any, plan: RunPlan, indexes: dict[str, tuple[Any, bool]]) -> dict[str, Any]:
-    from harness.bench.systems.provenance import code_fingerprint
 
     params = {**system.params(), "code": code_fingerprint(name)}
     ident = {"system": name, "params": params, "config_hash": plan.config_hash, "binding_hash": plan.binding_hash}
@@ -512,7 +513,6 @@ def _run_locked(
     log: TextIO | None,
     on_row: Callable[[dict[str, Any]], None] | None,
 ) -> RunSummary:
-    from harness.bench.systems.base import RUN_STOPPERS
 
     log = log or sys.stderr
     executor = executor or LocalExecutor(5)
@@ -744,7 +744,6 @@ def _run_locked(
 
 
 def _lens_version() -> str:
-    import lens
 
     return lens.__version__
 

@@ -1,7 +1,7 @@
 """``lens bench stream``: LENS as a stateful system over a stream of related requests on one folder.
 
 A workload in the audit's generic format (BEIR layout: assets, requests, gold asset ids —
-:func:`harness.audit.inputs.load_beir`) becomes:
+:func:`harness.workloads.load_beir`) becomes:
 
 - **a raw folder**: one file per asset, ``<type>/<asset id>.txt`` (a table's rows one per line, its header row
   first, cells separated by ``|``, as the workload stores them; a passage as its text), and
@@ -9,7 +9,7 @@ A workload in the audit's generic format (BEIR layout: assets, requests, gold as
   corpus checksum and the file → asset id map. An existing folder is verified against the workload, never
   rewritten;
 - **a stream**: the requests in one arrival order — ``random`` (seeded), ``semantic`` (seeded topical bursts
-  over TF-IDF request vectors) or ``natural`` (timestamps) — from :mod:`harness.audit.streams`, label-free;
+  over TF-IDF request vectors) or ``natural`` (timestamps) — from :mod:`harness.streams`, label-free;
 - **rows**: the agent asks every request in stream order (``Agent.ask(text, folder, position=j)``), with the
   warm-reuse memory in ``RUN_DIR/memory`` (``--memory``, the default) or without (``--no-memory``), and appends
   one row per position to ``RUN_DIR/rows.jsonl``: the cited assets, the prior's candidate recall at
@@ -28,19 +28,22 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from harness.audit.inputs import Asset, Workload
-from harness.audit.streams import Stream, natural_stream, random_stream, semantic_stream
 from harness.bench.datasets import DataError
+from harness.bench.metrics import bootstrap_ci
 from harness.bench.run_store import RowLog, read_row_file
 from harness.bench.snapshots import corpus_checksum
 from harness.bench.systems.lens_arm import lens_details
 from harness.bench.systems.provenance import code_fingerprint
 from harness.files import canonical_json, sha256_bytes, write_json_atomic
+from harness.streams import Stream, natural_stream, random_stream, semantic_stream, tfidf_vectors
+from harness.workloads import Asset, Workload
+from lens import Agent, LensError, MemoryStore, scan_corpus
 
 __all__ = [
     "STREAM_ROW_FORMAT",
@@ -126,8 +129,6 @@ def build_stream(workload: Workload, kind: str, seed: int) -> Stream:
     if kind == "natural":
         return natural_stream(requests)
     if kind == "semantic":
-        from harness.audit.baselists import tfidf_vectors
-
         return semantic_stream(requests, tfidf_vectors([r.text for r in requests]), seed)
     raise DataError(f"--order {kind!r}: expected random, semantic or natural")
 
@@ -181,10 +182,6 @@ def run_stream(
     log=None,
 ) -> StreamSummary:
     """Ask every request of ``stream`` (first ``limit``) in order; resumable (see the module docstring)."""
-    import sys
-
-    from lens import Agent, LensError, MemoryStore, scan_corpus
-
     log = log or sys.stderr
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -337,8 +334,6 @@ def compare_memory(with_memory: str | os.PathLike[str], without: str | os.PathLi
     both runs answered, and a paired bootstrap interval of the difference (with − without). The runs must differ
     only in the memory setting (same workload, folder, stream, configuration and agent code): this is the PIT
     saving — each request read only what earlier requests wrote."""
-    from harness.bench.metrics import bootstrap_ci
-
     (ma, ra), (mb, rb) = _stream_rows(Path(with_memory)), _stream_rows(Path(without))
     ba, bb = dict(ma["binding"]), dict(mb["binding"])
     if not (ba.pop("memory") and not bb.pop("memory")):
