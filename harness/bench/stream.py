@@ -169,6 +169,42 @@ def _drop_orphan_entries(memory_dir: Path, next_position: int) -> int:
     return dropped
 
 
+@dataclass(frozen=True)
+class _StreamBinding:
+    """What a stream run's rows are bound to, and the hashes every row carries."""
+
+    binding: dict[str, Any]
+    binding_hash: str
+    system_hash: str
+    memory: bool
+
+    @classmethod
+    def of(cls, workload: Workload, manifest: dict[str, Any], stream: Stream, config: Any, memory: bool):
+        binding = {
+            "workload": workload.name,
+            "corpus_hash": workload.corpus_hash,
+            "queries_hash": workload.queries_hash,
+            "folder_checksum": manifest["corpus_checksum"],
+            "stream": {"kind": stream.kind, "seed": stream.seed, "hash": stream.hash},
+            "config_hash": config.canonical_hash(),
+            "memory": memory,
+            "code": code_fingerprint("lens"),  # rows made before and after an edit of the agent are never mixed
+        }
+        system_hash = sha256_bytes(canonical_json({k: binding[k] for k in ("config_hash", "memory", "code")}))
+        return cls(binding, sha256_bytes(canonical_json(binding)), system_hash, memory)
+
+
+def _resume_at(out: Path, existing: list[dict[str, Any]]) -> int:
+    """The first position without a row; refuses rows that are not a prefix of the stream."""
+    done = {r["position"] for r in existing}
+    next_pos = 0
+    while next_pos in done:
+        next_pos += 1
+    if len(done) != next_pos:
+        raise DataError(f"{out}/rows.jsonl: rows are not a prefix of the stream (positions {sorted(done)[:5]}…)")
+    return next_pos
+
+
 def run_stream(
     workload: Workload,
     folder: str | os.PathLike[str],
@@ -188,45 +224,28 @@ def run_stream(
     manifest = materialise_assets(workload, folder)
     folder = Path(folder)
     file_asset = {name: f["asset"] for name, f in manifest["files"].items()}
-    binding = {
-        "workload": workload.name,
-        "corpus_hash": workload.corpus_hash,
-        "queries_hash": workload.queries_hash,
-        "folder_checksum": manifest["corpus_checksum"],
-        "stream": {"kind": stream.kind, "seed": stream.seed, "hash": stream.hash},
-        "config_hash": config.canonical_hash(),
-        "memory": memory,
-        "code": code_fingerprint("lens"),  # rows made before and after an edit of the agent are never mixed
-    }
-    binding_hash = sha256_bytes(canonical_json(binding))
-    system_hash = sha256_bytes(canonical_json({k: binding[k] for k in ("config_hash", "memory", "code")}))
+    b = _StreamBinding.of(workload, manifest, stream, config, memory)
     mpath = out / STREAM_MANIFEST
     if mpath.exists():
         old = json.loads(mpath.read_text(encoding="utf-8"))
-        if old.get("binding_hash") != binding_hash:
-            diff = [k for k in binding if old.get("binding", {}).get(k) != binding[k]]
+        if old.get("binding_hash") != b.binding_hash:
+            diff = [k for k in b.binding if old.get("binding", {}).get(k) != b.binding[k]]
             raise DataError(f"{out}: holds a stream run with other bindings ({', '.join(diff)}); use a new --out")
     rows_log = RowLog(out / "rows.jsonl", STREAM_ROW_FORMAT)
-    existing, cut = rows_log.recover({"binding_hash": binding_hash, "config_hash": binding["config_hash"]})
-    done = {r["position"] for r in existing}
-    next_pos = 0
-    while next_pos in done:
-        next_pos += 1
-    if len(done) != next_pos:
-        raise DataError(f"{out}/rows.jsonl: rows are not a prefix of the stream (positions {sorted(done)[:5]}…)")
-    memory_dir = out / "memory"
+    existing, cut = rows_log.recover({"binding_hash": b.binding_hash, "config_hash": b.binding["config_hash"]})
+    next_pos = _resume_at(out, existing)
     store = None
     if memory:
-        dropped = _drop_orphan_entries(memory_dir, next_pos)
+        dropped = _drop_orphan_entries(out / "memory", next_pos)
         if dropped:
             print(f"resume: dropped {dropped} memory entries written after the last row", file=log)
-        store = MemoryStore(memory_dir, capacity=config.memory.capacity)
+        store = MemoryStore(out / "memory", capacity=config.memory.capacity)
     write_json_atomic(
         mpath,
         {
             "format": "lens-stream-run/1",
-            "binding": binding,
-            "binding_hash": binding_hash,
+            "binding": b.binding,
+            "binding_hash": b.binding_hash,
             "stream": stream.to_json(),
             "folder": str(folder.resolve()),
             "config": config.canonical(),
@@ -237,71 +256,78 @@ def run_stream(
     queries = {q.id: q for q in workload.queries}
     planned = len(stream) if limit is None else min(limit, len(stream))
     agent = Agent(config, client=client, memory=store)
-    written = 0
     rows = list(existing)
     rows_log.open()
     try:
         for pos in range(next_pos, planned):
-            q = queries[stream.query_ids[pos]]
-            t0 = time.monotonic()
-            error = None
-            try:
-                result = agent.ask(q.text, folder, position=pos)
-            except LensError as exc:  # an unusable folder or a dead endpoint: stop, resumable
-                raise DataError(f"position {pos} ({q.id}): {exc}") from exc
-            lost = [st["error"] for st in result.stages if st.get("stage", "").startswith("memory") and "error" in st]
-            if lost:  # a row on a memory that was not read or not written would misstate the stream: stop, resumable
-                raise DataError(f"position {pos} ({q.id}): {lost[0]}; rerun to resume")
-            seconds = time.monotonic() - t0
-            cited = [file_asset.get(e.path) for e in result.evidence]
-            cited_assets = sorted({c for c in cited if c})
-            prior = next((st["candidates"] for st in result.stages if st.get("stage") == "prior"), [])
-            prior_assets = [file_asset[p] for p in prior if p in file_asset]
-            read = next((st for st in result.stages if st.get("stage") == "memory"), {})
-            gold = set(q.gold)
-            cost = result.cost
-            row = {
-                "format": STREAM_ROW_FORMAT,
-                "binding_hash": binding_hash,
-                "config_hash": binding["config_hash"],
-                "system": "lens",
-                "system_hash": system_hash,
-                "memory_on": memory,
-                "position": pos,
-                "question_id": q.id,
-                "question": q.text,
-                "prediction": {
-                    "answer": result.answer,
-                    "cited_assets": cited_assets,
-                    "tokens": int(cost.get("tokens", 0)),
-                    "prompt_tokens": int(cost.get("prompt_tokens", 0)),
-                    "completion_tokens": int(cost.get("completion_tokens", 0)),
-                    "oracle_calls": int(cost.get("oracle_calls", 0)),
-                    "seconds": round(seconds, 3),
-                    "error": error,
-                    "details": lens_details(result),
-                },
-                "memory": {
-                    "read": int(read.get("served", 0)),
-                    "requirements_served": int(read.get("requirements_served", 0)),
-                    "stale": int(read.get("stale", 0)),
-                    "written": len(result.memory_entries) if memory else 0,
-                },
-                "gold_assets": sorted(gold),  # labels: scoring only
-                "scores": {
-                    "cited_recall": _recall(cited_assets, gold, len(cited_assets)) if cited_assets else 0.0,
-                    "cited_precision": len(set(cited_assets) & gold) / len(cited_assets) if cited_assets else None,
-                    **{f"prior_recall@{k}": _recall(prior_assets, gold, k) for k in RECALL_CUTOFFS},
-                },
-                "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            }
+            row = _ask(agent, queries[stream.query_ids[pos]], pos, folder, file_asset, b)
             rows_log.append(row)
             rows.append(row)
-            written += 1
     finally:
         rows_log.close()
+    return StreamSummary(out, len(existing), len(rows) - len(existing), planned, _per_request(rows))
+
+
+def _ask(agent: Agent, q: Any, pos: int, folder: Path, file_asset: dict[str, str], b: _StreamBinding) -> dict:
+    """Ask the request at ``pos`` and return its row; a LENS error or a memory that was not read or written
+    stops the run (resumable)."""
+    t0 = time.monotonic()
+    try:
+        result = agent.ask(q.text, folder, position=pos)
+    except LensError as exc:  # an unusable folder or a dead endpoint: stop, resumable
+        raise DataError(f"position {pos} ({q.id}): {exc}") from exc
+    lost = [st["error"] for st in result.stages if st.get("stage", "").startswith("memory") and "error" in st]
+    if lost:  # a row on a memory that was not read or not written would misstate the stream: stop, resumable
+        raise DataError(f"position {pos} ({q.id}): {lost[0]}; rerun to resume")
+    seconds = time.monotonic() - t0
+    cited = [file_asset.get(e.path) for e in result.evidence]
+    cited_assets = sorted({c for c in cited if c})
+    prior = next((st["candidates"] for st in result.stages if st.get("stage") == "prior"), [])
+    prior_assets = [file_asset[p] for p in prior if p in file_asset]
+    read = next((st for st in result.stages if st.get("stage") == "memory"), {})
+    gold = set(q.gold)
+    cost = result.cost
+    return {
+        "format": STREAM_ROW_FORMAT,
+        "binding_hash": b.binding_hash,
+        "config_hash": b.binding["config_hash"],
+        "system": "lens",
+        "system_hash": b.system_hash,
+        "memory_on": b.memory,
+        "position": pos,
+        "question_id": q.id,
+        "question": q.text,
+        "prediction": {
+            "answer": result.answer,
+            "cited_assets": cited_assets,
+            "tokens": int(cost.get("tokens", 0)),
+            "prompt_tokens": int(cost.get("prompt_tokens", 0)),
+            "completion_tokens": int(cost.get("completion_tokens", 0)),
+            "oracle_calls": int(cost.get("oracle_calls", 0)),
+            "seconds": round(seconds, 3),
+            "error": None,
+            "details": lens_details(result),
+        },
+        "memory": {
+            "read": int(read.get("served", 0)),
+            "requirements_served": int(read.get("requirements_served", 0)),
+            "stale": int(read.get("stale", 0)),
+            "written": len(result.memory_entries) if b.memory else 0,
+        },
+        "gold_assets": sorted(gold),  # labels: scoring only
+        "scores": {
+            "cited_recall": _recall(cited_assets, gold, len(cited_assets)) if cited_assets else 0.0,
+            "cited_precision": len(set(cited_assets) & gold) / len(cited_assets) if cited_assets else None,
+            **{f"prior_recall@{k}": _recall(prior_assets, gold, k) for k in RECALL_CUTOFFS},
+        },
+        "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+def _per_request(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """Means per request over every row of the run (resumed rows included)."""
     n = max(len(rows), 1)
-    per = {
+    return {
         "oracle_calls": sum(r["prediction"]["oracle_calls"] for r in rows) / n,
         "tokens": sum(r["prediction"]["tokens"] for r in rows) / n,
         "seconds": sum(r["prediction"]["seconds"] for r in rows) / n,
@@ -310,7 +336,6 @@ def run_stream(
         "memory_written": sum(r["memory"]["written"] for r in rows) / n,
         **{f"prior_recall@{k}": sum(r["scores"][f"prior_recall@{k}"] for r in rows) / n for k in RECALL_CUTOFFS},
     }
-    return StreamSummary(out, len(existing), written, planned, per)
 
 
 # --------------------------------------------------------------------------- with vs without memory
