@@ -1,7 +1,7 @@
 """The arms by name, and how to build them from plain, picklable settings.
 
-Beside the five systems of the paper: ``bm25-span`` (BM25-RAG whose answer goes through LENS's answer-span
-calibration, ``lens.answer_span``: the control that shows how much of a gain is formatting alone) and
+Beside the five systems of the paper: ``bm25-span`` (BM25-RAG whose answer LENS shortens to a span of the
+evidence, ``lens.answer_span``: the control that shows how much of a gain is formatting alone) and
 ``gold-passages`` (one answer call over the question's gold supporting paragraphs with the BM25-RAG prompt: the
 reading ceiling). ``gold-passages`` uses labels (``uses_gold``): the report never puts it in a headline table or
 a significance test.
