@@ -209,23 +209,15 @@ def _stage_from_manifest(manifest: dict[str, Any], where: Path) -> dict[str, Any
     }
 
 
-def plan_run(
-    *,
-    snapshot: str | os.PathLike[str],
-    questions_file: str | os.PathLike[str],
-    systems: tuple[str, ...],
-    out: str | os.PathLike[str],
-    config: Any,
-    sample: str | os.PathLike[str] | None = None,
-    stage: int | None = None,
-    limit: int | None = None,
-    stale_from: str | os.PathLike[str] | None = None,
-    index_dir: str | os.PathLike[str] | None = None,
-    settings: ArmSettings = ArmSettings(),
-) -> RunPlan:
-    """Resolve questions, corpus and bindings. Raises DataError naming the input that is wrong."""
-    folder = Path(snapshot)
-    corpus, snap_manifest, snap_mpath = _verified_corpus(folder)
+def _stage_info(
+    folder: Path,
+    snap_manifest: dict[str, Any] | None,
+    snap_mpath: Path,
+    sample: str | os.PathLike[str] | None,
+    stage: int | None,
+) -> dict[str, Any]:
+    """The stage whose questions run, in its frozen order: from ``--sample``/``--stage``, else the snapshot's
+    manifest."""
     if sample is not None:
         if stage is None:
             raise DataError("--sample needs --stage (e.g. --stage 125)")
@@ -234,7 +226,7 @@ def plan_run(
             st = fs.stage(stage)
         except KeyError as exc:
             raise DataError(f"{sample}: {exc.args[0]}") from None
-        stage_info = {
+        return {
             "name": st.name,
             "size": st.size,
             "ids": list(st.ids),
@@ -242,11 +234,16 @@ def plan_run(
             "order_sha256": st.order_sha256,
             "source": "sample file",
         }
-    elif snap_manifest is not None:
-        stage_info = _stage_from_manifest(snap_manifest, snap_mpath)
-    else:
-        raise DataError(f"{folder}: no snapshot manifest beside it ({snap_mpath.name}); pass --sample and --stage")
+    if snap_manifest is not None:
+        return _stage_from_manifest(snap_manifest, snap_mpath)
+    raise DataError(f"{folder}: no snapshot manifest beside it ({snap_mpath.name}); pass --sample and --stage")
 
+
+def _arm_setting(
+    folder: Path, corpus: SnapshotCorpus, stage_info: dict[str, Any], stale_from: str | os.PathLike[str] | None
+) -> tuple[dict[str, Any], SnapshotCorpus, list[str], str]:
+    """Fresh (indexes over the folder) or stale (indexes over the stage it grew from, only the questions new since
+    then): the arm's binding, the corpus its indexes cover, the planned question ids and what they are."""
     arm: dict[str, Any] = {"kind": "fresh"}
     index_corpus = corpus
     planned = list(stage_info["ids"])
@@ -275,7 +272,28 @@ def plan_run(
         }
         if not planned:
             raise DataError(f"{folder}: no questions are new since {from_folder}")
+    return arm, index_corpus, planned, question_set
 
+
+def plan_run(
+    *,
+    snapshot: str | os.PathLike[str],
+    questions_file: str | os.PathLike[str],
+    systems: tuple[str, ...],
+    out: str | os.PathLike[str],
+    config: Any,
+    sample: str | os.PathLike[str] | None = None,
+    stage: int | None = None,
+    limit: int | None = None,
+    stale_from: str | os.PathLike[str] | None = None,
+    index_dir: str | os.PathLike[str] | None = None,
+    settings: ArmSettings = ArmSettings(),
+) -> RunPlan:
+    """Resolve questions, corpus and bindings. Raises DataError naming the input that is wrong."""
+    folder = Path(snapshot)
+    corpus, snap_manifest, snap_mpath = _verified_corpus(folder)
+    stage_info = _stage_info(folder, snap_manifest, snap_mpath, sample, stage)
+    arm, index_corpus, planned, question_set = _arm_setting(folder, corpus, stage_info, stale_from)
     fullwiki = _fullwiki_setting(folder, corpus, stage_info)
     population = {q.id: q for q in load_questions(questions_file)}
     missing = [i for i in planned if i not in population]
