@@ -289,18 +289,7 @@ def snapshot(args: argparse.Namespace) -> int:
     if args.questions is None and args.articles is None:
         if not args.verify:
             raise DataError("--questions and --articles are needed to build (pass only --out and --verify to check)")
-        report = verify_snapshots(out)
-        if args.json:
-            summary = {
-                "out": str(out),
-                "ok": report.ok,
-                "stages": report.stages,
-                "files_checked": report.files_checked,
-                "problems": report.problems,
-            }
-            print(json.dumps(summary, indent=1, ensure_ascii=False))
-            return 0 if report.ok else 1
-        return _print_verify(report, out)
+        return _verify_only(out, args.json)
     if args.questions is None or args.articles is None:
         raise DataError(f"--{'questions' if args.questions is None else 'articles'} is needed to build snapshots")
     t0 = time.perf_counter()
@@ -340,42 +329,73 @@ def snapshot(args: argparse.Namespace) -> int:
         "verify_s": round(t_verify - t_build, 3) if report else None,
         "total_s": round(t_verify - t0, 3),
     }
-    last = snap.plans[-1].composition
     if args.json:
-        print(
-            json.dumps(
-                {
-                    "out": str(out),
-                    "stages": [
-                        {
-                            "name": p.name,
-                            "size": p.size,
-                            "status": r.status,
-                            "manifest": str(r.manifest_path),
-                            "composition": p.composition.to_json(),
-                            "sample_sha256": p.sample_sha256,
-                            "order_sha256": p.order_sha256,
-                            "corpus_checksum": p.corpus_checksum,
-                            "context_mismatches": p.context_mismatches,
-                        }
-                        for p, r in zip(snap.plans, results)
-                    ],
-                    "diagnostics": snap.diagnostics,
-                    "timing": timing,
-                    "verify": None if report is None else {"ok": report.ok, "problems": report.problems},
-                },
-                indent=1,
-                ensure_ascii=False,
-            )
-        )
+        print(json.dumps(_snapshot_json(out, snap, results, timing, report), indent=1, ensure_ascii=False))
         return 0 if report is None or report.ok else 1
+    _print_snapshot(snap, results, timing, report, out, args.background_ratio)
+    if report is not None:
+        return _print_verify(report, out)
+    return 0
+
+
+def _verify_only(out: Path, as_json: bool) -> int:
+    """``lens bench snapshot --out DIR --verify``: re-hash every file against the manifests."""
+    report = verify_snapshots(out)
+    if as_json:
+        summary = {
+            "out": str(out),
+            "ok": report.ok,
+            "stages": report.stages,
+            "files_checked": report.files_checked,
+            "problems": report.problems,
+        }
+        print(json.dumps(summary, indent=1, ensure_ascii=False))
+        return 0 if report.ok else 1
+    return _print_verify(report, out)
+
+
+def _snapshot_json(
+    out: Path, snap: SnapshotSet, results: list[BuildResult], timing: dict, report: VerifyReport | None
+) -> dict:
+    return {
+        "out": str(out),
+        "stages": [
+            {
+                "name": p.name,
+                "size": p.size,
+                "status": r.status,
+                "manifest": str(r.manifest_path),
+                "composition": p.composition.to_json(),
+                "sample_sha256": p.sample_sha256,
+                "order_sha256": p.order_sha256,
+                "corpus_checksum": p.corpus_checksum,
+                "context_mismatches": p.context_mismatches,
+            }
+            for p, r in zip(snap.plans, results)
+        ],
+        "diagnostics": snap.diagnostics,
+        "timing": timing,
+        "verify": None if report is None else {"ok": report.ok, "problems": report.problems},
+    }
+
+
+def _print_snapshot(
+    snap: SnapshotSet,
+    results: list[BuildResult],
+    timing: dict,
+    report: VerifyReport | None,
+    out: Path,
+    background_ratio: float,
+) -> None:
+    """The human summary: composition and hash tables, the background, warnings, timing."""
+    last = snap.plans[-1].composition
     print(_composition_table(snap, results))
     print()
     print(_hash_table(snap))
     print()
     print(
         f"background pool: {last.background_pool:,} articles linked to no question of the population; "
-        f"{snap.plans[-1].name} wanted {last.background_target:,} at {args.background_ratio:g}:1 and got "
+        f"{snap.plans[-1].name} wanted {last.background_target:,} at {background_ratio:g}:1 and got "
         f"{last.background:,} (realised {last.background_ratio:.2f}:1)"
     )
     for p in snap.plans:
@@ -390,9 +410,6 @@ def snapshot(args: argparse.Namespace) -> int:
         + (f", verify {timing['verify_s']:.2f} s" if report else "")
         + f" (total {timing['total_s']:.2f} s); output in {out}"
     )
-    if report is not None:
-        return _print_verify(report, out)
-    return 0
 
 
 # --------------------------------------------------------------------------- score
