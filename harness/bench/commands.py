@@ -21,7 +21,7 @@ from harness.bench.judge import judge_runs
 from harness.bench.lifecycle import find_stages, lifecycle_table, measure_lifecycle
 from harness.bench.metrics import score_official
 from harness.bench.report import build_report
-from harness.bench.runner import plan_run, run_benchmark
+from harness.bench.runner import RunPlan, RunSummary, plan_run, run_benchmark
 from harness.bench.samples import FrozenSample, draw_samples, parse_sizes, read_samples, write_samples
 from harness.bench.simulation import DEFAULT_POINTS, parse_points, summarise, table, write_summary
 from harness.bench.snapshots import (
@@ -454,7 +454,6 @@ def score(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-
     systems = parse_systems(args.systems)
     if args.concurrency < 1:
         raise DataError(f"--concurrency {args.concurrency}: must be >= 1")
@@ -490,53 +489,9 @@ def run(args: argparse.Namespace) -> int:
         executor = LocalExecutor(args.concurrency)
     summary = run_benchmark(plan, executor=executor, progress=not args.no_progress)
     if args.json:
-        print(
-            json.dumps(
-                {
-                    "out": str(summary.out),
-                    "rows_before": summary.rows_before,
-                    "rows_written": summary.rows_written,
-                    "rows_total": summary.rows_total,
-                    "planned": summary.planned,
-                    "complete": summary.complete,
-                    "stopped": summary.stopped,
-                    "per_system": summary.per_system,
-                    "endpoint_failures": summary.endpoint_failures,
-                    "endpoint_error": summary.endpoint_error,
-                    "config_hash": plan.config_hash,
-                    "binding_hash": plan.binding_hash,
-                },
-                indent=1,
-            )
-        )
+        print(json.dumps(_run_json(summary, plan), indent=1))
     else:
-        rows = [
-            [
-                name,
-                str(int(m["rows"])),
-                f"{100 * m['em']:.1f}",
-                f"{100 * m['f1']:.1f}",
-                f"{100 * m['ev_rec']:.1f}",
-                f"{100 * m['ground']:.1f}",
-                f"{m['tokens']:,.0f}",
-                f"{m['seconds']:.1f}",
-                str(int(m["errors"])),
-            ]
-            for name, m in sorted(
-                summary.per_system.items(), key=lambda kv: systems.index(kv[0]) if kv[0] in systems else 99
-            )
-        ]
-        print(
-            _table(
-                ["System", "Rows", "EM", "F1", "Ev.Rec", "Ground", "Tokens/q", "Seconds/q", "Errors"],
-                rows,
-                set(range(1, 9)),
-            )
-        )
-        print(
-            f"rows: {summary.rows_written} written now, {summary.rows_before} before, "
-            f"{summary.rows_total}/{summary.planned} done; {summary.out / 'rows.jsonl'}"
-        )
+        _print_run(summary, systems)
     if summary.endpoint_failures:
         print(
             f"endpoint failures: {summary.endpoint_failures} (system, question) attempts got no answer from the "
@@ -553,6 +508,54 @@ def run(args: argparse.Namespace) -> int:
     if summary.endpoint_failures:
         return 1  # incomplete: the failed attempts are still to do
     return 0
+
+
+def _run_json(summary: RunSummary, plan: RunPlan) -> dict:
+    return {
+        "out": str(summary.out),
+        "rows_before": summary.rows_before,
+        "rows_written": summary.rows_written,
+        "rows_total": summary.rows_total,
+        "planned": summary.planned,
+        "complete": summary.complete,
+        "stopped": summary.stopped,
+        "per_system": summary.per_system,
+        "endpoint_failures": summary.endpoint_failures,
+        "endpoint_error": summary.endpoint_error,
+        "config_hash": plan.config_hash,
+        "binding_hash": plan.binding_hash,
+    }
+
+
+def _print_run(summary: RunSummary, systems: tuple[str, ...]) -> None:
+    """The run's per-system table and its row counts."""
+    rows = [
+        [
+            name,
+            str(int(m["rows"])),
+            f"{100 * m['em']:.1f}",
+            f"{100 * m['f1']:.1f}",
+            f"{100 * m['ev_rec']:.1f}",
+            f"{100 * m['ground']:.1f}",
+            f"{m['tokens']:,.0f}",
+            f"{m['seconds']:.1f}",
+            str(int(m["errors"])),
+        ]
+        for name, m in sorted(
+            summary.per_system.items(), key=lambda kv: systems.index(kv[0]) if kv[0] in systems else 99
+        )
+    ]
+    print(
+        _table(
+            ["System", "Rows", "EM", "F1", "Ev.Rec", "Ground", "Tokens/q", "Seconds/q", "Errors"],
+            rows,
+            set(range(1, 9)),
+        )
+    )
+    print(
+        f"rows: {summary.rows_written} written now, {summary.rows_before} before, "
+        f"{summary.rows_total}/{summary.planned} done; {summary.out / 'rows.jsonl'}"
+    )
 
 
 # --------------------------------------------------------------------------- lifecycle
