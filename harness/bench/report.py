@@ -1147,13 +1147,28 @@ def build_report(
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
 
+    variants = {id(g) for g in groups if _is_ablation_variant(g, groups)}
+    tables, refusals = _tables(groups, lifecycle, variants, resamples, seed)
+    files = [t.write_csv(out) for t in tables]
+    images = _plots(groups, out) if plots else []
+    files += images
+    md = _markdown(runs, groups, variants, refusals, tables, images)
+    report = out / "report.md"
+    report.write_text("\n".join(md), encoding="utf-8")
+    files.insert(0, report)
+    return ReportResult(out, files, refusals, tables)
+
+
+def _tables(
+    groups: list[Group], lifecycle: list[dict[str, Any]], variants: set[int], resamples: int, seed: int
+) -> tuple[list[Table], list[str]]:
+    """Every table of the report in its order, and the tables refused (with why)."""
     tables: list[Table] = []
     refusals: list[str] = []
     comp = _composition_table(groups, lifecycle)
     if comp:
         tables.append(comp)
     tables += _lifecycle_tables(groups, lifecycle)
-    variants = {id(g) for g in groups if _is_ablation_variant(g, groups)}
     main = [g for g in groups if g.arm == "fresh" and id(g) not in variants]
     for g in sorted(main, key=lambda g: (g.size, g.config_hash)):
         tables.append(_main_table(g))
@@ -1177,31 +1192,45 @@ def build_report(
     for g in sorted(main, key=lambda g: (g.size, g.config_hash)):
         tables += _cost_tables(g, resamples, seed)
     for g in main:
-        vs = [
-            v
-            for v in groups
-            if id(v) in variants
-            and v.binding_hash == g.binding_hash
-            and _ablation_free(v.manifest["config"]) == _ablation_free(g.manifest["config"])
-        ]
-        if vs:
-            conflicts = [c for c in _param_conflicts([g, *vs]) if c.startswith("lens ")]
-            if conflicts:
-                refusals.append(
-                    f"Table 6 for {g.label()}: {'; '.join(conflicts)} — rows of different code never share a table"
-                )
-                continue
-            gip = _gold_in_pool(g)
-            for subset in [None] + ([gip] if gip is not None else []):
-                t = _ablation_table(g, vs, resamples, seed, subset)
-                if t:
-                    tables.append(t)
+        t, r = _ablation_tables(g, groups, variants, resamples, seed)
+        tables += t
+        refusals += r
     for g in [g for g in groups if g.arm == "stale"]:
         tables += _cost_tables(g, resamples, seed)
+    return tables, refusals
 
-    files = [t.write_csv(out) for t in tables]
-    images = _plots(groups, out) if plots else []
-    files += images
+
+def _ablation_tables(
+    g: Group, groups: list[Group], variants: set[int], resamples: int, seed: int
+) -> tuple[list[Table], list[str]]:
+    """Table 6 for one main group: its ablation variants of the same binding and code (and its gold-in-pool
+    subset), or a refusal when their code differs."""
+    vs = [
+        v
+        for v in groups
+        if id(v) in variants
+        and v.binding_hash == g.binding_hash
+        and _ablation_free(v.manifest["config"]) == _ablation_free(g.manifest["config"])
+    ]
+    if not vs:
+        return [], []
+    conflicts = [c for c in _param_conflicts([g, *vs]) if c.startswith("lens ")]
+    if conflicts:
+        return [], [f"Table 6 for {g.label()}: {'; '.join(conflicts)} — rows of different code never share a table"]
+    gip = _gold_in_pool(g)
+    tables = [_ablation_table(g, vs, resamples, seed, subset) for subset in [None] + ([gip] if gip is not None else [])]
+    return [t for t in tables if t], []
+
+
+def _markdown(
+    runs: list[Run],
+    groups: list[Group],
+    variants: set[int],
+    refusals: list[str],
+    tables: list[Table],
+    images: list[Path],
+) -> list[str]:
+    """report.md: the runs and their bindings, the refused tables, every table, the plots."""
     md = ["# LENS benchmark report", ""]
     md.append("Runs: " + ", ".join(f"`{r.path}`" for r in runs))
     md.append("")
@@ -1223,7 +1252,4 @@ def build_report(
         md.append("")
         md += [f"![{p.stem}]({p.name})" for p in images]
         md.append("")
-    report = out / "report.md"
-    report.write_text("\n".join(md), encoding="utf-8")
-    files.insert(0, report)
-    return ReportResult(out, files, refusals, tables)
+    return md
