@@ -944,8 +944,6 @@ def _ablation_table(
     order = _restrict(sorted(ids, key=lambda i: base.rows["lens"][i]["position"]), subset)
     rows, notes = [], []
     full = _metrics(base, "lens", order)
-    full_em = [bool(base.rows["lens"][i]["scores"]["em"]) for i in order]
-    full_ev = [base.rows["lens"][i]["scores"]["ev_rec"] for i in order]
     for g, label in [(base, "LENS (full)")] + [
         (v, "LENS (" + ", ".join(k.replace("_", " ") for k, on in v.manifest["config"]["ablation"].items() if on) + ")")
         for v in variants
@@ -956,16 +954,7 @@ def _ablation_table(
         verdicts = load_verdicts(g.runs)
         judged = [verdicts.get((g.rows["lens"][i]["system_hash"], i)) for i in order]
         judged = [v for v in judged if v is not None]
-        test, ci = "—", "—"
-        if g is not base and order:
-            em = [bool(g.rows["lens"][i]["scores"]["em"]) for i in order]
-            t = mcnemar_exact(full_em, em)
-            test = f"{t.b}:{t.c}, p={t.p_value:.3f}"
-            ev = [g.rows["lens"][i]["scores"]["ev_rec"] for i in order]
-            diff = [float(a) - float(b) for a, b in zip(full_ev, ev) if a is not None and b is not None]
-            if diff:
-                c = bootstrap_ci(diff, resamples=resamples, seed=seed)
-                ci = f"{100 * c.mean:+.1f} [{100 * c.low:+.1f}, {100 * c.high:+.1f}]"
+        test, ci = _versus_full(base, g, order, resamples, seed)
         ratio = full["tokens"] / m["tokens"] if m["tokens"] else None
         rows.append(
             [
@@ -1000,26 +989,46 @@ def _ablation_table(
         f"Full/variant: the full system's tokens per query over the variant's. McNemar b:c on EM (b = only the "
         f"full system right) and the paired percentile bootstrap of ΔEv.Rec = full − variant (pp; {resamples:,} "
         f"resamples, seed {seed}).",
-        [
-            "Variant",
-            "EM",
-            "JudgeAcc",
-            "F1",
-            "Ev.Rec",
-            "Ground",
-            "Cited docs",
-            "Certified",
-            "Tokens/query",
-            "Full/variant tokens",
-            "Oracle calls",
-            "s/q",
-            "McNemar EM vs full",
-            "ΔEv.Rec pp [95% CI]",
-            "Config",
-        ],
+        _ABLATION_HEADER,
         rows,
         notes=notes,
     )
+
+
+_ABLATION_HEADER = [
+    "Variant",
+    "EM",
+    "JudgeAcc",
+    "F1",
+    "Ev.Rec",
+    "Ground",
+    "Cited docs",
+    "Certified",
+    "Tokens/query",
+    "Full/variant tokens",
+    "Oracle calls",
+    "s/q",
+    "McNemar EM vs full",
+    "ΔEv.Rec pp [95% CI]",
+    "Config",
+]
+
+
+def _versus_full(base: Group, g: Group, order: Sequence[str], resamples: int, seed: int) -> tuple[str, str]:
+    """A variant against the full system on the same questions: McNemar b:c on EM, bootstrap of ΔEv.Rec."""
+    if g is base or not order:
+        return "—", "—"
+    full_em = [bool(base.rows["lens"][i]["scores"]["em"]) for i in order]
+    full_ev = [base.rows["lens"][i]["scores"]["ev_rec"] for i in order]
+    em = [bool(g.rows["lens"][i]["scores"]["em"]) for i in order]
+    t = mcnemar_exact(full_em, em)
+    test, ci = f"{t.b}:{t.c}, p={t.p_value:.3f}", "—"
+    ev = [g.rows["lens"][i]["scores"]["ev_rec"] for i in order]
+    diff = [float(a) - float(b) for a, b in zip(full_ev, ev) if a is not None and b is not None]
+    if diff:
+        c = bootstrap_ci(diff, resamples=resamples, seed=seed)
+        ci = f"{100 * c.mean:+.1f} [{100 * c.low:+.1f}, {100 * c.high:+.1f}]"
+    return test, ci
 
 
 # --------------------------------------------------------------------------- plots
