@@ -672,10 +672,14 @@ def _main_table(g: Group, subset: Sequence[str] | None = None) -> Table:
 
 
 def _cost_tables(g: Group, resamples: int, seed: int) -> list[Table]:
+    """Cost per question, paired EM tests and the failure taxonomy of one group."""
     ids = g.common_ids()
-    systems = g.ordered_systems()
+    return [_cost_table(g, ids, resamples, seed), _mcnemar_table(g, ids, resamples, seed), _failure_table(g, ids)]
+
+
+def _cost_table(g: Group, ids: list[str], resamples: int, seed: int) -> Table:
     rows = []
-    for s in systems:
+    for s in g.ordered_systems():
         m = _metrics(g, s, ids)
         em = [g.rows[s][i]["scores"]["em"] for i in ids]
         ci = bootstrap_ci(em, resamples=resamples, seed=seed) if em else None
@@ -692,9 +696,8 @@ def _cost_tables(g: Group, resamples: int, seed: int) -> list[Table]:
                 "—" if ci is None else f"{100 * ci.mean:.1f} [{100 * ci.low:.1f}, {100 * ci.high:.1f}]",
             ]
         )
-    slug = _group_slug(g)
-    cost = Table(
-        f"cost__{slug}",
+    return Table(
+        f"cost__{_group_slug(g)}",
         f"Cost per question on {_where(g)} (n={len(ids)})",
         f"{g.binding_line()}. Tokens are the endpoint's usage counts (cache hits cost zero and are counted); "
         f"seconds are wall time per question; EM with a 95 % percentile bootstrap interval ({resamples:,} resamples, seed {seed}).",
@@ -712,6 +715,10 @@ def _cost_tables(g: Group, resamples: int, seed: int) -> list[Table]:
         rows,
         notes=_incomplete_notes(g, ids),
     )
+
+
+def _mcnemar_table(g: Group, ids: list[str], resamples: int, seed: int) -> Table:
+    systems = g.ordered_systems()
     pairs = []
     for i, a in enumerate(systems):
         for b in systems[i + 1 :]:
@@ -731,31 +738,33 @@ def _cost_tables(g: Group, resamples: int, seed: int) -> list[Table]:
                     "—" if ci is None else f"{100 * ci.mean:+.1f} [{100 * ci.low:+.1f}, {100 * ci.high:+.1f}]",
                 ]
             )
-    mc = Table(
-        f"mcnemar__{slug}",
+    return Table(
+        f"mcnemar__{_group_slug(g)}",
         f"Paired tests on EM, {_where(g)} (n={len(ids)})",
         "Exact two-sided McNemar on per-question EM (b = only the first system correct, c = only the second) and a "
         "paired percentile bootstrap interval of the EM difference (pp).",
         ["Pair", "EM A", "EM B", "b", "c", "p", "ΔEM pp [95% CI]"],
         pairs,
     )
+
+
+def _failure_table(g: Group, ids: list[str]) -> Table:
     fail_rows = []
-    for s in systems:
+    for s in g.ordered_systems():
         m = _metrics(g, s, ids)
         n = m["n"] or 1
         fail_rows.append(
             [SYSTEM_LABELS.get(s, s)]
             + [f"{m['failures'][c]} ({100 * m['failures'][c] / n:.0f}%)" for c in FAILURE_CLASSES]
         )
-    fail = Table(
-        f"failures__{slug}",
+    return Table(
+        f"failures__{_group_slug(g)}",
         f"Failure taxonomy, {_where(g)} (n={len(ids)})",
         "Each question in exactly one class, first match wins: correct → retrieved-but-unanswered → "
         "answered-but-wrong (every gold document retrieved) → not-retrieved.",
         ["System", *FAILURE_CLASSES],
         fail_rows,
     )
-    return [cost, mc, fail]
 
 
 _PER_CORPUS_PARAMS = ("index_hash", "index_corpus_checksum")  # legitimately differ between corpora
