@@ -23,8 +23,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from harness.audit.lens_events import LensEventLog
-from harness.audit.lens_memory import NAIVE, LensContext, entry_predicate
-from harness.audit.metrics import temporal_violation
+from harness.audit.lens_memory import NAIVE, LensContext, entry_predicate, served_columns
 from harness.audit.replay import Anchors
 from harness.audit.rows import RowBlock
 from harness.audit.views import MemoryView
@@ -176,17 +175,7 @@ def _block(
 ) -> RowBlock:
     """One condition's rows over every anchor."""
     a_pos = anchors.positions.astype(np.int64)
-    width = max((len(o["positions"]) for o in outs), default=0)
-    selected = np.full((len(outs), width), -1, dtype=np.int64)
-    sims = np.zeros((len(outs), width), dtype=np.float64)
-    for r, o in enumerate(outs):
-        selected[r, : len(o["positions"])] = o["positions"]
-        sims[r, : len(o["sims"])] = o["sims"]
-    tvr, n_sel, n_fut = temporal_violation(selected, a_pos)
-    filled = selected >= 0
-    with np.errstate(invalid="ignore"):
-        top = np.where(n_sel > 0, np.where(filled, sims, -np.inf).max(axis=1, initial=-np.inf), np.nan)
-        mean = np.where(n_sel > 0, (sims * filled).sum(axis=1) / np.maximum(n_sel, 1), np.nan)
+    selected, served = served_columns([o["positions"] for o in outs], [o["sims"] for o in outs], a_pos)
     lookups = np.asarray([o["lookups"] for o in outs], dtype=np.int64)
     scal = {
         **common,
@@ -200,11 +189,7 @@ def _block(
         "query_id": query_ids,
         "capacity": cap * lookups,
         "lookups": lookups,
-        "n_selected": n_sel,
-        "n_future": n_fut,
-        "tvr": tvr,
-        "top_sim": np.round(top, 6),
-        "mean_sim": np.round(mean, 6),
+        **served,
         "n_stale": np.asarray([o["stale"] for o in outs], dtype=np.int64),
         "em": np.asarray([o["em"] for o in outs], dtype=np.float64),
         "f1": np.round(np.asarray([o["f1"] for o in outs], dtype=np.float64), 6),

@@ -396,6 +396,31 @@ def served_by_naive(
     return [AnchorMemory(naive.lookup(stream.query_ids[int(p)])) for p in anchor_positions]
 
 
+def served_columns(
+    sel_lists: Sequence[Sequence[int]], sim_lists: Sequence[Sequence[float]], a_pos: np.ndarray
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """What the memory served at each anchor, as row columns: the selected event positions (padded with -1),
+    ``n_selected``, ``n_future``, ``tvr`` and the top and mean similarity of the served entries (NaN: none)."""
+    width = max((len(s) for s in sel_lists), default=0)
+    selected = np.full((len(sel_lists), width), -1, dtype=np.int64)
+    sims = np.zeros((len(sel_lists), width), dtype=np.float64)
+    for r, (s, m) in enumerate(zip(sel_lists, sim_lists)):
+        selected[r, : len(s)] = s
+        sims[r, : len(m)] = m
+    tvr, n_sel, n_fut = temporal_violation(selected, a_pos)
+    filled = selected >= 0
+    with np.errstate(invalid="ignore"):
+        top = np.where(n_sel > 0, np.where(filled, sims, -np.inf).max(axis=1, initial=-np.inf), np.nan)
+        mean = np.where(n_sel > 0, (sims * filled).sum(axis=1) / np.maximum(n_sel, 1), np.nan)
+    return selected, {
+        "n_selected": n_sel,
+        "n_future": n_fut,
+        "tvr": tvr,
+        "top_sim": np.round(top, 6),
+        "mean_sim": np.round(mean, 6),
+    }
+
+
 def replay_lens_stream(
     ctx: LensContext,
     stream: Stream,
@@ -455,12 +480,6 @@ def replay_lens_stream(
             sel_lists.append(mems[r].positions(log))
             sim_lists.append([s for lst in mems[r].served for _, s in lst])
             n_docs[r] = len({d for sig in signals for d in sig})
-        width = max((len(s) for s in sel_lists), default=0)
-        selected = np.full((A, width), -1, dtype=np.int64)
-        sims_arr = np.zeros((A, width), dtype=np.float64)
-        for r, (s, m) in enumerate(zip(sel_lists, sim_lists)):
-            selected[r, : len(s)] = s
-            sims_arr[r, : len(m)] = m
         metrics = row_metrics(
             final,
             a_q,
@@ -470,11 +489,7 @@ def replay_lens_stream(
             cutoffs=ctx.cutoffs,
             headline_k=ctx.headline_k,
         )
-        tvr, n_sel, n_fut = temporal_violation(selected, a_pos)
-        filled = selected >= 0
-        with np.errstate(invalid="ignore"):
-            top = np.where(n_sel > 0, np.where(filled, sims_arr, -np.inf).max(axis=1, initial=-np.inf), np.nan)
-            mean = np.where(n_sel > 0, (sims_arr * filled).sum(axis=1) / np.maximum(n_sel, 1), np.nan)
+        selected, served = served_columns(sel_lists, sim_lists, a_pos)
         scal = {
             **common,
             "condition": NAIVE if view is None else view.condition,
@@ -487,11 +502,7 @@ def replay_lens_stream(
             "query_id": query_ids,
             "capacity": ctx.capacity * n_req,
             "lookups": n_req,
-            "n_selected": n_sel,
-            "n_future": n_fut,
-            "tvr": tvr,
-            "top_sim": np.round(top, 6),
-            "mean_sim": np.round(mean, 6),
+            **served,
             "n_stale": n_stale,
             "memory_docs": n_docs,
             "decomposition_source": dsource,
