@@ -23,7 +23,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from harness.audit.lens_events import LensEventLog
-from harness.audit.lens_memory import NAIVE, LensContext, entry_predicate, served_columns
+from harness.audit.lens_memory import NAIVE, LensContext, condition_scalars, entry_predicate, served_columns
 from harness.audit.replay import Anchors
 from harness.audit.rows import RowBlock
 from harness.audit.views import MemoryView
@@ -177,12 +177,7 @@ def _block(
     a_pos = anchors.positions.astype(np.int64)
     selected, served = served_columns([o["positions"] for o in outs], [o["sims"] for o in outs], a_pos)
     lookups = np.asarray([o["lookups"] for o in outs], dtype=np.int64)
-    scal = {
-        **common,
-        "condition": NAIVE if view is None else view.condition,
-        "horizon": None if view is None else view.horizon,
-        "view": NAIVE if view is None else view.label,
-    }
+    scal = condition_scalars(common, view)
     cols = {
         "anchor_group": anchors.groups,
         "anchor": a_pos,

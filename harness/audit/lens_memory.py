@@ -396,6 +396,16 @@ def served_by_naive(
     return [AnchorMemory(naive.lookup(stream.query_ids[int(p)])) for p in anchor_positions]
 
 
+def condition_scalars(common: Mapping[str, Any], view: MemoryView | None) -> dict[str, Any]:
+    """A block's scalars: the replay's common ones and its condition (``view`` None: Naive)."""
+    return {
+        **common,
+        "condition": NAIVE if view is None else view.condition,
+        "horizon": None if view is None else view.horizon,
+        "view": NAIVE if view is None else view.label,
+    }
+
+
 def served_columns(
     sel_lists: Sequence[Sequence[int]], sim_lists: Sequence[Sequence[float]], a_pos: np.ndarray
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -490,12 +500,7 @@ def replay_lens_stream(
             headline_k=ctx.headline_k,
         )
         selected, served = served_columns(sel_lists, sim_lists, a_pos)
-        scal = {
-            **common,
-            "condition": NAIVE if view is None else view.condition,
-            "horizon": None if view is None else view.horizon,
-            "view": NAIVE if view is None else view.label,
-        }
+        scal = condition_scalars(common, view)
         cols = {
             "anchor_group": anchors.groups,
             "anchor": a_pos,

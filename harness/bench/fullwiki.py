@@ -32,7 +32,14 @@ from typing import Iterable, Sequence
 
 from harness.bench.datasets import Article, DataError, Question, article_key, load_articles, load_questions
 from harness.bench.samples import DEFAULT_SEED, DEFAULT_SF_CAP, draw_samples, ids_sha256, write_samples
-from harness.bench.snapshots import corpus_checksum, path_sha256, sha256_file, shard_bytes, shard_path
+from harness.bench.snapshots import (
+    corpus_checksum,
+    path_sha256,
+    read_format_manifest,
+    sha256_file,
+    shard_bytes,
+    shard_path,
+)
 from harness.files import sha256_bytes, write_json_atomic
 
 __all__ = [
@@ -101,16 +108,7 @@ class FullwikiBuild:
 
 
 def read_fullwiki_manifest(folder: str | os.PathLike[str]) -> dict:
-    p = Path(folder) / MANIFEST
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DataError(f"{p}: no such manifest") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DataError(f"{p}: unreadable manifest: {exc}") from None
-    if not isinstance(data, dict) or data.get("format") != FULLWIKI_FORMAT:
-        raise DataError(f'{p}: not a fullwiki manifest (field "format" is not {FULLWIKI_FORMAT!r})')
-    return data
+    return read_format_manifest(Path(folder) / MANIFEST, FULLWIKI_FORMAT, "fullwiki")
 
 
 def _verify(out: Path, manifest: dict) -> list[str]:

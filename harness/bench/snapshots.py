@@ -631,6 +631,12 @@ class BuildResult:
 
 def read_manifest(path: str | os.PathLike[str]) -> dict:
     """A stage manifest as a dict; raises DataError when it is missing or not a snapshot manifest."""
+    return read_format_manifest(path, SNAPSHOT_FORMAT, "snapshot")
+
+
+def read_format_manifest(path: str | os.PathLike[str], fmt: str, what: str) -> dict:
+    """A JSON manifest whose ``format`` is ``fmt``; raises DataError (naming the file) when it is missing,
+    unreadable or of another format."""
     p = Path(path)
     try:
         data = json.loads(p.read_text(encoding="utf-8"))
@@ -638,8 +644,8 @@ def read_manifest(path: str | os.PathLike[str]) -> dict:
         raise DataError(f"{p}: no such manifest") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise DataError(f"{p}: unreadable manifest: {exc}") from None
-    if not isinstance(data, dict) or data.get("format") != SNAPSHOT_FORMAT:
-        raise DataError(f'{p}: not a snapshot manifest (field "format" is not {SNAPSHOT_FORMAT!r})')
+    if not isinstance(data, dict) or data.get("format") != fmt:
+        raise DataError(f'{p}: not a {what} manifest (field "format" is not {fmt!r})')
     return data
 
 
