@@ -40,5 +40,4 @@ def add_missing_extra_parser(
 
 
 def explain(args: argparse.Namespace) -> int:
-
     raise LensError(args._missing_extra)

@@ -14,7 +14,6 @@ _HELP = "point-in-time (PIT) replay audit of retrieval memory"
 
 
 def add_audit_parser(sub: argparse._SubParsersAction, handler: Callable[[argparse.ArgumentParser, str], None]) -> None:
-
     missing = missing_modules()
     if missing:
         add_missing_extra_parser(sub, handler, "audit", _HELP, missing)

@@ -120,7 +120,6 @@ class LensCorpus:
 
     @classmethod
     def read(cls, folder: str | Path, reader: Any = None) -> "LensCorpus":
-
         scan = scan_corpus(folder, reader)
         if not scan.documents:
             raise LensError(f"{folder}: no readable documents")
@@ -177,7 +176,6 @@ class PriorRanker:
     """The production prior over one folder, memoised per (question, cues, memory signal)."""
 
     def __init__(self, corpus: LensCorpus, settings: Any, *, lexical_only: bool = False, depth: int = 10) -> None:
-
         self.prior = Prior(corpus.view, settings, lexical_only=lexical_only)
         self.depth = int(depth)
         self._memo: dict[tuple, tuple[int, ...]] = {}

@@ -110,7 +110,6 @@ def sample(args: argparse.Namespace) -> int:
 
 
 def fullwiki(args: argparse.Namespace) -> int:
-
     t0 = time.perf_counter()
     build = prepare_fullwiki(
         args.questions,
@@ -156,7 +155,6 @@ def fullwiki(args: argparse.Namespace) -> int:
 
 
 def stream(args: argparse.Namespace) -> int:
-
     if args.limit is not None and args.limit < 1:
         raise DataError(f"--limit {args.limit}: must be >= 1")
     workload = load_beir(args.workload, split=args.split)
@@ -187,7 +185,6 @@ def stream(args: argparse.Namespace) -> int:
 
 
 def stream_compare(args: argparse.Namespace) -> int:
-
     c = compare_memory(args.with_memory, args.without)
     if args.out:
         write_json_atomic(args.out, c)
@@ -214,7 +211,6 @@ def stream_compare(args: argparse.Namespace) -> int:
 
 
 def judge(args: argparse.Namespace) -> int:
-
     config = config_from_args(args)
     client = open_client(config)
     try:
@@ -562,7 +558,6 @@ def _print_run(summary: RunSummary, systems: tuple[str, ...]) -> None:
 
 
 def lifecycle(args: argparse.Namespace) -> int:
-
     stages = find_stages(args.snapshots)
     data = measure_lifecycle(
         stages,
@@ -589,7 +584,6 @@ def lifecycle(args: argparse.Namespace) -> int:
 
 
 def report(args: argparse.Namespace) -> int:
-
     if args.out is None and len(args.run_dirs) > 1:
         raise DataError("--out is needed when reporting more than one run folder")
     out = Path(args.out) if args.out else Path(args.run_dirs[0]) / "report"
@@ -609,7 +603,6 @@ def report(args: argparse.Namespace) -> int:
 
 
 def simulate(args: argparse.Namespace) -> int:
-
     try:
         points = parse_points(args.points) if args.points else list(DEFAULT_POINTS)
     except ValueError as exc:

@@ -189,7 +189,6 @@ class RayExecutor(Executor):
         self._stopped.set()
 
     def _connect(self):
-
         ray = _ray()
         t0 = time.monotonic()
         if not ray.is_initialized():
@@ -221,7 +220,6 @@ class RayExecutor(Executor):
         @ray.remote(num_cpus=0, max_restarts=0)
         class _NodeModel:
             def __init__(self, config, threads):
-
                 config.llm.n_threads = threads
                 self.client = open_client(config)  # the embedded llama.cpp server, loopback on this node
 

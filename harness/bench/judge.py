@@ -42,12 +42,10 @@ class JudgeReply(BaseModel):
 
 
 def judge_messages(question: str, gold: str, prediction: str) -> list[dict[str, str]]:
-
     return render("judge", package="harness.prompts", question=question, gold=gold, prediction=prediction)
 
 
 def _prompt_sha256() -> str:
-
     return sha256_bytes((resources.files("harness.prompts") / "judge.md").read_bytes())
 
 

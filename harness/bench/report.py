@@ -337,7 +337,6 @@ def _composition_table(groups: Sequence[Group], lifecycle: Sequence[dict[str, An
 
 
 def _lifecycle_tables(groups: Sequence[Group], lifecycle: Sequence[dict[str, Any]]) -> list[Table]:
-
     tables = []
     for k, data in enumerate(lifecycle):
         headers, rows = lifecycle_table(data)

@@ -13,7 +13,6 @@ Handler = Callable[[argparse.ArgumentParser, str], None]
 
 
 def add_calibrate_parser(sub: argparse._SubParsersAction, handler: Handler) -> None:
-
     p = sub.add_parser("calibrate", help="calibrate what a reading of the served model is worth (run, fit, endpoint)")
     c_sub = p.add_subparsers(dest="calibrate_command", metavar="{endpoint,run,fit}", required=True)
 

@@ -109,7 +109,6 @@ class LensSystem(System):
     index_free = True
 
     def __init__(self, folder: str | Path, config: Any, client: Any) -> None:
-
         super().__init__(
             question_timeout_s=config.budget.question_timeout_s, max_tokens=config.budget.max_tokens_per_query
         )

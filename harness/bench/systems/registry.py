@@ -110,7 +110,6 @@ class ArmPlan:
 
 @functools.lru_cache(maxsize=4)
 def _encoder_for(model: str | None):
-
     return DenseEncoder(model)
 
 
