@@ -429,6 +429,28 @@ def served_columns(
     }
 
 
+def _prior_lists(
+    ctx: LensContext,
+    a_q: np.ndarray,
+    mems: Sequence[AnchorMemory],
+    doc: np.ndarray,
+    fresh: np.ndarray,
+    posterior: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """At each anchor, the prior's candidates with the memory it was served (one list per requirement, merged
+    round-robin, padded with -1), the stale entries served and the documents the memory signalled."""
+    final = np.full((len(a_q), ctx.list_depth), -1, dtype=np.int64)
+    n_stale = np.zeros(len(a_q), dtype=np.int64)
+    n_docs = np.zeros(len(a_q), dtype=np.int64)
+    for r, q in enumerate(a_q.tolist()):
+        signals, n_stale[r] = memory_signals(mems[r], doc, fresh, posterior)
+        lists = [ctx.ranker.ranked(ctx.records[q].question, ctx.cues[q][k], sig) for k, sig in enumerate(signals)]
+        ranked = merge_round_robin(lists, ctx.list_depth)
+        final[r, : len(ranked)] = ranked
+        n_docs[r] = len({d for sig in signals for d in sig})
+    return final, n_stale, n_docs
+
+
 def replay_lens_stream(
     ctx: LensContext,
     stream: Stream,
@@ -474,20 +496,9 @@ def replay_lens_stream(
     dsource = np.asarray([ctx.records[q].decomposition_source for q in a_q], dtype=object)
     blocks: list[RowBlock] = []
     for view, mems in conditions:
-        A = len(a_pos)
-        final = np.full((A, ctx.list_depth), -1, dtype=np.int64)
-        sel_lists, sim_lists = [], []
-        n_stale = np.zeros(A, dtype=np.int64)
-        n_docs = np.zeros(A, dtype=np.int64)
-        for r in range(A):
-            q = int(a_q[r])
-            signals, n_stale[r] = memory_signals(mems[r], doc, fresh, posterior)
-            lists = [ctx.ranker.ranked(ctx.records[q].question, ctx.cues[q][k], sig) for k, sig in enumerate(signals)]
-            ranked = merge_round_robin(lists, ctx.list_depth)
-            final[r, : len(ranked)] = ranked
-            sel_lists.append(mems[r].positions(log))
-            sim_lists.append([s for lst in mems[r].served for _, s in lst])
-            n_docs[r] = len({d for sig in signals for d in sig})
+        final, n_stale, n_docs = _prior_lists(ctx, a_q, mems, doc, fresh, posterior)
+        sel_lists = [m.positions(log) for m in mems]
+        sim_lists = [[s for lst in m.served for _, s in lst] for m in mems]
         metrics = row_metrics(
             final,
             a_q,
