@@ -555,11 +555,7 @@ def _run_locked(
     # 3. arm-level bindings: an arm whose parameters changed may not add rows to its old ones
     _check_arm_bindings(out, entries, (old or {}).get("systems", {}), existing)
     if cfg.llm.base_url is None and getattr(executor, "concurrency", 1) > 1:
-        print(
-            "note: the embedded model serves one request at a time; concurrent questions queue for it (and "
-            "queueing counts against each call's timeout) — --concurrency 1 is the honest setting here",
-            file=log,
-        )
+        print(_EMBEDDED_QUEUE_NOTE, file=log)
     manifest, session = _start_session(plan, old, entries, executor, worker)
 
     # 4. the jobs not yet done, question by question (so a partial run is paired across systems)
@@ -597,19 +593,37 @@ def _run_locked(
         session["stopped"] = tally.stopped
         write_run_manifest(out, manifest)
     all_rows = [r for r in existing if r["system_hash"] in current] + tally.new_rows
+    return _run_summary(plan, entries, all_rows, tally, total - len(jobs), cut)
+
+
+def _run_summary(
+    plan: RunPlan,
+    entries: dict[str, dict[str, Any]],
+    all_rows: list[dict[str, Any]],
+    tally: _Tally,
+    before: int,
+    cut: int,
+) -> RunSummary:
+    """The session's summary over the planned (system, question) pairs of the current arms."""
     planned_keys = {(entries[n]["system_hash"], q.id) for q in plan.questions for n in plan.systems}
     return RunSummary(
-        out=out,
-        rows_before=total - len(jobs),
+        out=plan.out,
+        rows_before=before,
         rows_written=tally.written,
         rows_total=len({row_key(r) for r in all_rows} & planned_keys),
-        planned=total,
+        planned=len(plan.questions) * len(plan.systems),
         cut_bytes=cut,
         stopped=tally.stopped,
         per_system=_summaries([r for r in all_rows if row_key(r) in planned_keys]),
         endpoint_failures=tally.failed_attempts,
         endpoint_error=tally.last_failure,
     )
+
+
+_EMBEDDED_QUEUE_NOTE = (
+    "note: the embedded model serves one request at a time; concurrent questions queue for it (and "
+    "queueing counts against each call's timeout) — --concurrency 1 is the honest setting here"
+)
 
 
 def _check_run_binding(plan: RunPlan, old: dict[str, Any] | None) -> None:
