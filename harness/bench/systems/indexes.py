@@ -211,17 +211,23 @@ class IndexStore:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
 
+    def _record_of(self, final: Path, corpus_checksum: str) -> IndexBuild | None:
+        """The build record of ``final`` (None: never built); raises IndexFolderError when it was built for
+        another corpus."""
+        build = self.record(final)
+        if build is not None and build.corpus_checksum != corpus_checksum:
+            raise IndexFolderError(
+                f"{final}: built for corpus {build.corpus_checksum[:12]}…, not {corpus_checksum[:12]}…"
+            )
+        return build
+
     def load_bm25(self, corpus_checksum: str) -> tuple[BM25Index, IndexBuild] | None:
         """The persisted BM25 index of that corpus, or ``None`` if none was built. Raises IndexFolderError
         when the folder was altered."""
         final = self.bm25_folder(corpus_checksum)
-        build = self.record(final)
+        build = self._record_of(final, corpus_checksum)
         if build is None:
             return None
-        if build.corpus_checksum != corpus_checksum:
-            raise IndexFolderError(
-                f"{final}: built for corpus {build.corpus_checksum[:12]}…, not {corpus_checksum[:12]}…"
-            )
         return BM25Index.load(final, expected_hash=build.index_hash), build
 
     def ensure_bm25(self, corpus: SnapshotCorpus) -> tuple[BM25Index, IndexBuild, bool]:
@@ -251,13 +257,9 @@ class IndexStore:
 
     def load_dense(self, corpus_checksum: str, encoder: DenseEncoder) -> tuple[DenseIndex, IndexBuild] | None:
         final = self.dense_folder(corpus_checksum, encoder)
-        build = self.record(final)
+        build = self._record_of(final, corpus_checksum)
         if build is None:
             return None
-        if build.corpus_checksum != corpus_checksum:
-            raise IndexFolderError(
-                f"{final}: built for corpus {build.corpus_checksum[:12]}…, not {corpus_checksum[:12]}…"
-            )
         index = DenseIndex.load(final, expected_hash=build.index_hash)
         if index.model_id != encoder.model_id:
             raise IndexFolderError(f"{final}: vectors of model {index.model_id}, expected {encoder.model_id}")
