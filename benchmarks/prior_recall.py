@@ -15,11 +15,8 @@ import statistics
 import sys
 import time
 
-from lens._config import load_config
-from lens._corpus import scan_corpus
-from lens._prior import Prior
-from lens._terms import title_key
-from lens._view import CorpusView
+from lens import CorpusView, Prior, load_config, scan_corpus
+from lens.parts import title_key
 
 
 def main() -> int:

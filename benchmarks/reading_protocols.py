@@ -35,19 +35,29 @@ from pathlib import Path
 from harness.calibrate.fit import auc, logistic_fit
 from harness.calibrate.labels import SupportingFacts
 from harness.calibrate.run import article_pool
-from lens._beliefs import ELSEWHERE
-from lens._budget import Budget
-from lens._config import load_config
-from lens._cost import CostMeter
-from lens._files import append_lines
-from lens._llm import LLMError, LLMUnavailableError, open_client
-from lens._loop import Loop, LoopState
-from lens._prior import Prior
-from lens._prompts import fence_passage
-from lens._reading import TOP_LOGPROBS, Judgement, read_window
-from lens._requirements import decompose
-from lens._terms import content_terms, tokens
-from lens._values import answer_type
+from lens import (
+    CostMeter,
+    Judgement,
+    LLMError,
+    LLMUnavailableError,
+    Prior,
+    content_terms,
+    fence_passage,
+    load_config,
+    open_client,
+)
+from lens.parts import (
+    ELSEWHERE,
+    TOP_LOGPROBS,
+    Budget,
+    Loop,
+    LoopState,
+    answer_type,
+    append_lines,
+    decompose,
+    read_window,
+    tokens,
+)
 
 PROTOCOLS = ("choice", "yesno", "extract", "minilm")
 

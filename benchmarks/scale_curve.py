@@ -38,11 +38,8 @@ __all__ = ["main"]
 CHILD = r"""
 import json, resource, subprocess, sys, time, statistics
 from pathlib import Path
-from lens._config import load_config
-from lens._corpus import scan_corpus
-from lens._prior import Prior
-from lens._terms import capitalised_spans, content_terms
-from lens._view import CorpusView
+from lens import CorpusView, Prior, content_terms, load_config, scan_corpus
+from lens.parts import capitalised_spans
 
 folder, rg, shards, questions = sys.argv[1], sys.argv[2], sys.argv[3] == "1", json.loads(sys.argv[4])
 cfg = load_config("deep", env={})

@@ -11,6 +11,8 @@ import argparse
 import importlib.util
 from typing import Callable
 
+from lens import LensError
+
 __all__ = ["BENCH_MODULES", "INSTALL", "missing_modules", "add_missing_extra_parser"]
 
 # import names of the extra's packages (pyproject.toml [project.optional-dependencies] bench)
@@ -38,6 +40,4 @@ def add_missing_extra_parser(
 
 
 def explain(args: argparse.Namespace) -> int:
-    from lens import LensError
-
     raise LensError(args._missing_extra)

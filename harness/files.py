@@ -1,10 +1,9 @@
 """Files the harness writes and the hashes it binds them with — one home for each: sha256 of bytes and files,
 the canonical JSON form that is hashed, the JSON text form of manifests, and all-or-nothing writes.
 
-A file is either fully written or not there at all: the bytes go to a temporary sibling, are flushed and
-fsynced, the sibling replaces the target (``os.replace``, atomic on POSIX and Windows) and the folder is fsynced
-so the rename is durable; on any failure (disk full included) the sibling is removed and the target is left as
-it was.
+A file is either fully written or not there at all: the library's atomic writer (a temporary sibling, flushed,
+fsynced, then ``os.replace``; on any failure the sibling is removed and the target is left as it was), and the
+folder is fsynced so the rename is durable.
 """
 
 from __future__ import annotations
@@ -12,9 +11,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any, Callable
+
+from lens import parts
 
 __all__ = [
     "sha256_bytes",
@@ -48,34 +48,24 @@ def canonical_json(obj: Any) -> bytes:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
-def atomic_write(path: str | os.PathLike, write: Callable[[Any], None] | bytes, *, binary: bool = True) -> Path:
-    """Write ``path`` all-or-nothing.
+def atomic_write(path: str | os.PathLike, write: Callable[[Any], None] | bytes) -> Path:
+    """Write ``path`` all-or-nothing through the library's writer (:func:`lens.parts.atomic_write`).
 
-    ``write`` is either the bytes to write or a callable that receives the open temporary file. The file is
-    flushed and fsynced before it replaces ``path``; on any error the temporary file is removed and ``path`` is
-    left as it was.
+    ``write`` is either the bytes to write or a callable that receives the open (binary) temporary file. The
+    file gets the usual permissions (mkstemp makes it 0600) and the folder is fsynced after the rename.
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as fh:
-            if callable(write):
-                write(fh)
-            else:
-                fh.write(write)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; give the file the usual permissions
-        os.replace(tmp, path)
-        _fsync_dir(path.parent)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    return path
+    mode = 0o666 & ~_umask()
+
+    def fill(fh: Any) -> None:
+        os.fchmod(fh.fileno(), mode)
+        if callable(write):
+            write(fh)
+        else:
+            fh.write(write)
+
+    target = parts.atomic_write(path, fill)
+    _fsync_dir(target.parent)
+    return target
 
 
 def _umask() -> int:

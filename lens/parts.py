@@ -46,6 +46,10 @@ _EXPORTS = {
     "CostMeter": "lens._cost",
     "Cost": "lens._cost",
     "is_endpoint_failure": "lens._llm",
+    # one reading of one window (the reading-protocol comparison calls it directly)
+    "read_window": "lens._reading",
+    "TOP_LOGPROBS": "lens._reading",
+    "answer_type": "lens._values",
     # what a reading is worth
     "ReadingModel": "lens._config",
     "READING_FEATURES": "lens._config",
@@ -61,6 +65,7 @@ _EXPORTS = {
     "normalise": "lens._terms",
     "tokens": "lens._terms",
     "content_terms": "lens._terms",
+    "capitalised_spans": "lens._terms",
     "title_key": "lens._terms",
     "base_title": "lens._terms",
     "STOPWORDS": "lens._terms",

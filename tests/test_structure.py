@@ -7,8 +7,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
 
 # Optional extras (or their heavy dependencies) that a module imports only where it needs them, so that the
@@ -58,11 +56,6 @@ def test_no_import_inside_a_function_in_lens_but_optional_extras():
     assert _function_imports("lens") == []
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="the harness half of issue 34 (branch h34harness) moves harness/ to module-level imports; "
-    "until it is merged the harness still imports its own modules inside functions",
-)
 def test_no_import_inside_a_function_in_harness_but_optional_extras():
     assert _function_imports("harness") == []
 

@@ -2,10 +2,10 @@
 
 Module map (one concept of the PIT paper each):
 
-- :mod:`~harness.audit.inputs` — typed assets, queries, gold products; BEIR and HotpotQA loaders; the workload a
-  config names
+- :mod:`~harness.workloads` (shared with ``lens bench stream``) — typed assets, queries, gold products; the BEIR
+  loader; :mod:`~harness.audit.inputs` — the HotpotQA loader and the workload a config names
 - :mod:`~harness.audit.baselists` — base top-``L`` lists and query vectors, shared by every condition
-- :mod:`~harness.audit.streams` — random, semantic-burst, natural and (stress) gold-overlap streams
+- :mod:`~harness.streams` (shared with ``lens bench stream``) — random, semantic-burst, natural and (stress) gold-overlap streams
 - :mod:`~harness.audit.events` — the append-only event log
 - :mod:`~harness.audit.views` — memory views as eligibility predicates; the Naive full-stream memory
 - :mod:`~harness.audit.memories` — trace memory, positive-feedback cache, the rule combining them with the base
@@ -62,13 +62,13 @@ _WHERE = {
     "check_run": "contract",
     "Violation": "contract",
     "build_report": "report",
-    "Asset": "inputs",
-    "Query": "inputs",
-    "Request": "inputs",
-    "Workload": "inputs",
-    "load_beir": "inputs",
+    "Asset": "harness.workloads",
+    "Query": "harness.workloads",
+    "Request": "harness.workloads",
+    "Workload": "harness.workloads",
+    "load_beir": "harness.workloads",
     "load_hotpotqa": "inputs",
-    "Stream": "streams",
+    "Stream": "harness.streams",
     "EventLog": "events",
     "MemoryView": "views",
     "Stateless": "views",
@@ -83,7 +83,8 @@ _WHERE = {
 
 def __getattr__(name: str) -> Any:
     if name in _WHERE:
-        return getattr(importlib.import_module(f"harness.audit.{_WHERE[name]}"), name)
+        where = _WHERE[name]
+        return getattr(importlib.import_module(where if "." in where else f"harness.audit.{where}"), name)
     raise AttributeError(f"module 'harness.audit' has no attribute {name!r}")
 
 

@@ -25,10 +25,11 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from harness.audit.config import RetrievalSpec
-from harness.audit.inputs import Asset, Request
 from harness.files import atomic_write, canonical_json, sha256_bytes
 from harness.retrieval import BM25Index, BM25Params, DenseEncoder, DenseIndex, fuse_index_rankings
 from harness.retrieval.store import IndexFolderError
+from harness.streams import tfidf_vectors
+from harness.workloads import Asset, Request
 
 __all__ = [
     "BaseLists",
@@ -36,7 +37,6 @@ __all__ = [
     "ArtifactCache",
     "compute_base_lists",
     "compute_query_vectors",
-    "tfidf_vectors",
     "combined_index_hash",
 ]
 
@@ -156,19 +156,6 @@ def compute_query_vectors(
     if method == "tfidf":
         return QueryVectors(tfidf_vectors(texts), "tfidf", "sklearn-tfidf(sublinear,english-stopwords)")
     raise ValueError(f"unknown similarity {method!r}")
-
-
-def tfidf_vectors(texts: Sequence[str]) -> np.ndarray:
-    """Query-local TF-IDF vectors (sublinear tf, English stopwords, l2-normalised), one dense row per text."""
-    from sklearn.feature_extraction.text import TfidfVectorizer
-
-    vec = TfidfVectorizer(sublinear_tf=True, stop_words="english", norm="l2")
-    try:
-        m = vec.fit_transform(texts)
-    except ValueError:  # every text is empty or stopwords only
-        m = np.zeros((len(texts), 1))
-    dense = m.toarray() if hasattr(m, "toarray") else np.asarray(m)
-    return dense.astype(np.float64)
 
 
 def compute_base_lists(

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Callable
 
+from harness.extra import add_missing_extra_parser, missing_modules
+
 __all__ = ["add_audit_parser"]
 
 
@@ -12,8 +14,6 @@ _HELP = "point-in-time (PIT) replay audit of retrieval memory"
 
 
 def add_audit_parser(sub: argparse._SubParsersAction, handler: Callable[[argparse.ArgumentParser, str], None]) -> None:
-    from harness.extra import add_missing_extra_parser, missing_modules
-
     missing = missing_modules()
     if missing:
         add_missing_extra_parser(sub, handler, "audit", _HELP, missing)

@@ -9,6 +9,11 @@ import shutil
 import sys
 from pathlib import Path
 
+from harness.audit.config import LensAuditConfig, load_audit_config
+from harness.audit.contract import ContractFailed, check_run, violations_json
+from harness.audit.lens_pipeline import run_lens_audit
+from harness.audit.pipeline import run_audit
+from harness.audit.report import build_report
 from lens import LensError
 
 __all__ = ["run", "check", "report"]
@@ -20,9 +25,6 @@ def _err(msg: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the design of ``--config`` into ``--out``; exit 0 with a report, non-zero when the contract fails."""
-    from harness.audit.config import LensAuditConfig, load_audit_config
-    from harness.audit.contract import ContractFailed
-
     config = load_audit_config(args.config)
     paths = {
         "run": getattr(args, "lens_run", None),
@@ -31,12 +33,9 @@ def run(args: argparse.Namespace) -> int:
         "workload": getattr(args, "workload", None),
     }
     if isinstance(config, LensAuditConfig):
-        from harness.audit.lens_pipeline import run_lens_audit as run_audit
-
-        config = config.with_paths(**paths)
+        config, audit = config.with_paths(**paths), run_lens_audit
     else:
-        from harness.audit.pipeline import run_audit
-
+        audit = run_audit
         given = [f"--{'lens-run' if k == 'run' else k}" for k, v in paths.items() if v]
         if given:
             _err(f'lens audit: {", ".join(given)} only apply to a lens-memory config (kind = "lens-memory")')
@@ -44,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     before = set(os.listdir(out)) if out.is_dir() else None  # what was there already is never touched
     try:
-        result = run_audit(
+        result = audit(
             config,
             args.out,
             root=args.data_root,
@@ -100,8 +99,6 @@ def _remove_new(out: Path, before: set[str] | None) -> None:
 
 def check(args: argparse.Namespace) -> int:
     """Exit 0 when RUN_DIR passes the replay contract; 1 naming each violation otherwise."""
-    from harness.audit.contract import check_run, violations_json
-
     violations = check_run(Path(args.run_dir), args.data_root)
     if args.json:
         print(violations_json(violations))
@@ -114,9 +111,6 @@ def check(args: argparse.Namespace) -> int:
 
 def report(args: argparse.Namespace) -> int:
     """(Re)build RUN_DIR/report; refuses (exit 1) for a run that fails the contract."""
-    from harness.audit.contract import ContractFailed
-    from harness.audit.report import build_report
-
     try:
         rep = build_report(Path(args.run_dir), resamples=args.resamples, seed=args.seed)
     except ContractFailed as exc:

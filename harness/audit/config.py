@@ -53,6 +53,12 @@ class AuditConfigError(LensError, ValueError):
     """The audit config file is missing or invalid; the message names the file and key."""
 
 
+def _horizons(v: list[int]) -> list[int]:
+    if any(h < 1 for h in v):
+        raise ValueError("replay.horizons must be >= 1")
+    return sorted(set(v))
+
+
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -116,9 +122,7 @@ class ReplaySpec(_Section):
     @field_validator("horizons")
     @classmethod
     def _h(cls, v: list[int]) -> list[int]:
-        if any(h < 1 for h in v):
-            raise ValueError("replay.horizons must be >= 1")
-        return sorted(set(v))
+        return _horizons(v)
 
 
 class MetricSpec(_Section):
@@ -208,9 +212,7 @@ class LensReplaySpec(_Section):
     @field_validator("horizons")
     @classmethod
     def _h(cls, v: list[int]) -> list[int]:
-        if any(h < 1 for h in v):
-            raise ValueError("replay.horizons must be >= 1")
-        return sorted(set(v))
+        return _horizons(v)
 
 
 class LensFullSpec(_Section):

@@ -33,6 +33,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
+from harness.audit.manifest import load_manifest, verify_outputs
 from harness.audit.rescore import MetricDiff, rescore_rows
 from harness.audit.rows import BUDGET_FIELDS, PAIR_FIELDS, RowTable, read_rows
 from lens import LensError
@@ -119,20 +120,29 @@ def _metric_equal(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def check_rows(t: RowTable, bindings: Mapping[str, Any] | None = None) -> list[Violation]:
     """Every contract violation in a row table. ``bindings`` (the manifest's) adds the check that rows carry the
     corpus and index hashes the run recorded for their workload and retriever."""
-    out: list[Violation] = []
     if t.n == 0:
         return [Violation("missing-condition", "the run holds no rows")]
     ids = t["row_id"] if "row_id" in t else np.arange(t.n)
+    groups, n_groups = _pair_groups(t)
+    return [
+        *_selection_violations(t, ids),
+        *_pair_violations(t, ids, groups, n_groups),
+        *(_manifest_violations(t, ids, bindings) if bindings else []),
+        *_pairing_violations(t, ids, groups),
+        *_naive_violations(t, ids, groups),
+    ]
+
+
+def _selection_violations(t: RowTable, ids: np.ndarray) -> list[Violation]:
+    """Selected entries recomputed from positions (never trusting recorded TVR): eligibility, counts, capacity."""
+    out: list[Violation] = []
     anchor = t["anchor"].astype(np.int64)
     cond = t["condition"].astype(str)
     lists = t.selected_lists
-
-    # Selected entries recomputed from positions (never trusting recorded TVR).
     n_sel = np.asarray([len(s) for s in lists], dtype=np.int64)
     n_fut = np.asarray([sum(1 for p in s if p > a) for s, a in zip(lists, anchor)], dtype=np.int64)
     at_or_after = np.asarray([any(p >= a for p in s) for s, a in zip(lists, anchor)], dtype=bool)
     own = np.asarray([a in s for s, a in zip(lists, anchor)], dtype=bool)
-
     m = (cond == "pit") & at_or_after
     if m.any():
         out.append(_violation("pit-future-entry", "PIT rows select an entry at or after their anchor", ids[m]))
@@ -169,7 +179,13 @@ def check_rows(t: RowTable, bindings: Mapping[str, Any] | None = None) -> list[V
     if m.any():
         out.append(_violation("over-capacity", "rows select more entries than their capacity", ids[m]))
 
-    groups, n_groups = _pair_groups(t)
+    return out
+
+
+def _pair_violations(t: RowTable, ids: np.ndarray, groups: np.ndarray, n_groups: int) -> list[Violation]:
+    """Paired rows (one anchor of one stream) must share capacity, budgets and every binding hash."""
+    out: list[Violation] = []
+    cap = t["capacity"].astype(np.int64)
     m = _group_disagrees(cap, groups, n_groups)
     if m.any():
         out.append(_violation("capacity-mismatch", "rows differ in capacity from their paired rows", ids[m]))
@@ -193,22 +209,31 @@ def check_rows(t: RowTable, bindings: Mapping[str, Any] | None = None) -> list[V
             )
         )
 
-    if bindings:
-        wl = t["workload"].astype(str)
-        ret = t["retriever"].astype(str)
-        exp_c = np.asarray([bindings.get(w, {}).get("corpus_hash") for w in wl], dtype=object)
-        m = exp_c != t["corpus_hash"].astype(object)
-        if m.any():
-            out.append(_violation("corpus-hash-mismatch", "rows carry a corpus hash other than the manifest's", ids[m]))
-        exp_i = np.asarray(
-            [bindings.get(w, {}).get("retrievers", {}).get(r, {}).get("index_hash") for w, r in zip(wl, ret)],
-            dtype=object,
-        )
-        m = exp_i != t["index_hash"].astype(object)
-        if m.any():
-            out.append(_violation("index-hash-mismatch", "rows carry an index hash other than the manifest's", ids[m]))
+    return out
 
-    # Pairing: one row per (anchor, view), every view present at every anchor.
+
+def _manifest_violations(t: RowTable, ids: np.ndarray, bindings: Mapping[str, Any]) -> list[Violation]:
+    """Rows must carry the corpus and index hashes the manifest recorded for their workload and retriever."""
+    out: list[Violation] = []
+    wl = t["workload"].astype(str)
+    ret = t["retriever"].astype(str)
+    exp_c = np.asarray([bindings.get(w, {}).get("corpus_hash") for w in wl], dtype=object)
+    m = exp_c != t["corpus_hash"].astype(object)
+    if m.any():
+        out.append(_violation("corpus-hash-mismatch", "rows carry a corpus hash other than the manifest's", ids[m]))
+    exp_i = np.asarray(
+        [bindings.get(w, {}).get("retrievers", {}).get(r, {}).get("index_hash") for w, r in zip(wl, ret)],
+        dtype=object,
+    )
+    m = exp_i != t["index_hash"].astype(object)
+    if m.any():
+        out.append(_violation("index-hash-mismatch", "rows carry an index hash other than the manifest's", ids[m]))
+    return out
+
+
+def _pairing_violations(t: RowTable, ids: np.ndarray, groups: np.ndarray) -> list[Violation]:
+    """One row per (anchor, view), every view of its memory present at every anchor."""
+    out: list[Violation] = []
     view = t["view"].astype(str)
     key = np.asarray([f"{g}\x1f{v}" for g, v in zip(groups, view)], dtype=object)
     _, first_idx, counts = np.unique(key, return_index=True, return_counts=True)
@@ -234,8 +259,14 @@ def check_rows(t: RowTable, bindings: Mapping[str, Any] | None = None) -> list[V
                 ids[np.asarray(sorted(missing))],
             )
         )
+    return out
 
-    # Naive leak control: identical to Future on every row (entries and every metric).
+
+def _naive_violations(t: RowTable, ids: np.ndarray, groups: np.ndarray) -> list[Violation]:
+    """The leak control: Naive identical to Future on every row (entries and every metric)."""
+    out: list[Violation] = []
+    cond = t["condition"].astype(str)
+    lists = t.selected_lists
     fut = {int(g): r for r, (g, c) in enumerate(zip(groups, cond)) if c == "future"}
     nav = [(r, fut.get(int(g))) for r, (g, c) in enumerate(zip(groups, cond)) if c == "naive"]
     pairs = np.asarray([(a, b) for a, b in nav if b is not None], dtype=np.int64).reshape(-1, 2)
@@ -257,8 +288,6 @@ def check_run(run_dir: str | Path, data_root: str | Path | None = None) -> list[
 
     Raises ``LensError`` when the folder is not a run (no manifest or rows), or its workload cannot be read again.
     """
-    from harness.audit.manifest import load_manifest, verify_outputs
-
     run_dir = Path(run_dir)
     manifest = load_manifest(run_dir)
     out = [Violation("output-hash-mismatch", msg) for msg in verify_outputs(run_dir, manifest)]

@@ -9,14 +9,15 @@ but never write to it. ``version`` names the base behaviour (the base-list hash 
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
-from harness.audit.streams import Stream
 from harness.files import atomic_write, canonical_json, sha256_bytes
+from harness.streams import Stream
 
 __all__ = ["Event", "EventLog", "FrozenLogError", "AppendOnlyLog"]
 
@@ -157,7 +158,6 @@ class EventLog(AppendOnlyLog):
     def save(self, path: str | Path) -> Path:
         """Write the frozen log as ``.npz`` (query_index, assets, scores, ids, version) atomically."""
         self._require_frozen()
-        import io
 
         buf = io.BytesIO()
         np.savez(

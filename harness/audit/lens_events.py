@@ -44,9 +44,9 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from harness.audit.events import AppendOnlyLog
-from harness.audit.streams import Stream
 from harness.files import atomic_write, canonical_json, sha256_bytes, sha256_file
-from lens import LensError, MemoryEntry, new_entry
+from harness.streams import Stream
+from lens import LensError, MemoryEntry, heuristic_decomposition, new_entry
 
 __all__ = [
     "LABEL_FIELDS",
@@ -235,7 +235,6 @@ def _decomposition(details: Mapping[str, Any], question: str, where: str) -> tup
                 }
             )
         return tuple(reqs), "run"
-    from lens import heuristic_decomposition
 
     d = heuristic_decomposition(question)
     return tuple(

@@ -23,13 +23,13 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from harness.audit.lens_events import LensEventLog
-from harness.audit.lens_memory import NAIVE, LensContext, entry_predicate
-from harness.audit.metrics import temporal_violation
+from harness.audit.lens_memory import NAIVE, LensContext, condition_scalars, entry_predicate, served_columns
 from harness.audit.replay import Anchors
 from harness.audit.rows import RowBlock
-from harness.audit.streams import Stream
 from harness.audit.views import MemoryView
-from lens import MemoryEntry, MemoryStore
+from harness.bench.metrics import answer_scores, evidence_recall
+from harness.streams import Stream
+from lens import Agent, LensError, LLMError, MemoryEntry, MemoryStore
 
 __all__ = ["RecordingMemoryStore", "FullModeLabels", "replay_lens_full"]
 
@@ -80,64 +80,28 @@ def replay_lens_full(
     say=lambda msg: None,
 ) -> list[RowBlock]:
     """Rows for every view (then Naive) at every anchor: the agent rerun with the memory each condition allows."""
-    from harness.bench.metrics import answer_scores, evidence_recall
-    from lens import Agent, LensError, LLMError
-
     if not log.frozen:
         raise ValueError("replay needs a frozen event log")
     work = Path(work_folder)
     shared = _materialise(work / "memory", log.entries)
-    folder = ctx.corpus.folder
-    cap = ctx.capacity
     a_pos = anchors.positions.astype(np.int64)
     by_doc = {d.doc_id: d for d in ctx.corpus.view.docs}
     conditions: list[MemoryView | None] = [*views, None]
     results: dict[int, list[dict[str, Any]]] = {c: [] for c in range(len(conditions))}
-    for r, i in enumerate(a_pos):
+    for i in a_pos:
         qid = stream.query_ids[int(i)]
-        rec = ctx.records[ctx.index[qid]]
         for c, view in enumerate(conditions):
             if view is None:
                 own = [e for e in log.entries if log.owner(e) != qid]
-                store = RecordingMemoryStore(_materialise(work / "naive" / f"a{int(i)}", own), capacity=cap)
+                store = RecordingMemoryStore(_materialise(work / "naive" / f"a{int(i)}", own), capacity=ctx.capacity)
                 pred = lambda e: True  # noqa: E731 - Naive: everything the materialised store holds
             else:
-                store = RecordingMemoryStore(shared, capacity=cap)
+                store = RecordingMemoryStore(shared, capacity=ctx.capacity)
                 pred = entry_predicate(view, int(i))
             agent = Agent(agent_config, client=client, memory=store)
-            out: dict[str, Any] = {"error": None}
-            try:
-                res = agent.ask(rec.question, folder, eligible=pred, position=int(i), record=False)
-            except LLMError:
-                raise
-            except LensError as exc:
-                res = None
-                out["error"] = f"{type(exc).__name__}: {exc}"
-            served = [(e, s) for lk in store.served for e, s in lk]
-            out["positions"] = [e.position for e, _ in served]
-            out["sims"] = [s for _, s in served]
-            out["lookups"] = len(store.served)
-            out["stale"] = sum(1 for e, _ in served if e.doc_id not in by_doc or by_doc[e.doc_id].sha256 != e.sha256)
-            if res is None:
-                out.update(
-                    em=math.nan, f1=math.nan, ev_rec=math.nan, answer="", calls=0, tokens=0, seconds=0.0, cited=[]
-                )
-            else:
-                cited = list(
-                    dict.fromkeys(by_doc[e.doc_id].title if e.doc_id in by_doc else e.title for e in res.evidence)
-                )
-                a = answer_scores(res.answer or "", labels.answers[qid])
-                gold_t = labels.titles[qid]
-                out.update(
-                    em=a.em,
-                    f1=a.f1,
-                    ev_rec=evidence_recall(gold_t, cited) if gold_t else math.nan,
-                    answer=res.answer or "",
-                    calls=int(res.cost.get("oracle_calls", 0)),
-                    tokens=int(res.cost.get("tokens", 0)),
-                    seconds=float(res.cost.get("seconds", 0.0)),
-                    cited=cited,
-                )
+            question = ctx.records[ctx.index[qid]].question
+            out = _ask_at(agent, store, question, ctx.corpus.folder, pred, int(i), by_doc)
+            out.update(_scores(out.pop("result"), by_doc, labels.answers[qid], labels.titles[qid]))
             results[c].append(out)
             say(
                 f"full mode {stream.name}: anchor {int(i)} {NAIVE if view is None else view.label}: "
@@ -152,59 +116,87 @@ def replay_lens_full(
         "label_based": False,
         "retriever": "lens-agent",
         "mode": "full",
-        "lookup_capacity": cap,
+        "lookup_capacity": ctx.capacity,
         "trace_depth": ctx.trace_depth,
         "base_depth": int(agent_config.prior.candidates),
         "list_depth": int(agent_config.loop.evidence_docs),
         **dict(scalars or {}),
     }
     query_ids = np.asarray([stream.query_ids[int(p)] for p in a_pos], dtype=object)
-    blocks = []
-    for c, view in enumerate(conditions):
-        outs = results[c]
-        A = len(outs)
-        width = max((len(o["positions"]) for o in outs), default=0)
-        selected = np.full((A, width), -1, dtype=np.int64)
-        sims = np.zeros((A, width), dtype=np.float64)
-        for r, o in enumerate(outs):
-            selected[r, : len(o["positions"])] = o["positions"]
-            sims[r, : len(o["sims"])] = o["sims"]
-        tvr, n_sel, n_fut = temporal_violation(selected, a_pos)
-        filled = selected >= 0
-        with np.errstate(invalid="ignore"):
-            top = np.where(n_sel > 0, np.where(filled, sims, -np.inf).max(axis=1, initial=-np.inf), np.nan)
-            mean = np.where(n_sel > 0, (sims * filled).sum(axis=1) / np.maximum(n_sel, 1), np.nan)
-        lookups = np.asarray([o["lookups"] for o in outs], dtype=np.int64)
-        scal = {
-            **common,
-            "condition": NAIVE if view is None else view.condition,
-            "horizon": None if view is None else view.horizon,
-            "view": NAIVE if view is None else view.label,
-        }
-        cols = {
-            "anchor_group": anchors.groups,
-            "anchor": a_pos,
-            "query_id": query_ids,
-            "capacity": cap * lookups,
-            "lookups": lookups,
-            "n_selected": n_sel,
-            "n_future": n_fut,
-            "tvr": tvr,
-            "top_sim": np.round(top, 6),
-            "mean_sim": np.round(mean, 6),
-            "n_stale": np.asarray([o["stale"] for o in outs], dtype=np.int64),
-            "em": np.asarray([o["em"] for o in outs], dtype=np.float64),
-            "f1": np.round(np.asarray([o["f1"] for o in outs], dtype=np.float64), 6),
-            "ev_rec": np.asarray([o["ev_rec"] for o in outs], dtype=np.float64),
-            "answer": np.asarray([o["answer"] for o in outs], dtype=object),
-            "cited": _obj([o["cited"] for o in outs]),
-            "oracle_calls": np.asarray([o["calls"] for o in outs], dtype=np.int64),
-            "tokens": np.asarray([o["tokens"] for o in outs], dtype=np.int64),
-            "seconds": np.asarray([o["seconds"] for o in outs], dtype=np.float64),
-            "error": _obj([o["error"] for o in outs]),
-        }
-        blocks.append(RowBlock(scal, cols, selected))
-    return blocks
+    return [_block(results[c], view, common, anchors, query_ids, ctx.capacity) for c, view in enumerate(conditions)]
+
+
+def _ask_at(
+    agent: Agent, store: RecordingMemoryStore, question: str, folder: Path, pred: Any, i: int, by_doc: Mapping
+) -> dict[str, Any]:
+    """One anchor under one condition: the agent's result (None on a LENS error) and what the memory served
+    (stale: an entry whose document is gone or changed)."""
+    out: dict[str, Any] = {"error": None}
+    try:
+        out["result"] = agent.ask(question, folder, eligible=pred, position=i, record=False)
+    except LLMError:
+        raise
+    except LensError as exc:
+        out["result"] = None
+        out["error"] = f"{type(exc).__name__}: {exc}"
+    served = [(e, s) for lk in store.served for e, s in lk]
+    out["positions"] = [e.position for e, _ in served]
+    out["sims"] = [s for _, s in served]
+    out["lookups"] = len(store.served)
+    out["stale"] = sum(1 for e, _ in served if e.doc_id not in by_doc or by_doc[e.doc_id].sha256 != e.sha256)
+    return out
+
+
+def _scores(res: Any, by_doc: Mapping[str, Any], answer: str, gold_titles: Sequence[str]) -> dict[str, Any]:
+    """The answer's scores and costs (NaN scores for a failed ask); labels are read here only."""
+    if res is None:
+        return dict(em=math.nan, f1=math.nan, ev_rec=math.nan, answer="", calls=0, tokens=0, seconds=0.0, cited=[])
+    cited = list(dict.fromkeys(by_doc[e.doc_id].title if e.doc_id in by_doc else e.title for e in res.evidence))
+    a = answer_scores(res.answer or "", answer)
+    return dict(
+        em=a.em,
+        f1=a.f1,
+        ev_rec=evidence_recall(gold_titles, cited) if gold_titles else math.nan,
+        answer=res.answer or "",
+        calls=int(res.cost.get("oracle_calls", 0)),
+        tokens=int(res.cost.get("tokens", 0)),
+        seconds=float(res.cost.get("seconds", 0.0)),
+        cited=cited,
+    )
+
+
+def _block(
+    outs: list[dict[str, Any]],
+    view: MemoryView | None,
+    common: dict[str, Any],
+    anchors: Anchors,
+    query_ids: np.ndarray,
+    cap: int,
+) -> RowBlock:
+    """One condition's rows over every anchor."""
+    a_pos = anchors.positions.astype(np.int64)
+    selected, served = served_columns([o["positions"] for o in outs], [o["sims"] for o in outs], a_pos)
+    lookups = np.asarray([o["lookups"] for o in outs], dtype=np.int64)
+    scal = condition_scalars(common, view)
+    cols = {
+        "anchor_group": anchors.groups,
+        "anchor": a_pos,
+        "query_id": query_ids,
+        "capacity": cap * lookups,
+        "lookups": lookups,
+        **served,
+        "n_stale": np.asarray([o["stale"] for o in outs], dtype=np.int64),
+        "em": np.asarray([o["em"] for o in outs], dtype=np.float64),
+        "f1": np.round(np.asarray([o["f1"] for o in outs], dtype=np.float64), 6),
+        "ev_rec": np.asarray([o["ev_rec"] for o in outs], dtype=np.float64),
+        "answer": np.asarray([o["answer"] for o in outs], dtype=object),
+        "cited": _obj([o["cited"] for o in outs]),
+        "oracle_calls": np.asarray([o["calls"] for o in outs], dtype=np.int64),
+        "tokens": np.asarray([o["tokens"] for o in outs], dtype=np.int64),
+        "seconds": np.asarray([o["seconds"] for o in outs], dtype=np.float64),
+        "error": _obj([o["error"] for o in outs]),
+    }
+    return RowBlock(scal, cols, selected)
 
 
 def _obj(values: list) -> np.ndarray:

@@ -39,14 +39,28 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from harness.audit.inputs import GoldLabels
 from harness.audit.lens_events import LensEventLog, LensRecord
 from harness.audit.metrics import row_metrics, temporal_violation
 from harness.audit.replay import Anchors
 from harness.audit.rows import RowBlock
-from harness.audit.streams import Stream
 from harness.audit.views import MemoryView
-from lens import MemoryEntry, MemoryStore, content_terms, memory_key, merge_round_robin
+from harness.bench.datasets import article_key
+from harness.bench.snapshots import corpus_checksum
+from harness.streams import Stream
+from harness.workloads import GoldLabels
+from lens import (
+    CorpusView,
+    LensError,
+    MemoryEntry,
+    MemoryStore,
+    Prior,
+    Requirement,
+    content_terms,
+    memory_key,
+    memory_signal,
+    merge_round_robin,
+    scan_corpus,
+)
 
 __all__ = [
     "agent_min_similarity",
@@ -81,8 +95,6 @@ def entry_predicate(view: MemoryView, anchor_pos: int):
 
 def seed_cues(requirement: Mapping[str, Any]) -> list[str]:
     """A requirement's cues when the loop seeds its belief (``Loop._cues`` with no value observed yet)."""
-    from lens import Requirement
-
     req = Requirement(
         str(requirement["id"]),
         str(requirement["text"]),
@@ -108,13 +120,8 @@ class LensCorpus:
 
     @classmethod
     def read(cls, folder: str | Path, reader: Any = None) -> "LensCorpus":
-        from harness.bench.snapshots import corpus_checksum
-        from lens import CorpusView, scan_corpus
-
         scan = scan_corpus(folder, reader)
         if not scan.documents:
-            from lens import LensError
-
             raise LensError(f"{folder}: no readable documents")
         view = CorpusView(scan)
         by_id = {d.doc_id: i for i, d in enumerate(view.docs)}
@@ -142,8 +149,6 @@ class LensCorpus:
     def gold_labels(self, gold_titles: Sequence[Sequence[str]]) -> tuple[GoldLabels, int]:
         """Gold documents per query (titles matched by ``harness.bench.datasets.article_key``). A gold title with no
         document in the folder stays in the denominator as an unreachable asset. Returns (labels, missing)."""
-        from harness.bench.datasets import article_key
-
         index: dict[str, int] = {}
         for i, d in enumerate(self.view.docs):
             index.setdefault(article_key(d.title), i)
@@ -171,8 +176,6 @@ class PriorRanker:
     """The production prior over one folder, memoised per (question, cues, memory signal)."""
 
     def __init__(self, corpus: LensCorpus, settings: Any, *, lexical_only: bool = False, depth: int = 10) -> None:
-        from lens import Prior
-
         self.prior = Prior(corpus.view, settings, lexical_only=lexical_only)
         self.depth = int(depth)
         self._memo: dict[tuple, tuple[int, ...]] = {}
@@ -336,8 +339,6 @@ def memory_signals(
     """Per requirement, the prior's memory signal ``{document index: max similarity × posterior}`` over the
     *fresh* served entries (what ``Agent.ask`` builds), and how many served entries were stale (ignored, never
     served)."""
-    from lens import memory_signal
-
     signals, stale = [], 0
     for served in mem.served:
         signal, n_stale = memory_signal((int(doc[e]), bool(fresh[e]), s, float(posterior[e])) for e, s in served)
@@ -393,6 +394,63 @@ def served_by_naive(
     return [AnchorMemory(naive.lookup(stream.query_ids[int(p)])) for p in anchor_positions]
 
 
+def condition_scalars(common: Mapping[str, Any], view: MemoryView | None) -> dict[str, Any]:
+    """A block's scalars: the replay's common ones and its condition (``view`` None: Naive)."""
+    return {
+        **common,
+        "condition": NAIVE if view is None else view.condition,
+        "horizon": None if view is None else view.horizon,
+        "view": NAIVE if view is None else view.label,
+    }
+
+
+def served_columns(
+    sel_lists: Sequence[Sequence[int]], sim_lists: Sequence[Sequence[float]], a_pos: np.ndarray
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """What the memory served at each anchor, as row columns: the selected event positions (padded with -1),
+    ``n_selected``, ``n_future``, ``tvr`` and the top and mean similarity of the served entries (NaN: none)."""
+    width = max((len(s) for s in sel_lists), default=0)
+    selected = np.full((len(sel_lists), width), -1, dtype=np.int64)
+    sims = np.zeros((len(sel_lists), width), dtype=np.float64)
+    for r, (s, m) in enumerate(zip(sel_lists, sim_lists)):
+        selected[r, : len(s)] = s
+        sims[r, : len(m)] = m
+    tvr, n_sel, n_fut = temporal_violation(selected, a_pos)
+    filled = selected >= 0
+    with np.errstate(invalid="ignore"):
+        top = np.where(n_sel > 0, np.where(filled, sims, -np.inf).max(axis=1, initial=-np.inf), np.nan)
+        mean = np.where(n_sel > 0, (sims * filled).sum(axis=1) / np.maximum(n_sel, 1), np.nan)
+    return selected, {
+        "n_selected": n_sel,
+        "n_future": n_fut,
+        "tvr": tvr,
+        "top_sim": np.round(top, 6),
+        "mean_sim": np.round(mean, 6),
+    }
+
+
+def _prior_lists(
+    ctx: LensContext,
+    a_q: np.ndarray,
+    mems: Sequence[AnchorMemory],
+    doc: np.ndarray,
+    fresh: np.ndarray,
+    posterior: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """At each anchor, the prior's candidates with the memory it was served (one list per requirement, merged
+    round-robin, padded with -1), the stale entries served and the documents the memory signalled."""
+    final = np.full((len(a_q), ctx.list_depth), -1, dtype=np.int64)
+    n_stale = np.zeros(len(a_q), dtype=np.int64)
+    n_docs = np.zeros(len(a_q), dtype=np.int64)
+    for r, q in enumerate(a_q.tolist()):
+        signals, n_stale[r] = memory_signals(mems[r], doc, fresh, posterior)
+        lists = [ctx.ranker.ranked(ctx.records[q].question, ctx.cues[q][k], sig) for k, sig in enumerate(signals)]
+        ranked = merge_round_robin(lists, ctx.list_depth)
+        final[r, : len(ranked)] = ranked
+        n_docs[r] = len({d for sig in signals for d in sig})
+    return final, n_stale, n_docs
+
+
 def replay_lens_stream(
     ctx: LensContext,
     stream: Stream,
@@ -438,26 +496,9 @@ def replay_lens_stream(
     dsource = np.asarray([ctx.records[q].decomposition_source for q in a_q], dtype=object)
     blocks: list[RowBlock] = []
     for view, mems in conditions:
-        A = len(a_pos)
-        final = np.full((A, ctx.list_depth), -1, dtype=np.int64)
-        sel_lists, sim_lists = [], []
-        n_stale = np.zeros(A, dtype=np.int64)
-        n_docs = np.zeros(A, dtype=np.int64)
-        for r in range(A):
-            q = int(a_q[r])
-            signals, n_stale[r] = memory_signals(mems[r], doc, fresh, posterior)
-            lists = [ctx.ranker.ranked(ctx.records[q].question, ctx.cues[q][k], sig) for k, sig in enumerate(signals)]
-            ranked = merge_round_robin(lists, ctx.list_depth)
-            final[r, : len(ranked)] = ranked
-            sel_lists.append(mems[r].positions(log))
-            sim_lists.append([s for lst in mems[r].served for _, s in lst])
-            n_docs[r] = len({d for sig in signals for d in sig})
-        width = max((len(s) for s in sel_lists), default=0)
-        selected = np.full((A, width), -1, dtype=np.int64)
-        sims_arr = np.zeros((A, width), dtype=np.float64)
-        for r, (s, m) in enumerate(zip(sel_lists, sim_lists)):
-            selected[r, : len(s)] = s
-            sims_arr[r, : len(m)] = m
+        final, n_stale, n_docs = _prior_lists(ctx, a_q, mems, doc, fresh, posterior)
+        sel_lists = [m.positions(log) for m in mems]
+        sim_lists = [[s for lst in m.served for _, s in lst] for m in mems]
         metrics = row_metrics(
             final,
             a_q,
@@ -467,28 +508,15 @@ def replay_lens_stream(
             cutoffs=ctx.cutoffs,
             headline_k=ctx.headline_k,
         )
-        tvr, n_sel, n_fut = temporal_violation(selected, a_pos)
-        filled = selected >= 0
-        with np.errstate(invalid="ignore"):
-            top = np.where(n_sel > 0, np.where(filled, sims_arr, -np.inf).max(axis=1, initial=-np.inf), np.nan)
-            mean = np.where(n_sel > 0, (sims_arr * filled).sum(axis=1) / np.maximum(n_sel, 1), np.nan)
-        scal = {
-            **common,
-            "condition": NAIVE if view is None else view.condition,
-            "horizon": None if view is None else view.horizon,
-            "view": NAIVE if view is None else view.label,
-        }
+        selected, served = served_columns(sel_lists, sim_lists, a_pos)
+        scal = condition_scalars(common, view)
         cols = {
             "anchor_group": anchors.groups,
             "anchor": a_pos,
             "query_id": query_ids,
             "capacity": ctx.capacity * n_req,
             "lookups": n_req,
-            "n_selected": n_sel,
-            "n_future": n_fut,
-            "tvr": tvr,
-            "top_sim": np.round(top, 6),
-            "mean_sim": np.round(mean, 6),
+            **served,
             "n_stale": n_stale,
             "memory_docs": n_docs,
             "decomposition_source": dsource,

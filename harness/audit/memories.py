@@ -30,8 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness.audit.events import EventLog
-from harness.audit.inputs import GoldLabels
 from harness.audit.views import Selection
+from harness.workloads import GoldLabels
 
 __all__ = ["Bonus", "TraceMemory", "PositiveFeedbackCache", "trace_utility", "rerank", "base_reciprocal"]
 

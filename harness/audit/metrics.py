@@ -26,7 +26,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from harness.audit.inputs import GoldLabels
+from harness.workloads import GoldLabels
 
 __all__ = [
     "CUTOFFS",

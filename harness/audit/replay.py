@@ -20,12 +20,12 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from harness.audit.events import EventLog
-from harness.audit.inputs import GoldLabels
 from harness.audit.memories import rerank
 from harness.audit.metrics import CUTOFFS, row_metrics, temporal_violation
 from harness.audit.rows import RowBlock
-from harness.audit.streams import Stream
 from harness.audit.views import MemoryView, NaiveMemory, Selection, neighbour_order, select
+from harness.streams import Stream
+from harness.workloads import GoldLabels
 
 __all__ = ["Anchors", "choose_anchors", "Budgets", "ReplayInputs", "selection_metrics", "replay_stream"]
 

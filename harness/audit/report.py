@@ -24,6 +24,7 @@ import io
 import json
 import math
 from collections import defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -128,107 +129,73 @@ def _range(vals: list[float]) -> str:
     return f"{min(vals):+.2f}…{max(vals):+.2f}" if len(vals) > 1 else f"{vals[0]:+.2f}"
 
 
-def build_report(run_dir: str | Path, *, resamples: int | None = None, seed: int | None = None) -> Path:
-    """Write ``RUN_DIR/report/``; raises :class:`ContractFailed` (and writes nothing) for an invalid run."""
-    run_dir = Path(run_dir)
-    violations = check_run(run_dir)
-    if violations:
-        raise ContractFailed(run_dir, violations)
-    manifest = load_manifest(run_dir)
-    cfg_file = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
-    cfg = cfg_file["config"]
-    resamples = resamples or cfg["metrics"]["bootstrap_resamples"]
-    seed = cfg["metrics"]["bootstrap_seed"] if seed is None else seed
-    K = cfg["metrics"]["headline_k"]
-    headline = cfg_file.get("headline") or f"recall@{K}"  # LENS full mode: "ev_rec"
-    t = read_rows(run_dir / "rows.jsonl")
-    rep = run_dir / "report"
-    (rep / "tables").mkdir(parents=True, exist_ok=True)
-    (rep / "plots").mkdir(parents=True, exist_ok=True)
-    written: list[Path] = []
+@dataclass
+class _Table:
+    """One table of the report: ``tables/<name>.csv`` and its section(s) of ``report.md`` (none: no section)."""
 
-    def put(name: str, data: bytes) -> None:
-        written.append(atomic_write(rep / name, data))
+    name: str
+    header: list[str]
+    rows: list[list[Any]]
+    md: list[str] = field(default_factory=list)
 
-    main = cell_contrasts(t, field=headline, resamples=resamples, seed=seed)
 
-    # --- HG (paper Table 5 shape) and utility/verdict -----------------------------------------------------
-    hg_rows, util_rows, md_hg, md_util, md_verdict = [], [], [], [], []
-    summary: dict[str, Any] = {"headline": headline, "resamples": resamples, "cells": []}
-    for c in main:
+@dataclass
+class _Inputs:
+    """What every table builder reads: the rows, the headline contrasts per cell and the bootstrap settings."""
+
+    t: RowTable
+    main: list[dict[str, Any]]
+    headline: str
+    resamples: int
+    seed: int
+    summary: dict[str, Any]
+
+
+def _section(title: str, header: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
+    return ["", f"## {title}", "", _md_table(header, rows)]
+
+
+def _ci(mean: float, lo: float, hi: float) -> str:
+    return f"{mean:+.2f} [{lo:.2f}, {hi:.2f}]"
+
+
+_KEY = ["workload", "memory", "stream", "retriever"]
+_MD_KEY = ["Domain", "Memory", "Stream", "Retriever"]
+
+
+def _hg_table(x: _Inputs) -> _Table:
+    """Paper Table 5 shape: HG per cell, also without near-duplicate neighbours."""
+    rows, md = [], []
+    for c in x.main:
+        wl, mem, sk, ret = c["key"]
+        hg = c["est"]["HG"]
+        nd, kept = _hg_without_near_duplicates(c["cell"], x.headline, x.resamples, x.seed)
+        rows.append([wl, mem, sk, ret, hg.mean, hg.lo, hg.hi, hg.n_clusters, hg.n_pairs, nd.mean, nd.lo, nd.hi, kept])
+        retriever = ret.upper() if ret == "bm25" else ret.capitalize()
+        md.append([wl, mem, sk.capitalize(), retriever, _fmt(hg), f"{_fmt(nd)} ({kept:.1%} kept)"])
+    header = _KEY + ["hg", "lo", "hi", "query_clusters", "pairs"]
+    header += ["hg_no_near_dup", "lo_no_near_dup", "hi_no_near_dup", "kept_share_no_near_dup"]
+    md_header = _MD_KEY + ["HG [95% CI]", f"HG without near-duplicate neighbours (sim ≥ {NEAR_DUP})"]
+    return _Table("hg", header, rows, _section("Hindsight Gain (paper Table 5 shape)", md_header, md))
+
+
+def _utility_table(x: _Inputs) -> _Table:
+    """S, P, F, ΔPIT, HG, MHF per cell, ``S<P<F`` and the verdict; fills ``summary["cells"]``."""
+    rows, md_util, md_verdict = [], [], []
+    for c in x.main:
         wl, mem, sk, ret = c["key"]
         e, m = c["est"], c["means"]
         spf = m["stateless"] < m["pit"] < m["future"]
         spf_sig = spf and e["dPIT"].lo > 0 and e["HG"].lo > 0
         v = verdict(e["dPIT"], contract_ok=True)
-        nd, kept = _hg_without_near_duplicates(c["cell"], headline, resamples, seed)
-        hg_rows.append(
-            [
-                wl,
-                mem,
-                sk,
-                ret,
-                e["HG"].mean,
-                e["HG"].lo,
-                e["HG"].hi,
-                e["HG"].n_clusters,
-                e["HG"].n_pairs,
-                nd.mean,
-                nd.lo,
-                nd.hi,
-                kept,
-            ]
-        )
-        util_rows.append(
-            [
-                wl,
-                mem,
-                sk,
-                ret,
-                m["stateless"],
-                m["pit"],
-                m["future"],
-                e["dPIT"].mean,
-                e["dPIT"].lo,
-                e["dPIT"].hi,
-                e["HG"].mean,
-                e["HG"].lo,
-                e["HG"].hi,
-                e["MHF"].mean,
-                e["MHF"].lo,
-                e["MHF"].hi,
-                spf,
-                spf_sig,
-                v,
-            ]
-        )
-        md_hg.append(
-            [
-                wl,
-                mem,
-                sk.capitalize(),
-                ret.upper() if ret == "bm25" else ret.capitalize(),
-                _fmt(e["HG"]),
-                f"{_fmt(nd)} ({kept:.1%} kept)",
-            ]
-        )
+        spread = [getattr(e[k], a) for k in ("dPIT", "HG", "MHF") for a in ("mean", "lo", "hi")]
+        rows.append([wl, mem, sk, ret, m["stateless"], m["pit"], m["future"], *spread, spf, spf_sig, v])
+        means = [f"{m['stateless']:.2f}", f"{m['pit']:.2f}", f"{m['future']:.2f}"]
         md_util.append(
-            [
-                wl,
-                mem,
-                sk,
-                ret,
-                f"{m['stateless']:.2f}",
-                f"{m['pit']:.2f}",
-                f"{m['future']:.2f}",
-                _fmt(e["dPIT"]),
-                _fmt(e["HG"]),
-                _pct(e["MHF"]),
-                "yes" if spf else "no",
-            ]
+            [wl, mem, sk, ret, *means, _fmt(e["dPIT"]), _fmt(e["HG"]), _pct(e["MHF"]), "yes" if spf else "no"]
         )
         md_verdict.append([wl, mem, sk, ret, "pass", _fmt(e["dPIT"]), v])
-        summary["cells"].append(
+        x.summary["cells"].append(
             {
                 "workload": wl,
                 "memory": mem,
@@ -245,207 +212,135 @@ def build_report(run_dir: str | Path, *, resamples: int | None = None, seed: int
                 "clusters": e["HG"].n_clusters,
             }
         )
-    put(
-        "tables/hg.csv",
-        _csv_bytes(
-            [
-                "workload",
-                "memory",
-                "stream",
-                "retriever",
-                "hg",
-                "lo",
-                "hi",
-                "query_clusters",
-                "pairs",
-                "hg_no_near_dup",
-                "lo_no_near_dup",
-                "hi_no_near_dup",
-                "kept_share_no_near_dup",
-            ],
-            hg_rows,
-        ),
+    header = _KEY + ["S", "P", "F", "dpit", "dpit_lo", "dpit_hi", "hg", "hg_lo", "hg_hi", "mhf", "mhf_lo", "mhf_hi"]
+    header += ["S<P<F", "S<P<F_intervals_exclude_0", "verdict"]
+    md = _section(
+        "Utility: S, P, F, ΔPIT = P − S, HG = F − P, MHF = HG / |ΔPIT|",
+        _MD_KEY + ["S", "P", "F", "ΔPIT [CI]", "HG [CI]", "MHF [CI] (%)", "S<P<F"],
+        md_util,
     )
-    put(
-        "tables/utility.csv",
-        _csv_bytes(
-            [
-                "workload",
-                "memory",
-                "stream",
-                "retriever",
-                "S",
-                "P",
-                "F",
-                "dpit",
-                "dpit_lo",
-                "dpit_hi",
-                "hg",
-                "hg_lo",
-                "hg_hi",
-                "mhf",
-                "mhf_lo",
-                "mhf_hi",
-                "S<P<F",
-                "S<P<F_intervals_exclude_0",
-                "verdict",
-            ],
-            util_rows,
-        ),
+    md += _section(
+        "Verdict (gated by the contract; paper Table 7)",
+        _MD_KEY + ["Contract", "ΔPIT [CI]", "Verdict"],
+        md_verdict,
     )
+    return _Table("utility", header, rows, md)
 
-    # --- Table 6 shape for the cache ---------------------------------------------------------------------
-    cache_rows = []
+
+def _cache_table(x: _Inputs) -> _Table:
+    """Paper Table 6 shape: ranges of P − S and F − P per domain for the positive-feedback cache."""
+    rows = []
     by_wl: dict[str, list[dict]] = defaultdict(list)
-    for c in main:
+    for c in x.main:
         if c["key"][1] == "cache":
             by_wl[c["key"][0]].append(c)
     for wl, cs in sorted(by_wl.items()):
         dp = [c["est"]["dPIT"].mean for c in cs]
         hg = [c["est"]["HG"].mean for c in cs]
         excl = all(c["est"]["dPIT"].excludes_zero() and c["est"]["HG"].excludes_zero() for c in cs)
-        cache_rows.append([wl, _range(dp), _range(hg), "yes" if excl else "no", len(cs)])
-    put(
-        "tables/cache_ranges.csv",
-        _csv_bytes(["workload", "pit_utility_P-S", "hg_F-P", "all_intervals_exclude_0", "cells"], cache_rows),
-    )
+        rows.append([wl, _range(dp), _range(hg), "yes" if excl else "no", len(cs)])
+    md = []
+    if rows:
+        md = _section(
+            "Positive-feedback cache (label-based stress test; paper Table 6 shape)",
+            ["Domain", "PIT utility P − S", "HG F − P", "all intervals exclude 0", "cells"],
+            rows,
+        )
+    header = ["workload", "pit_utility_P-S", "hg_F-P", "all_intervals_exclude_0", "cells"]
+    return _Table("cache_ranges", header, rows, md)
 
-    # --- Audit: TVR, future-slot share, fill, Naive = Future ---------------------------------------------
-    audit_rows = []
-    for c in main:
-        wl, mem, sk, ret = c["key"]
+
+def _naive_future_diff(t: RowTable, cell: _Cell) -> float:
+    """The largest |Future − Naive| over every metric and TVR (NaN on both sides counts as equal)."""
+    diff = 0.0
+    for f in t.metric_fields() + ["tvr"]:
+        a, b = cell.values(f, "future"), cell.values(f, "naive")
+        d = np.abs(a - b)[~(np.isnan(a) & np.isnan(b))]
+        if d.size:
+            diff = max(diff, math.inf if np.isnan(d).any() else float(d.max()))
+    return diff
+
+
+def _audit_table(x: _Inputs) -> _Table:
+    """TVR, Future's future-slot share, slot fill and Naive = Future per cell; fills ``summary["audit"]``."""
+    t, rows = x.t, []
+    for c in x.main:
         cell: _Cell = c["cell"]
-        pit_tvr = cell.values("tvr", "pit")
-        fut_tvr = cell.values("tvr", "future")
-        diff = 0.0
-        for f in t.metric_fields() + ["tvr"]:
-            a, b = cell.values(f, "future"), cell.values(f, "naive")
-            d = np.abs(a - b)[~(np.isnan(a) & np.isnan(b))]  # NaN on both sides counts as equal
-            if d.size:
-                diff = max(diff, math.inf if np.isnan(d).any() else float(d.max()))
         same_sel = bool((t.selected[cell._row["future"]] == t.selected[cell._row["naive"]]).all())
-        audit_rows.append(
+        rows.append(
             [
-                wl,
-                mem,
-                sk,
-                ret,
-                float(pit_tvr.max()),
-                float(fut_tvr.mean() * _PCT),
+                *c["key"],
+                float(cell.values("tvr", "pit").max()),
+                float(cell.values("tvr", "future").mean() * _PCT),
                 float(cell.values("n_selected", "pit").mean()),
                 float(cell.values("n_selected", "future").mean()),
-                diff,
+                _naive_future_diff(t, cell),
                 same_sel,
                 int(cell.pairs.size),
             ]
         )
-    put(
-        "tables/audit.csv",
-        _csv_bytes(
-            [
-                "workload",
-                "memory",
-                "stream",
-                "retriever",
-                "max_pit_tvr",
-                "future_slot_share_pct",
-                "pit_fill",
-                "future_fill",
-                "naive_future_max_abs_diff",
-                "naive_future_same_entries",
-                "pairs",
-            ],
-            audit_rows,
-        ),
-    )
-    summary["audit"] = {
-        "max_pit_tvr": max((r[4] for r in audit_rows), default=0.0),
+    x.summary["audit"] = {
+        "max_pit_tvr": max((r[4] for r in rows), default=0.0),
         "future_slot_share_pct": [
-            min((r[5] for r in audit_rows), default=math.nan),
-            max((r[5] for r in audit_rows), default=math.nan),
+            min((r[5] for r in rows), default=math.nan),
+            max((r[5] for r in rows), default=math.nan),
         ],
-        "naive_future_max_abs_diff": max((r[8] for r in audit_rows), default=0.0),
-        "naive_future_same_entries": all(r[9] for r in audit_rows),
+        "naive_future_max_abs_diff": max((r[8] for r in rows), default=0.0),
+        "naive_future_same_entries": all(r[9] for r in rows),
         "rows": int(t.n),
     }
+    header = _KEY + ["max_pit_tvr", "future_slot_share_pct", "pit_fill", "future_fill"]
+    header += ["naive_future_max_abs_diff", "naive_future_same_entries", "pairs"]
+    md_header = _MD_KEY + ["max PIT TVR", "Future future-slot share %", "PIT fill", "Future fill"]
+    md_header += ["Naive=Future max |Δ|", "same entries", "pairs"]
+    md = [[*r[:4], f"{r[4]:.3f}", f"{r[5]:.1f}", f"{r[6]:.1f}", f"{r[7]:.1f}", f"{r[8]:g}", r[9], r[10]] for r in rows]
+    return _Table("audit", header, rows, _section("Audit", md_header, md))
 
-    # --- HG at every cutoff, by type, complete-product, rank80 --------------------------------------------
-    cut_fields = [f for f in t.metric_fields() if f != headline]
-    cut_rows = []
-    for f in cut_fields:
-        for c in cell_contrasts(t, field=f, resamples=resamples, seed=seed):
-            wl, mem, sk, ret = c["key"]
-            e = c["est"]
-            cut_rows.append(
-                [wl, mem, sk, ret, f, e["HG"].mean, e["HG"].lo, e["HG"].hi, e["dPIT"].mean, e["dPIT"].lo, e["dPIT"].hi]
-            )
-    put(
-        "tables/cutoffs.csv",
-        _csv_bytes(
-            [
-                "workload",
-                "memory",
-                "stream",
-                "retriever",
-                "metric",
-                "hg",
-                "hg_lo",
-                "hg_hi",
-                "dpit",
-                "dpit_lo",
-                "dpit_hi",
-            ],
-            cut_rows,
-        ),
-    )
 
-    # --- Future-h dose curve ------------------------------------------------------------------------------
-    dose_rows = []
-    for c in main:
-        wl, mem, sk, ret = c["key"]
+def _cutoffs_table(x: _Inputs) -> _Table:
+    """HG and ΔPIT at every other cutoff, by asset type, complete-product success and rank80."""
+    rows = []
+    for f in [f for f in x.t.metric_fields() if f != x.headline]:
+        for c in cell_contrasts(x.t, field=f, resamples=x.resamples, seed=x.seed):
+            hg, dpit = c["est"]["HG"], c["est"]["dPIT"]
+            rows.append([*c["key"], f, hg.mean, hg.lo, hg.hi, dpit.mean, dpit.lo, dpit.hi])
+    header = _KEY + ["metric", "hg", "hg_lo", "hg_hi", "dpit", "dpit_lo", "dpit_hi"]
+    md = [[*r[:5], _ci(*r[5:8]), _ci(*r[8:11])] for r in rows]
+    title = "Other cutoffs and product metrics (HG; rank80 in ranks, lower is better)"
+    return _Table("cutoffs", header, rows, _section(title, _MD_KEY + ["metric", "HG [CI]", "ΔPIT [CI]"], md))
+
+
+def _dose_table(x: _Inputs) -> _Table:
+    """The Future-h dose curve: HG_h = F_h − P per horizon, and its share of the full HG."""
+    rows = []
+    for c in x.main:
         e = c["est"]
-        hs = sorted(int(k[len("HG_h") :]) for k in e if k.startswith("HG_h"))
-        for h in hs:
-            x = e[f"HG_h{h}"]
+        full = e["HG"]
+        for h in sorted(int(k[len("HG_h") :]) for k in e if k.startswith("HG_h")):
+            hg_h = e[f"HG_h{h}"]
             # The share of the full HG is only meaningful when the full HG is distinguishable from zero.
-            share = x.mean / e["HG"].mean if e["HG"].excludes_zero() else math.nan
-            dose_rows.append([wl, mem, sk, ret, str(h), x.mean, x.lo, x.hi, share])
-        dose_rows.append(
-            [
-                wl,
-                mem,
-                sk,
-                ret,
-                "future",
-                e["HG"].mean,
-                e["HG"].lo,
-                e["HG"].hi,
-                1.0 if e["HG"].excludes_zero() else math.nan,
-            ]
-        )
-    put(
-        "tables/dose.csv",
-        _csv_bytes(
-            ["workload", "memory", "stream", "retriever", "horizon", "hg", "lo", "hi", "share_of_full_hg"], dose_rows
-        ),
-    )
+            share = hg_h.mean / full.mean if full.excludes_zero() else math.nan
+            rows.append([*c["key"], str(h), hg_h.mean, hg_h.lo, hg_h.hi, share])
+        rows.append([*c["key"], "future", full.mean, full.lo, full.hi, 1.0 if full.excludes_zero() else math.nan])
+    header = _KEY + ["horizon", "hg", "lo", "hi", "share_of_full_hg"]
+    md = [[*r[:5], _ci(*r[5:8]), f"{r[8]:.2f}" if math.isfinite(r[8]) else "n/a"] for r in rows]
+    md_header = _MD_KEY + ["h", "HG_h [CI]", "share of full HG (when F − P excludes 0)"]
+    return _Table("dose", header, rows, _section("Future-h dose curve (HG_h = F_h − P, points)", md_header, md))
 
-    # --- HG by anchor position ----------------------------------------------------------------------------
-    pos_rows = []
-    for c in main:
-        wl, mem, sk, ret = c["key"]
+
+def _position_table(x: _Inputs) -> _Table:
+    """HG, future-slot share, fill and top similarity by anchor position."""
+    rows = []
+    for c in x.main:
         cell = c["cell"]
         for g in sorted(set(cell.group.tolist())):
             mask = cell.group == g
-            bs = Bootstrap(cell.query[mask], resamples=resamples, seed=seed)
-            P, F = cell.values(headline, "pit", _PCT)[mask], cell.values(headline, "future", _PCT)[mask]
+            bs = Bootstrap(cell.query[mask], resamples=x.resamples, seed=x.seed)
+            P, F = cell.values(x.headline, "pit", _PCT)[mask], cell.values(x.headline, "future", _PCT)[mask]
             e = bs.estimate(F - P)
-            pos_rows.append(
+            rows.append(
                 [
-                    wl,
-                    mem,
-                    sk,
-                    ret,
+                    *c["key"],
                     g,
                     e.mean,
                     e.lo,
@@ -453,248 +348,107 @@ def build_report(run_dir: str | Path, *, resamples: int | None = None, seed: int
                     float(cell.values("tvr", "future")[mask].mean() * _PCT),
                     float(cell.values("n_selected", "pit")[mask].mean()),
                     float(cell.values("n_selected", "future")[mask].mean()),
-                    _top_sim(t, cell, "pit", mask),
-                    _top_sim(t, cell, "future", mask),
+                    _top_sim(x.t, cell, "pit", mask),
+                    _top_sim(x.t, cell, "future", mask),
                     int(mask.sum()),
                 ]
             )
-    put(
-        "tables/anchor_position.csv",
-        _csv_bytes(
-            [
-                "workload",
-                "memory",
-                "stream",
-                "retriever",
-                "anchor_group",
-                "hg",
-                "lo",
-                "hi",
-                "future_slot_share_pct",
-                "pit_fill",
-                "future_fill",
-                "pit_top_sim",
-                "future_top_sim",
-                "pairs",
-            ],
-            pos_rows,
-        ),
-    )
-
-    # --- stress streams (uses_gold = true), excluded from everything above -------------------------------
-    stress = cell_contrasts(t, field=headline, resamples=resamples, seed=seed, uses_gold=True)
-    stress_rows = [
+    header = _KEY + ["anchor_group", "hg", "lo", "hi", "future_slot_share_pct", "pit_fill", "future_fill"]
+    header += ["pit_top_sim", "future_top_sim", "pairs"]
+    md_header = _MD_KEY + ["anchor", "HG [CI]", "future-slot %", "PIT fill", "Future fill", "PIT top sim"]
+    md_header += ["Future top sim"]
+    md = [
         [
-            *c["key"],
-            c["est"]["HG"].mean,
-            c["est"]["HG"].lo,
-            c["est"]["HG"].hi,
-            c["est"]["dPIT"].mean,
-            c["est"]["dPIT"].lo,
-            c["est"]["dPIT"].hi,
+            *r[:4],
+            f"{r[4]:.0%}",
+            _ci(*r[5:8]),
+            f"{r[8]:.1f}",
+            f"{r[9]:.1f}",
+            f"{r[10]:.1f}",
+            f"{r[11]:.3f}",
+            f"{r[12]:.3f}",
         ]
-        for c in stress
+        for r in rows
     ]
-    put(
-        "tables/stress.csv",
-        _csv_bytes(
-            ["workload", "memory", "stream", "retriever", "hg", "hg_lo", "hg_hi", "dpit", "dpit_lo", "dpit_hi"],
-            stress_rows,
-        ),
-    )
+    return _Table("anchor_position", header, rows, _section("HG by anchor position", md_header, md))
 
-    # --- plots --------------------------------------------------------------------------------------------
-    written.extend(_plots(rep / "plots", dose_rows, pos_rows))
 
-    # --- markdown -----------------------------------------------------------------------------------------
+def _stress_table(x: _Inputs) -> _Table:
+    """The same contrasts on the ``uses_gold = true`` streams, excluded from every table above."""
+    rows = []
+    for c in cell_contrasts(x.t, field=x.headline, resamples=x.resamples, seed=x.seed, uses_gold=True):
+        hg, dpit = c["est"]["HG"], c["est"]["dPIT"]
+        rows.append([*c["key"], hg.mean, hg.lo, hg.hi, dpit.mean, dpit.lo, dpit.hi])
+    md = []
+    if rows:
+        title = "Stress streams (uses_gold=true; excluded from headline results)"
+        md = _section(title, _MD_KEY + ["HG [CI]", "ΔPIT [CI]"], [[*r[:4], _ci(*r[4:7]), _ci(*r[7:10])] for r in rows])
+    return _Table("stress", _KEY + ["hg", "hg_lo", "hg_hi", "dpit", "dpit_lo", "dpit_hi"], rows, md)
+
+
+# The report: its tables in the order they are computed (the audit table reads nothing the others write) and the
+# order of their sections in report.md.
+_TABLES = (
+    _hg_table,
+    _utility_table,
+    _cache_table,
+    _audit_table,
+    _cutoffs_table,
+    _dose_table,
+    _position_table,
+    _stress_table,
+)
+_SECTIONS = ("hg", "utility", "cache_ranges", "audit", "dose", "anchor_position", "cutoffs", "stress")
+
+
+def _md_head(run_dir: Path, cfg: dict[str, Any], manifest: dict[str, Any], x: _Inputs) -> list[str]:
+    """The title, the run's contract and bootstrap settings, and one line per workload binding."""
+    audit = x.summary["audit"]
     md = [f"# PIT audit report — {cfg.get('name', 'audit')}", ""]
     md.append(
-        f"Run `{run_dir}`; config hash `{manifest['config_hash'][:16]}`; {t.n} rows; contract **pass** "
-        f"(max PIT TVR {summary['audit']['max_pit_tvr']:.3f}; Naive = Future max |Δ| {summary['audit']['naive_future_max_abs_diff']:g}). "
-        f"Headline metric {headline} (points); paired within anchor, query-cluster bootstrap with {resamples} resamples "
-        f"(95 % percentile intervals). Streams with `uses_gold=true` are excluded from every table but the stress table."
+        f"Run `{run_dir}`; config hash `{manifest['config_hash'][:16]}`; {x.t.n} rows; contract **pass** "
+        f"(max PIT TVR {audit['max_pit_tvr']:.3f}; Naive = Future max |Δ| {audit['naive_future_max_abs_diff']:g}). "
+        f"Headline metric {x.headline} (points); paired within anchor, query-cluster bootstrap with {x.resamples} "
+        f"resamples (95 % percentile intervals). Streams with `uses_gold=true` are excluded from every table but the "
+        "stress table."
     )
     md.append("")
     for wl, b in manifest["bindings"].items():
         s = b["summary"]
         md.append(
-            f"- **{wl}**: corpus `{b['corpus_hash'][:16]}`, queries `{b['queries_hash'][:16]}`, {s['assets']} assets, {s['queries']} queries, "
-            f"{s['gold_per_query_mean']:.1f} gold per query, {s['queries_sharing_a_gold_asset']} share a gold asset; "
+            f"- **{wl}**: corpus `{b['corpus_hash'][:16]}`, queries `{b['queries_hash'][:16]}`, {s['assets']} assets, "
+            f"{s['queries']} queries, {s['gold_per_query_mean']:.1f} gold per query, "
+            f"{s['queries_sharing_a_gold_asset']} share a gold asset; "
             + ", ".join(f"{r} index `{v['index_hash'][:16]}`" for r, v in b["retrievers"].items())
         )
-    md += [
-        "",
-        "## Hindsight Gain (paper Table 5 shape)",
-        "",
-        _md_table(
-            [
-                "Domain",
-                "Memory",
-                "Stream",
-                "Retriever",
-                "HG [95% CI]",
-                f"HG without near-duplicate neighbours (sim ≥ {NEAR_DUP})",
-            ],
-            md_hg,
-        ),
-    ]
-    md += [
-        "",
-        "## Utility: S, P, F, ΔPIT = P − S, HG = F − P, MHF = HG / |ΔPIT|",
-        "",
-        _md_table(
-            ["Domain", "Memory", "Stream", "Retriever", "S", "P", "F", "ΔPIT [CI]", "HG [CI]", "MHF [CI] (%)", "S<P<F"],
-            md_util,
-        ),
-    ]
-    md += [
-        "",
-        "## Verdict (gated by the contract; paper Table 7)",
-        "",
-        _md_table(["Domain", "Memory", "Stream", "Retriever", "Contract", "ΔPIT [CI]", "Verdict"], md_verdict),
-    ]
-    if cache_rows:
-        md += [
-            "",
-            "## Positive-feedback cache (label-based stress test; paper Table 6 shape)",
-            "",
-            _md_table(["Domain", "PIT utility P − S", "HG F − P", "all intervals exclude 0", "cells"], cache_rows),
-        ]
-    md += [
-        "",
-        "## Audit",
-        "",
-        _md_table(
-            [
-                "Domain",
-                "Memory",
-                "Stream",
-                "Retriever",
-                "max PIT TVR",
-                "Future future-slot share %",
-                "PIT fill",
-                "Future fill",
-                "Naive=Future max |Δ|",
-                "same entries",
-                "pairs",
-            ],
-            [
-                [
-                    r[0],
-                    r[1],
-                    r[2],
-                    r[3],
-                    f"{r[4]:.3f}",
-                    f"{r[5]:.1f}",
-                    f"{r[6]:.1f}",
-                    f"{r[7]:.1f}",
-                    f"{r[8]:g}",
-                    r[9],
-                    r[10],
-                ]
-                for r in audit_rows
-            ],
-        ),
-    ]
-    md += [
-        "",
-        "## Future-h dose curve (HG_h = F_h − P, points)",
-        "",
-        _md_table(
-            ["Domain", "Memory", "Stream", "Retriever", "h", "HG_h [CI]", "share of full HG (when F − P excludes 0)"],
-            [
-                [
-                    r[0],
-                    r[1],
-                    r[2],
-                    r[3],
-                    r[4],
-                    f"{r[5]:+.2f} [{r[6]:.2f}, {r[7]:.2f}]",
-                    f"{r[8]:.2f}" if math.isfinite(r[8]) else "n/a",
-                ]
-                for r in dose_rows
-            ],
-        ),
-    ]
-    md += [
-        "",
-        "## HG by anchor position",
-        "",
-        _md_table(
-            [
-                "Domain",
-                "Memory",
-                "Stream",
-                "Retriever",
-                "anchor",
-                "HG [CI]",
-                "future-slot %",
-                "PIT fill",
-                "Future fill",
-                "PIT top sim",
-                "Future top sim",
-            ],
-            [
-                [
-                    r[0],
-                    r[1],
-                    r[2],
-                    r[3],
-                    f"{r[4]:.0%}",
-                    f"{r[5]:+.2f} [{r[6]:.2f}, {r[7]:.2f}]",
-                    f"{r[8]:.1f}",
-                    f"{r[9]:.1f}",
-                    f"{r[10]:.1f}",
-                    f"{r[11]:.3f}",
-                    f"{r[12]:.3f}",
-                ]
-                for r in pos_rows
-            ],
-        ),
-    ]
-    md += [
-        "",
-        "## Other cutoffs and product metrics (HG; rank80 in ranks, lower is better)",
-        "",
-        _md_table(
-            ["Domain", "Memory", "Stream", "Retriever", "metric", "HG [CI]", "ΔPIT [CI]"],
-            [
-                [
-                    r[0],
-                    r[1],
-                    r[2],
-                    r[3],
-                    r[4],
-                    f"{r[5]:+.2f} [{r[6]:.2f}, {r[7]:.2f}]",
-                    f"{r[8]:+.2f} [{r[9]:.2f}, {r[10]:.2f}]",
-                ]
-                for r in cut_rows
-            ],
-        ),
-    ]
-    if stress_rows:
-        md += [
-            "",
-            "## Stress streams (uses_gold=true; excluded from headline results)",
-            "",
-            _md_table(
-                ["Domain", "Memory", "Stream", "Retriever", "HG [CI]", "ΔPIT [CI]"],
-                [
-                    [
-                        r[0],
-                        r[1],
-                        r[2],
-                        r[3],
-                        f"{r[4]:+.2f} [{r[5]:.2f}, {r[6]:.2f}]",
-                        f"{r[7]:+.2f} [{r[8]:.2f}, {r[9]:.2f}]",
-                    ]
-                    for r in stress_rows
-                ],
-            ),
-        ]
+    return md
+
+
+def build_report(run_dir: str | Path, *, resamples: int | None = None, seed: int | None = None) -> Path:
+    """Write ``RUN_DIR/report/``; raises :class:`ContractFailed` (and writes nothing) for an invalid run."""
+    run_dir = Path(run_dir)
+    violations = check_run(run_dir)
+    if violations:
+        raise ContractFailed(run_dir, violations)
+    manifest = load_manifest(run_dir)
+    cfg_file = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
+    cfg = cfg_file["config"]
+    resamples = resamples or cfg["metrics"]["bootstrap_resamples"]
+    seed = cfg["metrics"]["bootstrap_seed"] if seed is None else seed
+    headline = cfg_file.get("headline") or f"recall@{cfg['metrics']['headline_k']}"  # LENS full mode: "ev_rec"
+    t = read_rows(run_dir / "rows.jsonl")
+    rep = run_dir / "report"
+    (rep / "tables").mkdir(parents=True, exist_ok=True)
+    (rep / "plots").mkdir(parents=True, exist_ok=True)
+    main = cell_contrasts(t, field=headline, resamples=resamples, seed=seed)
+    x = _Inputs(t, main, headline, resamples, seed, {"headline": headline, "resamples": resamples, "cells": []})
+    tables = {table.name: table for table in (build(x) for build in _TABLES)}
+    written = [atomic_write(rep / f"tables/{tb.name}.csv", _csv_bytes(tb.header, tb.rows)) for tb in tables.values()]
+    written.extend(_plots(rep / "plots", tables["dose"].rows, tables["anchor_position"].rows))
+    md = _md_head(run_dir, cfg, manifest, x) + [line for name in _SECTIONS for line in tables[name].md]
     md += ["", "Plots: " + ", ".join(f"`{p.relative_to(rep)}`" for p in written if p.suffix == ".png"), ""]
-    put("report.md", "\n".join(md).encode("utf-8"))
-    written.append(atomic_write_json(rep / "summary.json", summary))
+    written.append(atomic_write(rep / "report.md", "\n".join(md).encode("utf-8")))
+    written.append(atomic_write_json(rep / "summary.json", x.summary))
     write_manifest(
         rep,
         {

@@ -22,12 +22,13 @@ import numpy as np
 from harness.audit.baselists import ArtifactCache, BaseLists, compute_query_vectors
 from harness.audit.config import AuditConfig
 from harness.audit.events import EventLog
-from harness.audit.inputs import Workload, load_workload
+from harness.audit.inputs import load_workload
 from harness.audit.memories import PositiveFeedbackCache, TraceMemory
 from harness.audit.replay import Budgets, ReplayInputs, selection_metrics
 from harness.audit.rows import RowTable
-from harness.audit.streams import Stream
 from harness.audit.views import Selection
+from harness.streams import Stream
+from harness.workloads import Workload
 from lens import LensError
 
 __all__ = ["MetricDiff", "rescore_rows"]

@@ -9,6 +9,9 @@ from __future__ import annotations
 import argparse
 from typing import Callable
 
+from harness.extra import add_missing_extra_parser, missing_modules
+from lens import add_config_args
+
 __all__ = ["add_bench_parser"]
 
 Handler = Callable[[argparse.ArgumentParser, str], None]
@@ -18,8 +21,6 @@ _HELP = "the dynamic raw-corpus benchmark (HotpotQA G_n / D_n)"
 
 
 def add_bench_parser(sub: argparse._SubParsersAction, handler: Handler) -> None:
-    from harness.extra import add_missing_extra_parser, missing_modules
-
     missing = missing_modules()
     if missing:
         add_missing_extra_parser(sub, handler, "bench", _HELP, missing)
@@ -107,8 +108,6 @@ def _add_fullwiki(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
 
 
 def _add_stream(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
-    from lens import add_config_args
-
     q = b_sub.add_parser(
         "stream",
         help="LENS over a stream of related requests on one folder, with or without its warm-reuse memory",
@@ -141,8 +140,6 @@ def _add_stream(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
 
 
 def _add_judge(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
-    from lens import add_config_args
-
     q = b_sub.add_parser(
         "judge",
         help="JudgeAcc: an LLM judge's verdict on every answer of run folders (auxiliary; resumable, cached)",
@@ -172,8 +169,6 @@ def _add_score(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
 
 
 def _add_run(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
-    from lens import add_config_args
-
     q = b_sub.add_parser(
         "run",
         help="answer the questions of a snapshot with the five systems; one JSON row per (system, question)",
@@ -262,8 +257,6 @@ def _add_report(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
 
 
 def _add_simulate(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
-    from lens import add_config_args
-
     q = b_sub.add_parser(
         "simulate",
         help="oracle-strength simulation: the real loop with a supporting-fact oracle at chosen (tpr, fpr); uses gold",

@@ -13,9 +13,17 @@ import sys
 import time
 from pathlib import Path
 
+from harness.bench import simulation
 from harness.bench.datasets import DataError, load_articles, load_predictions, load_questions
+from harness.bench.executor import LocalExecutor, RayExecutor
+from harness.bench.fullwiki import prepare_fullwiki
+from harness.bench.judge import judge_runs
+from harness.bench.lifecycle import find_stages, lifecycle_table, measure_lifecycle
 from harness.bench.metrics import score_official
-from harness.bench.samples import FrozenSample, draw_samples, parse_sizes, write_samples
+from harness.bench.report import build_report
+from harness.bench.runner import RunPlan, RunSummary, plan_run, run_benchmark
+from harness.bench.samples import FrozenSample, draw_samples, parse_sizes, read_samples, write_samples
+from harness.bench.simulation import DEFAULT_POINTS, parse_points, summarise, table, write_summary
 from harness.bench.snapshots import (
     BuildResult,
     SnapshotSet,
@@ -25,7 +33,11 @@ from harness.bench.snapshots import (
     plan_snapshots,
     verify_snapshots,
 )
-from harness.files import sha256_file
+from harness.bench.stream import build_stream, compare_memory, run_stream
+from harness.bench.systems.registry import ArmSettings, parse_systems
+from harness.files import sha256_file, write_json_atomic, write_text_atomic
+from harness.workloads import load_beir
+from lens import config_from_args, open_client
 
 __all__ = ["sample", "snapshot", "score", "run", "lifecycle", "report"]
 
@@ -98,8 +110,6 @@ def sample(args: argparse.Namespace) -> int:
 
 
 def fullwiki(args: argparse.Namespace) -> int:
-    from harness.bench.fullwiki import prepare_fullwiki
-
     t0 = time.perf_counter()
     build = prepare_fullwiki(
         args.questions,
@@ -145,10 +155,6 @@ def fullwiki(args: argparse.Namespace) -> int:
 
 
 def stream(args: argparse.Namespace) -> int:
-    from harness.audit.inputs import load_beir
-    from harness.bench.stream import build_stream, run_stream
-    from lens import config_from_args
-
     if args.limit is not None and args.limit < 1:
         raise DataError(f"--limit {args.limit}: must be >= 1")
     workload = load_beir(args.workload, split=args.split)
@@ -179,9 +185,6 @@ def stream(args: argparse.Namespace) -> int:
 
 
 def stream_compare(args: argparse.Namespace) -> int:
-    from harness.bench.stream import compare_memory
-    from harness.files import write_json_atomic
-
     c = compare_memory(args.with_memory, args.without)
     if args.out:
         write_json_atomic(args.out, c)
@@ -208,9 +211,6 @@ def stream_compare(args: argparse.Namespace) -> int:
 
 
 def judge(args: argparse.Namespace) -> int:
-    from harness.bench.judge import judge_runs
-    from lens import config_from_args, open_client
-
     config = config_from_args(args)
     client = open_client(config)
     try:
@@ -285,18 +285,7 @@ def snapshot(args: argparse.Namespace) -> int:
     if args.questions is None and args.articles is None:
         if not args.verify:
             raise DataError("--questions and --articles are needed to build (pass only --out and --verify to check)")
-        report = verify_snapshots(out)
-        if args.json:
-            summary = {
-                "out": str(out),
-                "ok": report.ok,
-                "stages": report.stages,
-                "files_checked": report.files_checked,
-                "problems": report.problems,
-            }
-            print(json.dumps(summary, indent=1, ensure_ascii=False))
-            return 0 if report.ok else 1
-        return _print_verify(report, out)
+        return _verify_only(out, args.json)
     if args.questions is None or args.articles is None:
         raise DataError(f"--{'questions' if args.questions is None else 'articles'} is needed to build snapshots")
     t0 = time.perf_counter()
@@ -336,42 +325,73 @@ def snapshot(args: argparse.Namespace) -> int:
         "verify_s": round(t_verify - t_build, 3) if report else None,
         "total_s": round(t_verify - t0, 3),
     }
-    last = snap.plans[-1].composition
     if args.json:
-        print(
-            json.dumps(
-                {
-                    "out": str(out),
-                    "stages": [
-                        {
-                            "name": p.name,
-                            "size": p.size,
-                            "status": r.status,
-                            "manifest": str(r.manifest_path),
-                            "composition": p.composition.to_json(),
-                            "sample_sha256": p.sample_sha256,
-                            "order_sha256": p.order_sha256,
-                            "corpus_checksum": p.corpus_checksum,
-                            "context_mismatches": p.context_mismatches,
-                        }
-                        for p, r in zip(snap.plans, results)
-                    ],
-                    "diagnostics": snap.diagnostics,
-                    "timing": timing,
-                    "verify": None if report is None else {"ok": report.ok, "problems": report.problems},
-                },
-                indent=1,
-                ensure_ascii=False,
-            )
-        )
+        print(json.dumps(_snapshot_json(out, snap, results, timing, report), indent=1, ensure_ascii=False))
         return 0 if report is None or report.ok else 1
+    _print_snapshot(snap, results, timing, report, out, args.background_ratio)
+    if report is not None:
+        return _print_verify(report, out)
+    return 0
+
+
+def _verify_only(out: Path, as_json: bool) -> int:
+    """``lens bench snapshot --out DIR --verify``: re-hash every file against the manifests."""
+    report = verify_snapshots(out)
+    if as_json:
+        summary = {
+            "out": str(out),
+            "ok": report.ok,
+            "stages": report.stages,
+            "files_checked": report.files_checked,
+            "problems": report.problems,
+        }
+        print(json.dumps(summary, indent=1, ensure_ascii=False))
+        return 0 if report.ok else 1
+    return _print_verify(report, out)
+
+
+def _snapshot_json(
+    out: Path, snap: SnapshotSet, results: list[BuildResult], timing: dict, report: VerifyReport | None
+) -> dict:
+    return {
+        "out": str(out),
+        "stages": [
+            {
+                "name": p.name,
+                "size": p.size,
+                "status": r.status,
+                "manifest": str(r.manifest_path),
+                "composition": p.composition.to_json(),
+                "sample_sha256": p.sample_sha256,
+                "order_sha256": p.order_sha256,
+                "corpus_checksum": p.corpus_checksum,
+                "context_mismatches": p.context_mismatches,
+            }
+            for p, r in zip(snap.plans, results)
+        ],
+        "diagnostics": snap.diagnostics,
+        "timing": timing,
+        "verify": None if report is None else {"ok": report.ok, "problems": report.problems},
+    }
+
+
+def _print_snapshot(
+    snap: SnapshotSet,
+    results: list[BuildResult],
+    timing: dict,
+    report: VerifyReport | None,
+    out: Path,
+    background_ratio: float,
+) -> None:
+    """The human summary: composition and hash tables, the background, warnings, timing."""
+    last = snap.plans[-1].composition
     print(_composition_table(snap, results))
     print()
     print(_hash_table(snap))
     print()
     print(
         f"background pool: {last.background_pool:,} articles linked to no question of the population; "
-        f"{snap.plans[-1].name} wanted {last.background_target:,} at {args.background_ratio:g}:1 and got "
+        f"{snap.plans[-1].name} wanted {last.background_target:,} at {background_ratio:g}:1 and got "
         f"{last.background:,} (realised {last.background_ratio:.2f}:1)"
     )
     for p in snap.plans:
@@ -386,9 +406,6 @@ def snapshot(args: argparse.Namespace) -> int:
         + (f", verify {timing['verify_s']:.2f} s" if report else "")
         + f" (total {timing['total_s']:.2f} s); output in {out}"
     )
-    if report is not None:
-        return _print_verify(report, out)
-    return 0
 
 
 # --------------------------------------------------------------------------- score
@@ -433,11 +450,6 @@ def score(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.bench.executor import LocalExecutor
-    from harness.bench.runner import plan_run, run_benchmark
-    from harness.bench.systems.registry import ArmSettings, parse_systems
-    from lens import config_from_args
-
     systems = parse_systems(args.systems)
     if args.concurrency < 1:
         raise DataError(f"--concurrency {args.concurrency}: must be >= 1")
@@ -463,8 +475,6 @@ def run(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     if args.executor == "ray":
-        from harness.bench.executor import RayExecutor
-
         # the embedded model: one server per Ray node; an endpoint (--base-url): every worker calls it
         executor = RayExecutor(
             args.concurrency, address=args.ray_address, embedded=config.llm.base_url is None, llm_config=config
@@ -475,53 +485,9 @@ def run(args: argparse.Namespace) -> int:
         executor = LocalExecutor(args.concurrency)
     summary = run_benchmark(plan, executor=executor, progress=not args.no_progress)
     if args.json:
-        print(
-            json.dumps(
-                {
-                    "out": str(summary.out),
-                    "rows_before": summary.rows_before,
-                    "rows_written": summary.rows_written,
-                    "rows_total": summary.rows_total,
-                    "planned": summary.planned,
-                    "complete": summary.complete,
-                    "stopped": summary.stopped,
-                    "per_system": summary.per_system,
-                    "endpoint_failures": summary.endpoint_failures,
-                    "endpoint_error": summary.endpoint_error,
-                    "config_hash": plan.config_hash,
-                    "binding_hash": plan.binding_hash,
-                },
-                indent=1,
-            )
-        )
+        print(json.dumps(_run_json(summary, plan), indent=1))
     else:
-        rows = [
-            [
-                name,
-                str(int(m["rows"])),
-                f"{100 * m['em']:.1f}",
-                f"{100 * m['f1']:.1f}",
-                f"{100 * m['ev_rec']:.1f}",
-                f"{100 * m['ground']:.1f}",
-                f"{m['tokens']:,.0f}",
-                f"{m['seconds']:.1f}",
-                str(int(m["errors"])),
-            ]
-            for name, m in sorted(
-                summary.per_system.items(), key=lambda kv: systems.index(kv[0]) if kv[0] in systems else 99
-            )
-        ]
-        print(
-            _table(
-                ["System", "Rows", "EM", "F1", "Ev.Rec", "Ground", "Tokens/q", "Seconds/q", "Errors"],
-                rows,
-                set(range(1, 9)),
-            )
-        )
-        print(
-            f"rows: {summary.rows_written} written now, {summary.rows_before} before, "
-            f"{summary.rows_total}/{summary.planned} done; {summary.out / 'rows.jsonl'}"
-        )
+        _print_run(summary, systems)
     if summary.endpoint_failures:
         print(
             f"endpoint failures: {summary.endpoint_failures} (system, question) attempts got no answer from the "
@@ -540,14 +506,58 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_json(summary: RunSummary, plan: RunPlan) -> dict:
+    return {
+        "out": str(summary.out),
+        "rows_before": summary.rows_before,
+        "rows_written": summary.rows_written,
+        "rows_total": summary.rows_total,
+        "planned": summary.planned,
+        "complete": summary.complete,
+        "stopped": summary.stopped,
+        "per_system": summary.per_system,
+        "endpoint_failures": summary.endpoint_failures,
+        "endpoint_error": summary.endpoint_error,
+        "config_hash": plan.config_hash,
+        "binding_hash": plan.binding_hash,
+    }
+
+
+def _print_run(summary: RunSummary, systems: tuple[str, ...]) -> None:
+    """The run's per-system table and its row counts."""
+    rows = [
+        [
+            name,
+            str(int(m["rows"])),
+            f"{100 * m['em']:.1f}",
+            f"{100 * m['f1']:.1f}",
+            f"{100 * m['ev_rec']:.1f}",
+            f"{100 * m['ground']:.1f}",
+            f"{m['tokens']:,.0f}",
+            f"{m['seconds']:.1f}",
+            str(int(m["errors"])),
+        ]
+        for name, m in sorted(
+            summary.per_system.items(), key=lambda kv: systems.index(kv[0]) if kv[0] in systems else 99
+        )
+    ]
+    print(
+        _table(
+            ["System", "Rows", "EM", "F1", "Ev.Rec", "Ground", "Tokens/q", "Seconds/q", "Errors"],
+            rows,
+            set(range(1, 9)),
+        )
+    )
+    print(
+        f"rows: {summary.rows_written} written now, {summary.rows_before} before, "
+        f"{summary.rows_total}/{summary.planned} done; {summary.out / 'rows.jsonl'}"
+    )
+
+
 # --------------------------------------------------------------------------- lifecycle
 
 
 def lifecycle(args: argparse.Namespace) -> int:
-    from harness.bench.lifecycle import find_stages, lifecycle_table, measure_lifecycle
-    from harness.bench.systems.registry import parse_systems
-    from harness.files import write_json_atomic
-
     stages = find_stages(args.snapshots)
     data = measure_lifecycle(
         stages,
@@ -574,8 +584,6 @@ def lifecycle(args: argparse.Namespace) -> int:
 
 
 def report(args: argparse.Namespace) -> int:
-    from harness.bench.report import build_report
-
     if args.out is None and len(args.run_dirs) > 1:
         raise DataError("--out is needed when reporting more than one run folder")
     out = Path(args.out) if args.out else Path(args.run_dirs[0]) / "report"
@@ -595,12 +603,6 @@ def report(args: argparse.Namespace) -> int:
 
 
 def simulate(args: argparse.Namespace) -> int:
-    from harness.bench.datasets import load_questions
-    from harness.bench.samples import read_samples
-    from harness.bench.simulation import DEFAULT_POINTS, parse_points, simulate, summarise, table, write_summary
-    from harness.files import write_text_atomic
-    from lens import config_from_args
-
     try:
         points = parse_points(args.points) if args.points else list(DEFAULT_POINTS)
     except ValueError as exc:
@@ -617,7 +619,9 @@ def simulate(args: argparse.Namespace) -> int:
         if count[0] % 50 == 0:
             print(f"  {count[0]} rows (tpr {row['tpr']}, fpr {row['fpr']})", file=sys.stderr, flush=True)
 
-    rows = simulate(questions, args.snapshot, points, config, seed=args.seed, out=out / "rows.jsonl", progress=progress)
+    rows = simulation.simulate(
+        questions, args.snapshot, points, config, seed=args.seed, out=out / "rows.jsonl", progress=progress
+    )
     summary = summarise(rows)
     write_summary(out / "summary.json", summary)
     write_text_atomic(out / "table.md", table(summary))

@@ -19,7 +19,7 @@ from json.decoder import WHITESPACE  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import Any, Iterator
 
-from lens import LensError
+from lens import LensError, split_sentences
 
 __all__ = [
     "DataError",
@@ -264,8 +264,6 @@ def _article(obj: Any, where: str) -> Article:
     else:
         text = _field(obj, "text", where)
         if isinstance(text, str):
-            from lens import split_sentences
-
             sentences = tuple(s.text for s in split_sentences(text))
         elif isinstance(text, list):
             flat: list[str] = []

@@ -28,9 +28,13 @@ import os
 import queue
 import secrets
 import threading
+import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Iterable, Iterator, TypeVar
+
+from harness.bench.datasets import DataError
+from lens import open_client
 
 __all__ = ["Outcome", "Executor", "LocalExecutor", "RayExecutor", "WorkerDied"]
 
@@ -145,8 +149,6 @@ def _ray():
     try:
         import ray
     except ImportError:
-        from harness.bench.datasets import DataError
-
         raise DataError("--executor ray needs Ray: pip install 'lens-search[scale]'") from None
     return ray
 
@@ -187,8 +189,6 @@ class RayExecutor(Executor):
         self._stopped.set()
 
     def _connect(self):
-        import time
-
         ray = _ray()
         t0 = time.monotonic()
         if not ray.is_initialized():
@@ -220,8 +220,6 @@ class RayExecutor(Executor):
         @ray.remote(num_cpus=0, max_restarts=0)
         class _NodeModel:
             def __init__(self, config, threads):
-                from lens import open_client
-
                 config.llm.n_threads = threads
                 self.client = open_client(config)  # the embedded llama.cpp server, loopback on this node
 

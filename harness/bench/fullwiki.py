@@ -31,8 +31,15 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from harness.bench.datasets import Article, DataError, Question, article_key, load_articles, load_questions
-from harness.bench.samples import DEFAULT_SEED, DEFAULT_SF_CAP, draw_samples, ids_sha256, write_samples
-from harness.bench.snapshots import corpus_checksum, path_sha256, sha256_file, shard_bytes, shard_path
+from harness.bench.samples import DEFAULT_SEED, DEFAULT_SF_CAP, SampleStage, draw_samples, ids_sha256, write_samples
+from harness.bench.snapshots import (
+    corpus_checksum,
+    path_sha256,
+    read_format_manifest,
+    sha256_file,
+    shard_bytes,
+    shard_path,
+)
 from harness.files import sha256_bytes, write_json_atomic
 
 __all__ = [
@@ -101,16 +108,7 @@ class FullwikiBuild:
 
 
 def read_fullwiki_manifest(folder: str | os.PathLike[str]) -> dict:
-    p = Path(folder) / MANIFEST
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DataError(f"{p}: no such manifest") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DataError(f"{p}: unreadable manifest: {exc}") from None
-    if not isinstance(data, dict) or data.get("format") != FULLWIKI_FORMAT:
-        raise DataError(f'{p}: not a fullwiki manifest (field "format" is not {FULLWIKI_FORMAT!r})')
-    return data
+    return read_format_manifest(Path(folder) / MANIFEST, FULLWIKI_FORMAT, "fullwiki")
 
 
 def _verify(out: Path, manifest: dict) -> list[str]:
@@ -125,6 +123,35 @@ def _verify(out: Path, manifest: dict) -> list[str]:
     if not sample_file.is_file() or sha256_file(sample_file) != manifest["sample"]["order_sha256"]:
         problems.append(f"{sample_file}: missing or not the recorded order")
     return problems
+
+
+def _pool_articles(articles_file: str | os.PathLike[str]) -> list[Article]:
+    """The pool's articles by id; an id that appears twice is an error."""
+    articles = sorted(load_articles(articles_file), key=lambda a: (a.id, a.title))
+    ids = [a.id for a in articles]
+    if len(set(ids)) != len(ids):
+        dup = next(i for i in ids if ids.count(i) > 1)
+        raise DataError(f"{articles_file}: article id {dup!r} appears more than once")
+    return articles
+
+
+def _sample_record(
+    stage: SampleStage, seed: int, sf_cap: int, population: int, questions: Sequence[Question], excluded: set[str]
+) -> dict:
+    """The manifest's record of the frozen sample: its parameters, the exclusions, its hashes and ids."""
+    return {
+        "name": stage.name,
+        "size": stage.size,
+        "seed": seed,
+        "sf_cap": sf_cap,
+        "population": population,
+        "excluded": len(questions) - population,
+        "excluded_ids_sha256": ids_sha256(sorted(excluded & {q.id for q in questions})),
+        "sample_sha256": stage.sample_sha256,
+        "order_sha256": stage.order_sha256,
+        "strata": stage.strata,
+        "question_ids": list(stage.ids),
+    }
 
 
 def prepare_fullwiki(
@@ -151,11 +178,8 @@ def prepare_fullwiki(
         raise DataError(
             f"--size {size}: only {len(population)} questions remain after excluding {len(questions) - len(population)}"
         )
-    articles = sorted(load_articles(articles_file), key=lambda a: (a.id, a.title))
+    articles = _pool_articles(articles_file)
     ids = [a.id for a in articles]
-    if len(set(ids)) != len(ids):
-        dup = next(i for i in ids if ids.count(i) > 1)
-        raise DataError(f"{articles_file}: article id {dup!r} appears more than once")
     inputs = {
         "questions": {"path": str(questions_file), "sha256": sha256_file(questions_file)},
         "articles": {"path": str(articles_file), "sha256": path_sha256(articles_file)},
@@ -173,19 +197,7 @@ def prepare_fullwiki(
     manifest = {
         "format": FULLWIKI_FORMAT,
         "inputs": inputs,
-        "sample": {
-            "name": stage.name,
-            "size": stage.size,
-            "seed": seed,
-            "sf_cap": sf_cap,
-            "population": len(population),
-            "excluded": len(questions) - len(population),
-            "excluded_ids_sha256": ids_sha256(sorted(excluded & {q.id for q in questions})),
-            "sample_sha256": stage.sample_sha256,
-            "order_sha256": stage.order_sha256,
-            "strata": stage.strata,
-            "question_ids": list(stage.ids),
-        },
+        "sample": _sample_record(stage, seed, sf_cap, len(population), questions, excluded),
         "gold": {
             "in_pool": sum(f["gold_in_pool"] for f in flags.values()),
             "missing": sum(not f["gold_in_pool"] for f in flags.values()),
@@ -200,16 +212,7 @@ def prepare_fullwiki(
         },
     }
     if (out / MANIFEST).exists():
-        old = read_fullwiki_manifest(out)
-        same = {k: old.get(k) for k in ("inputs", "sample", "pool")} == {
-            k: manifest[k] for k in ("inputs", "sample", "pool")
-        }
-        if not same:
-            raise DataError(f"{out}: holds a fullwiki build from other inputs or parameters; use a new --out folder")
-        problems = _verify(out, old)
-        if problems:
-            raise DataError(f"{out}: the existing build does not verify: {problems[0]}")
-        return FullwikiBuild(out, "existing", old)
+        return _existing(out, manifest)
     out.mkdir(parents=True, exist_ok=True)
     tmp = out / f".pool.partial-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
@@ -222,3 +225,17 @@ def prepare_fullwiki(
     write_samples(fs, out / "sample", source=questions_file)
     write_json_atomic(out / MANIFEST, manifest)  # last: its presence means the build is complete
     return FullwikiBuild(out, "built", manifest)
+
+
+def _existing(out: Path, manifest: dict) -> FullwikiBuild:
+    """An earlier build of the same inputs and parameters, verified; any other build is refused."""
+    old = read_fullwiki_manifest(out)
+    same = {k: old.get(k) for k in ("inputs", "sample", "pool")} == {
+        k: manifest[k] for k in ("inputs", "sample", "pool")
+    }
+    if not same:
+        raise DataError(f"{out}: holds a fullwiki build from other inputs or parameters; use a new --out folder")
+    problems = _verify(out, old)
+    if problems:
+        raise DataError(f"{out}: the existing build does not verify: {problems[0]}")
+    return FullwikiBuild(out, "existing", old)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -27,6 +28,7 @@ from pydantic import BaseModel
 
 from harness.bench.run_store import RowLog, read_row_file, read_rows
 from harness.files import canonical_json, sha256_bytes
+from lens import LLMError, render
 
 __all__ = ["JUDGE_FORMAT", "JudgeReply", "JudgeSummary", "judge_messages", "judge_runs", "load_verdicts", "cohen_kappa"]
 
@@ -40,14 +42,10 @@ class JudgeReply(BaseModel):
 
 
 def judge_messages(question: str, gold: str, prediction: str) -> list[dict[str, str]]:
-    from lens import render
-
     return render("judge", package="harness.prompts", question=question, gold=gold, prediction=prediction)
 
 
 def _prompt_sha256() -> str:
-    from importlib import resources
-
     return sha256_bytes((resources.files("harness.prompts") / "judge.md").read_bytes())
 
 
@@ -76,8 +74,6 @@ class JudgeSummary:
 
 def judge_runs(run_dirs: Sequence[str | os.PathLike[str]], client: Any, *, limit: int | None = None) -> JudgeSummary:
     """Judge every row of the runs not yet judged under the same key (see the module docstring)."""
-    from lens import LLMError
-
     prompt = _prompt_sha256()
     model = client.model
     summary = JudgeSummary(0, 0, 0, 0)

@@ -31,6 +31,9 @@ from harness.bench.datasets import DataError
 from harness.bench.snapshots import read_manifest
 from harness.bench.systems.corpus import SnapshotCorpus
 from harness.bench.systems.indexes import IndexBuild, IndexStore, PeakRSS
+from harness.bench.systems.live_search import LiveSearch
+from harness.retrieval import DenseEncoder
+from lens import scan_corpus
 
 __all__ = ["SystemLifecycle", "measure_lifecycle", "find_stages", "lifecycle_table", "LIFECYCLE_FORMAT"]
 
@@ -87,8 +90,6 @@ class SystemLifecycle:
 
 def _build(kind: str, folder: str, index_root: str, dense_model: str | None, rebuild: bool, measured_in: str) -> dict:
     """Build (or read the record of) one index of one snapshot; runs in a child process by default."""
-    from harness.retrieval import DenseEncoder
-
     store = IndexStore(index_root, measured_in=measured_in)
     corpus = SnapshotCorpus.load(folder)
     encoder = DenseEncoder(dense_model) if kind == "dense" else None
@@ -131,20 +132,16 @@ def measure_lifecycle(
     log=None,
 ) -> dict[str, Any]:
     """Measure every system on every stage (smallest first) and check readiness after each growth step."""
-    from harness.bench.systems.live_search import LiveSearch
-    from lens import scan_corpus
-
     index_root = Path(index_root)
     rows: list[SystemLifecycle] = []
     stages_json: list[dict[str, Any]] = []
-    prev: tuple[SnapshotCorpus, dict[str, IndexBuild]] | None = None
+    old_ids: set[str] | None = None  # the previous stage's documents: what its state can reach of this folder
     for folder in stages:
         corpus = SnapshotCorpus.load(folder)
         mpath = folder.parent / f"{folder.name}.manifest.json"
         manifest = read_manifest(mpath) if mpath.is_file() else {}
         if manifest and manifest.get("corpus_checksum") != corpus.checksum:
             raise DataError(f"{folder}: corpus checksum differs from {mpath.name}: the snapshot changed")
-        names = corpus.names
         stages_json.append(
             {
                 "name": folder.name,
@@ -158,99 +155,15 @@ def measure_lifecycle(
         kinds = (["bm25"] if {"bm25", "hybrid"} & set(systems) else []) + (["dense"] if "hybrid" in systems else [])
         for kind in kinds:
             t0 = time.perf_counter()
-            builds[kind] = _run_build(kind, folder, index_root, dense_model, rebuild, isolate)
+            builds[kind] = b = _run_build(kind, folder, index_root, dense_model, rebuild, isolate)
             if log:
-                b = builds[kind]
                 print(
                     f"{folder.name} {kind}: {b.seconds:.2f} s, {b.bytes / 1e6:.2f} MB, peak RSS {b.peak_rss_bytes / 1e6:.0f} MB "
                     f"({time.perf_counter() - t0:.1f} s wall)",
                     file=log,
                 )
-
-        # readiness after growth: what the previous stage's state can reach of this folder
-        old_ids: set[str] | None = None
-        if prev is not None:
-            old_ids = {d.name for d in prev[0].docs}
-        for name in systems:
-            if name in ("bm25", "hybrid"):
-                parts = [builds["bm25"]] + ([builds["dense"]] if name == "hybrid" else [])
-                cov = _coverage(old_ids, names) if old_ids is not None else None
-                rows.append(
-                    SystemLifecycle(
-                        system=name,
-                        snapshot=folder.name,
-                        documents=len(corpus),
-                        index_free=False,
-                        query_ready_after_growth=None if cov is None else cov >= 1.0,
-                        rebuild_needed=None if cov is None else cov < 1.0,
-                        coverage_after_growth=cov,
-                        index_build_s=round(sum(b.seconds for b in parts), 4),
-                        index_bytes=sum(b.bytes for b in parts),
-                        peak_rss_bytes=max(b.peak_rss_bytes for b in parts),
-                        peak_delta_bytes=max(b.peak_delta_bytes for b in parts),
-                        query_time_read_s=None,
-                        builds=[b.to_json() for b in parts],
-                    )
-                )
-            elif name == "react":
-                live = LiveSearch(folder)
-                with PeakRSS() as mem:
-                    state, warm = live.current()
-                cov = _coverage({d.name for d in state.corpus.docs}, names)
-                rows.append(
-                    SystemLifecycle(
-                        system=name,
-                        snapshot=folder.name,
-                        documents=len(corpus),
-                        index_free=True,
-                        query_ready_after_growth=None if prev is None else cov >= 1.0,
-                        rebuild_needed=None if prev is None else False,
-                        coverage_after_growth=None if prev is None else cov,
-                        index_build_s=0.0,
-                        index_bytes=0,
-                        peak_rss_bytes=mem.peak,
-                        peak_delta_bytes=max(0, mem.peak - mem.before),
-                        query_time_read_s=round(warm, 4),
-                    )
-                )
-                del live, state
-            elif name == "lens":
-                scan = scan_corpus(folder)
-                cov = _coverage({d.path for d in scan.documents}, names)
-                rows.append(
-                    SystemLifecycle(
-                        system=name,
-                        snapshot=folder.name,
-                        documents=len(corpus),
-                        index_free=True,
-                        query_ready_after_growth=None if prev is None else cov >= 1.0,
-                        rebuild_needed=None if prev is None else False,
-                        coverage_after_growth=None if prev is None else cov,
-                        index_build_s=0.0,
-                        index_bytes=0,
-                        peak_rss_bytes=None,
-                        peak_delta_bytes=None,
-                        query_time_read_s=round(scan.seconds, 4),
-                    )
-                )
-            elif name == "closed":
-                rows.append(
-                    SystemLifecycle(
-                        system=name,
-                        snapshot=folder.name,
-                        documents=len(corpus),
-                        index_free=True,
-                        query_ready_after_growth=None if prev is None else True,
-                        rebuild_needed=None if prev is None else False,
-                        coverage_after_growth=None,
-                        index_build_s=0.0,
-                        index_bytes=0,
-                        peak_rss_bytes=None,
-                        peak_delta_bytes=None,
-                        query_time_read_s=None,
-                    )
-                )
-        prev = (corpus, builds)
+        rows += [_system_row(name, folder, corpus, builds, old_ids) for name in systems if name in _MEASURED]
+        old_ids = {d.name for d in corpus.docs}
     return {
         "format": LIFECYCLE_FORMAT,
         "index_root": str(index_root),
@@ -259,6 +172,61 @@ def measure_lifecycle(
         "stages": stages_json,
         "rows": [r.to_json() for r in rows],
     }
+
+
+_MEASURED = ("bm25", "hybrid", "react", "lens", "closed")
+
+
+def _system_row(
+    name: str, folder: Path, corpus: SnapshotCorpus, builds: dict[str, IndexBuild], old_ids: set[str] | None
+) -> SystemLifecycle:
+    """One system on one stage; ``old_ids`` (None on the first stage): the documents of the stage before."""
+    names = corpus.names
+    if name in ("bm25", "hybrid"):
+        parts = [builds["bm25"]] + ([builds["dense"]] if name == "hybrid" else [])
+        cov = _coverage(old_ids, names) if old_ids is not None else None
+        return SystemLifecycle(
+            system=name,
+            snapshot=folder.name,
+            documents=len(corpus),
+            index_free=False,
+            query_ready_after_growth=None if cov is None else cov >= 1.0,
+            rebuild_needed=None if cov is None else cov < 1.0,
+            coverage_after_growth=cov,
+            index_build_s=round(sum(b.seconds for b in parts), 4),
+            index_bytes=sum(b.bytes for b in parts),
+            peak_rss_bytes=max(b.peak_rss_bytes for b in parts),
+            peak_delta_bytes=max(b.peak_delta_bytes for b in parts),
+            query_time_read_s=None,
+            builds=[b.to_json() for b in parts],
+        )
+    peak = delta = read_s = cov = None
+    if name == "react":
+        live = LiveSearch(folder)
+        with PeakRSS() as mem:
+            state, warm = live.current()
+        cov = _coverage({d.name for d in state.corpus.docs}, names)
+        peak, delta, read_s = mem.peak, max(0, mem.peak - mem.before), round(warm, 4)
+        del live, state
+    elif name == "lens":
+        scan = scan_corpus(folder)
+        cov = _coverage({d.path for d in scan.documents}, names)
+        read_s = round(scan.seconds, 4)
+    first = old_ids is None
+    return SystemLifecycle(
+        system=name,
+        snapshot=folder.name,
+        documents=len(corpus),
+        index_free=True,
+        query_ready_after_growth=None if first else (True if cov is None else cov >= 1.0),
+        rebuild_needed=None if first else False,
+        coverage_after_growth=None if first else cov,
+        index_build_s=0.0,
+        index_bytes=0,
+        peak_rss_bytes=peak,
+        peak_delta_bytes=delta,
+        query_time_read_s=read_s,
+    )
 
 
 def _yn(v: bool | None) -> str:

@@ -24,6 +24,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, NamedTuple, Sequence
 
+import numpy as np
+
 from harness.bench.datasets import DataError, Question, article_key
 
 __all__ = [
@@ -389,8 +391,6 @@ def bootstrap_ci(
     For a paired contrast pass the per-question differences. Deterministic for a given ``seed``
     (NumPy PCG64). Raises ValueError for an empty input or a level outside (0, 1).
     """
-    import numpy as np
-
     x = np.asarray(list(values), dtype=float)
     if x.size == 0:
         raise ValueError("bootstrap needs at least one value")

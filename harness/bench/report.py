@@ -38,7 +38,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from harness.bench.metrics import FAILURE_CLASSES, bootstrap_ci, exact_match, mcnemar_exact
+from rapidfuzz import fuzz
+
+from harness.bench.judge import cohen_kappa, load_verdicts
+from harness.bench.lifecycle import lifecycle_table
+from harness.bench.metrics import FAILURE_CLASSES, bootstrap_ci, exact_match, mcnemar_exact, normalize_answer
 from harness.bench.run_store import read_rows, read_run_manifest
 from lens import LensError
 
@@ -333,8 +337,6 @@ def _composition_table(groups: Sequence[Group], lifecycle: Sequence[dict[str, An
 
 
 def _lifecycle_tables(groups: Sequence[Group], lifecycle: Sequence[dict[str, Any]]) -> list[Table]:
-    from harness.bench.lifecycle import lifecycle_table
-
     tables = []
     for k, data in enumerate(lifecycle):
         headers, rows = lifecycle_table(data)
@@ -435,10 +437,6 @@ NEAR_MISS_CLASSES = ("answer contains gold", "gold contains answer", "spelling v
 def near_miss_class(prediction: str, gold: str) -> str:
     """How an EM-wrong answer with F1 > 0 misses (both under the official normalisation): it holds the whole gold
     answer, the gold holds the whole answer, a spelling variant (character similarity ≥ 80), or other."""
-    from rapidfuzz import fuzz
-
-    from harness.bench.metrics import normalize_answer
-
     p, q = normalize_answer(prediction), normalize_answer(gold)
     if q and f" {q} " in f" {p} ":
         return "answer contains gold"
@@ -544,8 +542,6 @@ def _judge_table(g: Group, subset: Sequence[str] | None = None) -> Table | None:
     """JudgeAcc beside EM (``lens bench judge`` verdicts in the group's run folders), per system on the table's
     questions (or the ``subset`` of them, e.g. fullwiki's gold-in-pool questions), with Cohen's κ of the two and the
     verdicts missing. Auxiliary, never a primary score."""
-    from harness.bench.judge import cohen_kappa, load_verdicts
-
     verdicts = load_verdicts(g.runs)
     if not verdicts:
         return None
@@ -675,10 +671,14 @@ def _main_table(g: Group, subset: Sequence[str] | None = None) -> Table:
 
 
 def _cost_tables(g: Group, resamples: int, seed: int) -> list[Table]:
+    """Cost per question, paired EM tests and the failure taxonomy of one group."""
     ids = g.common_ids()
-    systems = g.ordered_systems()
+    return [_cost_table(g, ids, resamples, seed), _mcnemar_table(g, ids, resamples, seed), _failure_table(g, ids)]
+
+
+def _cost_table(g: Group, ids: list[str], resamples: int, seed: int) -> Table:
     rows = []
-    for s in systems:
+    for s in g.ordered_systems():
         m = _metrics(g, s, ids)
         em = [g.rows[s][i]["scores"]["em"] for i in ids]
         ci = bootstrap_ci(em, resamples=resamples, seed=seed) if em else None
@@ -695,9 +695,8 @@ def _cost_tables(g: Group, resamples: int, seed: int) -> list[Table]:
                 "—" if ci is None else f"{100 * ci.mean:.1f} [{100 * ci.low:.1f}, {100 * ci.high:.1f}]",
             ]
         )
-    slug = _group_slug(g)
-    cost = Table(
-        f"cost__{slug}",
+    return Table(
+        f"cost__{_group_slug(g)}",
         f"Cost per question on {_where(g)} (n={len(ids)})",
         f"{g.binding_line()}. Tokens are the endpoint's usage counts (cache hits cost zero and are counted); "
         f"seconds are wall time per question; EM with a 95 % percentile bootstrap interval ({resamples:,} resamples, seed {seed}).",
@@ -715,6 +714,10 @@ def _cost_tables(g: Group, resamples: int, seed: int) -> list[Table]:
         rows,
         notes=_incomplete_notes(g, ids),
     )
+
+
+def _mcnemar_table(g: Group, ids: list[str], resamples: int, seed: int) -> Table:
+    systems = g.ordered_systems()
     pairs = []
     for i, a in enumerate(systems):
         for b in systems[i + 1 :]:
@@ -734,31 +737,33 @@ def _cost_tables(g: Group, resamples: int, seed: int) -> list[Table]:
                     "—" if ci is None else f"{100 * ci.mean:+.1f} [{100 * ci.low:+.1f}, {100 * ci.high:+.1f}]",
                 ]
             )
-    mc = Table(
-        f"mcnemar__{slug}",
+    return Table(
+        f"mcnemar__{_group_slug(g)}",
         f"Paired tests on EM, {_where(g)} (n={len(ids)})",
         "Exact two-sided McNemar on per-question EM (b = only the first system correct, c = only the second) and a "
         "paired percentile bootstrap interval of the EM difference (pp).",
         ["Pair", "EM A", "EM B", "b", "c", "p", "ΔEM pp [95% CI]"],
         pairs,
     )
+
+
+def _failure_table(g: Group, ids: list[str]) -> Table:
     fail_rows = []
-    for s in systems:
+    for s in g.ordered_systems():
         m = _metrics(g, s, ids)
         n = m["n"] or 1
         fail_rows.append(
             [SYSTEM_LABELS.get(s, s)]
             + [f"{m['failures'][c]} ({100 * m['failures'][c] / n:.0f}%)" for c in FAILURE_CLASSES]
         )
-    fail = Table(
-        f"failures__{slug}",
+    return Table(
+        f"failures__{_group_slug(g)}",
         f"Failure taxonomy, {_where(g)} (n={len(ids)})",
         "Each question in exactly one class, first match wins: correct → retrieved-but-unanswered → "
         "answered-but-wrong (every gold document retrieved) → not-retrieved.",
         ["System", *FAILURE_CLASSES],
         fail_rows,
     )
-    return [cost, mc, fail]
 
 
 _PER_CORPUS_PARAMS = ("index_hash", "index_corpus_checksum")  # legitimately differ between corpora
@@ -938,8 +943,6 @@ def _ablation_table(
     Ground, cited documents, certified share, tokens (and their ratio to the full system), oracle calls, seconds,
     and for each variant the exact McNemar test on EM and a paired bootstrap interval of the Ev.Rec difference
     (full − variant); stop reasons and judged counts in the notes."""
-    from harness.bench.judge import load_verdicts
-
     if "lens" not in base.rows or not any("lens" in v.rows for v in variants):
         return None
     ids = set(base.rows["lens"])
@@ -949,8 +952,6 @@ def _ablation_table(
     order = _restrict(sorted(ids, key=lambda i: base.rows["lens"][i]["position"]), subset)
     rows, notes = [], []
     full = _metrics(base, "lens", order)
-    full_em = [bool(base.rows["lens"][i]["scores"]["em"]) for i in order]
-    full_ev = [base.rows["lens"][i]["scores"]["ev_rec"] for i in order]
     for g, label in [(base, "LENS (full)")] + [
         (v, "LENS (" + ", ".join(k.replace("_", " ") for k, on in v.manifest["config"]["ablation"].items() if on) + ")")
         for v in variants
@@ -961,16 +962,7 @@ def _ablation_table(
         verdicts = load_verdicts(g.runs)
         judged = [verdicts.get((g.rows["lens"][i]["system_hash"], i)) for i in order]
         judged = [v for v in judged if v is not None]
-        test, ci = "—", "—"
-        if g is not base and order:
-            em = [bool(g.rows["lens"][i]["scores"]["em"]) for i in order]
-            t = mcnemar_exact(full_em, em)
-            test = f"{t.b}:{t.c}, p={t.p_value:.3f}"
-            ev = [g.rows["lens"][i]["scores"]["ev_rec"] for i in order]
-            diff = [float(a) - float(b) for a, b in zip(full_ev, ev) if a is not None and b is not None]
-            if diff:
-                c = bootstrap_ci(diff, resamples=resamples, seed=seed)
-                ci = f"{100 * c.mean:+.1f} [{100 * c.low:+.1f}, {100 * c.high:+.1f}]"
+        test, ci = _versus_full(base, g, order, resamples, seed)
         ratio = full["tokens"] / m["tokens"] if m["tokens"] else None
         rows.append(
             [
@@ -1005,26 +997,46 @@ def _ablation_table(
         f"Full/variant: the full system's tokens per query over the variant's. McNemar b:c on EM (b = only the "
         f"full system right) and the paired percentile bootstrap of ΔEv.Rec = full − variant (pp; {resamples:,} "
         f"resamples, seed {seed}).",
-        [
-            "Variant",
-            "EM",
-            "JudgeAcc",
-            "F1",
-            "Ev.Rec",
-            "Ground",
-            "Cited docs",
-            "Certified",
-            "Tokens/query",
-            "Full/variant tokens",
-            "Oracle calls",
-            "s/q",
-            "McNemar EM vs full",
-            "ΔEv.Rec pp [95% CI]",
-            "Config",
-        ],
+        _ABLATION_HEADER,
         rows,
         notes=notes,
     )
+
+
+_ABLATION_HEADER = [
+    "Variant",
+    "EM",
+    "JudgeAcc",
+    "F1",
+    "Ev.Rec",
+    "Ground",
+    "Cited docs",
+    "Certified",
+    "Tokens/query",
+    "Full/variant tokens",
+    "Oracle calls",
+    "s/q",
+    "McNemar EM vs full",
+    "ΔEv.Rec pp [95% CI]",
+    "Config",
+]
+
+
+def _versus_full(base: Group, g: Group, order: Sequence[str], resamples: int, seed: int) -> tuple[str, str]:
+    """A variant against the full system on the same questions: McNemar b:c on EM, bootstrap of ΔEv.Rec."""
+    if g is base or not order:
+        return "—", "—"
+    full_em = [bool(base.rows["lens"][i]["scores"]["em"]) for i in order]
+    full_ev = [base.rows["lens"][i]["scores"]["ev_rec"] for i in order]
+    em = [bool(g.rows["lens"][i]["scores"]["em"]) for i in order]
+    t = mcnemar_exact(full_em, em)
+    test, ci = f"{t.b}:{t.c}, p={t.p_value:.3f}", "—"
+    ev = [g.rows["lens"][i]["scores"]["ev_rec"] for i in order]
+    diff = [float(a) - float(b) for a, b in zip(full_ev, ev) if a is not None and b is not None]
+    if diff:
+        c = bootstrap_ci(diff, resamples=resamples, seed=seed)
+        ci = f"{100 * c.mean:+.1f} [{100 * c.low:+.1f}, {100 * c.high:+.1f}]"
+    return test, ci
 
 
 # --------------------------------------------------------------------------- plots
@@ -1152,13 +1164,28 @@ def build_report(
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
 
+    variants = {id(g) for g in groups if _is_ablation_variant(g, groups)}
+    tables, refusals = _tables(groups, lifecycle, variants, resamples, seed)
+    files = [t.write_csv(out) for t in tables]
+    images = _plots(groups, out) if plots else []
+    files += images
+    md = _markdown(runs, groups, variants, refusals, tables, images)
+    report = out / "report.md"
+    report.write_text("\n".join(md), encoding="utf-8")
+    files.insert(0, report)
+    return ReportResult(out, files, refusals, tables)
+
+
+def _tables(
+    groups: list[Group], lifecycle: list[dict[str, Any]], variants: set[int], resamples: int, seed: int
+) -> tuple[list[Table], list[str]]:
+    """Every table of the report in its order, and the tables refused (with why)."""
     tables: list[Table] = []
     refusals: list[str] = []
     comp = _composition_table(groups, lifecycle)
     if comp:
         tables.append(comp)
     tables += _lifecycle_tables(groups, lifecycle)
-    variants = {id(g) for g in groups if _is_ablation_variant(g, groups)}
     main = [g for g in groups if g.arm == "fresh" and id(g) not in variants]
     for g in sorted(main, key=lambda g: (g.size, g.config_hash)):
         tables.append(_main_table(g))
@@ -1182,31 +1209,45 @@ def build_report(
     for g in sorted(main, key=lambda g: (g.size, g.config_hash)):
         tables += _cost_tables(g, resamples, seed)
     for g in main:
-        vs = [
-            v
-            for v in groups
-            if id(v) in variants
-            and v.binding_hash == g.binding_hash
-            and _ablation_free(v.manifest["config"]) == _ablation_free(g.manifest["config"])
-        ]
-        if vs:
-            conflicts = [c for c in _param_conflicts([g, *vs]) if c.startswith("lens ")]
-            if conflicts:
-                refusals.append(
-                    f"Table 6 for {g.label()}: {'; '.join(conflicts)} — rows of different code never share a table"
-                )
-                continue
-            gip = _gold_in_pool(g)
-            for subset in [None] + ([gip] if gip is not None else []):
-                t = _ablation_table(g, vs, resamples, seed, subset)
-                if t:
-                    tables.append(t)
+        t, r = _ablation_tables(g, groups, variants, resamples, seed)
+        tables += t
+        refusals += r
     for g in [g for g in groups if g.arm == "stale"]:
         tables += _cost_tables(g, resamples, seed)
+    return tables, refusals
 
-    files = [t.write_csv(out) for t in tables]
-    images = _plots(groups, out) if plots else []
-    files += images
+
+def _ablation_tables(
+    g: Group, groups: list[Group], variants: set[int], resamples: int, seed: int
+) -> tuple[list[Table], list[str]]:
+    """Table 6 for one main group: its ablation variants of the same binding and code (and its gold-in-pool
+    subset), or a refusal when their code differs."""
+    vs = [
+        v
+        for v in groups
+        if id(v) in variants
+        and v.binding_hash == g.binding_hash
+        and _ablation_free(v.manifest["config"]) == _ablation_free(g.manifest["config"])
+    ]
+    if not vs:
+        return [], []
+    conflicts = [c for c in _param_conflicts([g, *vs]) if c.startswith("lens ")]
+    if conflicts:
+        return [], [f"Table 6 for {g.label()}: {'; '.join(conflicts)} — rows of different code never share a table"]
+    gip = _gold_in_pool(g)
+    tables = [_ablation_table(g, vs, resamples, seed, subset) for subset in [None] + ([gip] if gip is not None else [])]
+    return [t for t in tables if t], []
+
+
+def _markdown(
+    runs: list[Run],
+    groups: list[Group],
+    variants: set[int],
+    refusals: list[str],
+    tables: list[Table],
+    images: list[Path],
+) -> list[str]:
+    """report.md: the runs and their bindings, the refused tables, every table, the plots."""
     md = ["# LENS benchmark report", ""]
     md.append("Runs: " + ", ".join(f"`{r.path}`" for r in runs))
     md.append("")
@@ -1228,7 +1269,4 @@ def build_report(
         md.append("")
         md += [f"![{p.stem}]({p.name})" for p in images]
         md.append("")
-    report = out / "report.md"
-    report.write_text("\n".join(md), encoding="utf-8")
-    files.insert(0, report)
-    return ReportResult(out, files, refusals, tables)
+    return md

@@ -49,8 +49,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
+import lens
 from harness.bench.datasets import DataError, Question, load_questions
 from harness.bench.executor import Executor, LocalExecutor
+from harness.bench.fullwiki import read_fullwiki_manifest
 from harness.bench.metrics import (
     answer_scores,
     evidence_recall,
@@ -73,17 +75,21 @@ from harness.bench.run_store import (
 )
 from harness.bench.samples import ids_sha256, read_samples
 from harness.bench.snapshots import read_manifest
+from harness.bench.systems.base import RUN_STOPPERS
 from harness.bench.systems.corpus import SnapshotCorpus
 from harness.bench.systems.prediction import Prediction
+from harness.bench.systems.provenance import code_fingerprint
 from harness.bench.systems.registry import (
     ArmPlan,
     ArmSettings,
+    build_systems,
     index_free,
     prepare_indexes,
     reads_corpus,
     uses_gold,
 )
 from harness.files import canonical_json, sha256_bytes, sha256_file
+from lens import open_client
 
 __all__ = [
     "Job",
@@ -172,7 +178,6 @@ def _fullwiki_setting(folder: Path, corpus: SnapshotCorpus, stage_info: dict[str
     mpath = folder.parent / "fullwiki.manifest.json"
     if folder.name != "pool" or not mpath.is_file():
         return None
-    from harness.bench.fullwiki import read_fullwiki_manifest
 
     m = read_fullwiki_manifest(folder.parent)
     if m["pool"]["checksum"] != corpus.checksum:
@@ -204,23 +209,15 @@ def _stage_from_manifest(manifest: dict[str, Any], where: Path) -> dict[str, Any
     }
 
 
-def plan_run(
-    *,
-    snapshot: str | os.PathLike[str],
-    questions_file: str | os.PathLike[str],
-    systems: tuple[str, ...],
-    out: str | os.PathLike[str],
-    config: Any,
-    sample: str | os.PathLike[str] | None = None,
-    stage: int | None = None,
-    limit: int | None = None,
-    stale_from: str | os.PathLike[str] | None = None,
-    index_dir: str | os.PathLike[str] | None = None,
-    settings: ArmSettings = ArmSettings(),
-) -> RunPlan:
-    """Resolve questions, corpus and bindings. Raises DataError naming the input that is wrong."""
-    folder = Path(snapshot)
-    corpus, snap_manifest, snap_mpath = _verified_corpus(folder)
+def _stage_info(
+    folder: Path,
+    snap_manifest: dict[str, Any] | None,
+    snap_mpath: Path,
+    sample: str | os.PathLike[str] | None,
+    stage: int | None,
+) -> dict[str, Any]:
+    """The stage whose questions run, in its frozen order: from ``--sample``/``--stage``, else the snapshot's
+    manifest."""
     if sample is not None:
         if stage is None:
             raise DataError("--sample needs --stage (e.g. --stage 125)")
@@ -229,7 +226,7 @@ def plan_run(
             st = fs.stage(stage)
         except KeyError as exc:
             raise DataError(f"{sample}: {exc.args[0]}") from None
-        stage_info = {
+        return {
             "name": st.name,
             "size": st.size,
             "ids": list(st.ids),
@@ -237,11 +234,16 @@ def plan_run(
             "order_sha256": st.order_sha256,
             "source": "sample file",
         }
-    elif snap_manifest is not None:
-        stage_info = _stage_from_manifest(snap_manifest, snap_mpath)
-    else:
-        raise DataError(f"{folder}: no snapshot manifest beside it ({snap_mpath.name}); pass --sample and --stage")
+    if snap_manifest is not None:
+        return _stage_from_manifest(snap_manifest, snap_mpath)
+    raise DataError(f"{folder}: no snapshot manifest beside it ({snap_mpath.name}); pass --sample and --stage")
 
+
+def _arm_setting(
+    folder: Path, corpus: SnapshotCorpus, stage_info: dict[str, Any], stale_from: str | os.PathLike[str] | None
+) -> tuple[dict[str, Any], SnapshotCorpus, list[str], str]:
+    """Fresh (indexes over the folder) or stale (indexes over the stage it grew from, only the questions new since
+    then): the arm's binding, the corpus its indexes cover, the planned question ids and what they are."""
     arm: dict[str, Any] = {"kind": "fresh"}
     index_corpus = corpus
     planned = list(stage_info["ids"])
@@ -270,7 +272,28 @@ def plan_run(
         }
         if not planned:
             raise DataError(f"{folder}: no questions are new since {from_folder}")
+    return arm, index_corpus, planned, question_set
 
+
+def plan_run(
+    *,
+    snapshot: str | os.PathLike[str],
+    questions_file: str | os.PathLike[str],
+    systems: tuple[str, ...],
+    out: str | os.PathLike[str],
+    config: Any,
+    sample: str | os.PathLike[str] | None = None,
+    stage: int | None = None,
+    limit: int | None = None,
+    stale_from: str | os.PathLike[str] | None = None,
+    index_dir: str | os.PathLike[str] | None = None,
+    settings: ArmSettings = ArmSettings(),
+) -> RunPlan:
+    """Resolve questions, corpus and bindings. Raises DataError naming the input that is wrong."""
+    folder = Path(snapshot)
+    corpus, snap_manifest, snap_mpath = _verified_corpus(folder)
+    stage_info = _stage_info(folder, snap_manifest, snap_mpath, sample, stage)
+    arm, index_corpus, planned, question_set = _arm_setting(folder, corpus, stage_info, stale_from)
     fullwiki = _fullwiki_setting(folder, corpus, stage_info)
     population = {q.id: q for q in load_questions(questions_file)}
     missing = [i for i in planned if i not in population]
@@ -334,9 +357,6 @@ class Worker:
     @property
     def systems(self) -> dict[str, Any]:
         if self._systems is None:
-            from harness.bench.systems.registry import build_systems
-            from lens import open_client
-
             if self._client is None:
                 self._client = open_client(self.config)
             self._systems = build_systems(self.arm_plan, self.config, self._client)
@@ -451,8 +471,6 @@ def _diff(old: Any, new: Any, prefix: str = "") -> list[str]:
 
 
 def _system_entry(name: str, system: Any, plan: RunPlan, indexes: dict[str, tuple[Any, bool]]) -> dict[str, Any]:
-    from harness.bench.systems.provenance import code_fingerprint
-
     params = {**system.params(), "code": code_fingerprint(name)}
     ident = {"system": name, "params": params, "config_hash": plan.config_hash, "binding_hash": plan.binding_hash}
     kinds = {"bm25": ["bm25"], "hybrid": ["bm25", "dense"]}.get(name, [])
@@ -512,33 +530,118 @@ def _run_locked(
     log: TextIO | None,
     on_row: Callable[[dict[str, Any]], None] | None,
 ) -> RunSummary:
-    from harness.bench.systems.base import RUN_STOPPERS
-
     log = log or sys.stderr
     executor = executor or LocalExecutor(5)
-    out = plan.out
-    cfg = plan.config
+    out, cfg = plan.out, plan.config
     if cfg.llm.cache and cfg.llm.cache_dir is None:
         cfg.llm.cache_dir = str(out / "llm-cache")  # not hashed: where, not what
 
     # 1. run-level bindings, before anything expensive starts
     old = read_run_manifest(out) if (out / "manifest.json").exists() else None
-    if old is not None:
-        problems = _diff(old.get("binding"), plan.binding, "binding")
-        if old.get("config_hash") != plan.config_hash:
-            problems += _diff(old.get("config"), cfg.canonical(), "config") or ["config hash differs"]
-        if problems:
-            raise RunStoreError(
-                f"{out} holds a run with other bindings ({'; '.join(problems[:6])}); rows are never mixed — "
-                f"use a new --out"
-            )
+    _check_run_binding(plan, old)
     rows_log = RowLog(out / ROWS_NAME)
-    manifest_for_check = old or {"binding_hash": plan.binding_hash, "config_hash": plan.config_hash}
-    existing, cut = rows_log.recover(manifest_for_check)
+    existing, cut = rows_log.recover(old or {"binding_hash": plan.binding_hash, "config_hash": plan.config_hash})
     if cut:
         print(f"resume: cut an interrupted last row ({cut} bytes); its question runs again", file=log)
 
     # 2. indexes (lifecycle: build seconds, bytes, peak memory) and the arms
+    arm_plan, indexes = _arm_plan(plan, log, progress)
+    remote = getattr(executor, "remote", False)
+    if remote and client is None and cfg.llm.base_url is None:
+        client = _DriverClient(cfg)  # the workers' nodes run the model
+    worker = Worker(arm_plan, cfg, client)
+    entries = {name: _system_entry(name, sysm, plan, indexes) for name, sysm in worker.systems.items()}
+
+    # 3. arm-level bindings: an arm whose parameters changed may not add rows to its old ones
+    _check_arm_bindings(out, entries, (old or {}).get("systems", {}), existing)
+    if cfg.llm.base_url is None and getattr(executor, "concurrency", 1) > 1:
+        print(_EMBEDDED_QUEUE_NOTE, file=log)
+    manifest, session = _start_session(plan, old, entries, executor, worker)
+
+    # 4. the jobs not yet done, question by question (so a partial run is paired across systems)
+    done = {row_key(r) for r in existing}
+    jobs = [
+        Job(name, q.id, q.question, pos)
+        for pos, q in enumerate(plan.questions)
+        for name in plan.systems
+        if (entries[name]["system_hash"], q.id) not in done
+    ]
+    total = len(plan.questions) * len(plan.systems)
+    current = {e["system_hash"] for e in entries.values()}
+    tally = _Tally(plan, entries, _progress(total, total - len(jobs), plan, enabled=progress), rows_log, on_row)
+    tally.tokens = sum(r["prediction"]["tokens"] for r in existing if r["system_hash"] in current)
+    try:
+        make = partial(_fresh_worker, arm_plan, cfg) if remote else partial(_same_worker, worker)
+        for outcome in executor.run(make, jobs):
+            if outcome.error is not None:
+                if isinstance(outcome.error, RUN_STOPPERS):
+                    tally.stopped = str(outcome.error)
+                    executor.stop()
+                    continue
+                raise outcome.error
+            if tally.add(outcome.job, outcome.result):
+                executor.stop()
+    except BaseException as exc:  # an interrupt (Ctrl-C, or SIGTERM via `lens`) or a failure: the session says so
+        tally.stopped = tally.stopped or f"ended by {type(exc).__name__}{f' ({exc})' if str(exc) else ''}"
+        raise
+    finally:
+        tally.close()
+        # the session record is written however the loop ended, so the manifest counts the rows already on disk
+        manifest["updated"] = session["finished"] = _now()
+        session["rows_written"] = tally.written
+        session["endpoint_failures"] = tally.failed_attempts
+        session["stopped"] = tally.stopped
+        write_run_manifest(out, manifest)
+    all_rows = [r for r in existing if r["system_hash"] in current] + tally.new_rows
+    return _run_summary(plan, entries, all_rows, tally, total - len(jobs), cut)
+
+
+def _run_summary(
+    plan: RunPlan,
+    entries: dict[str, dict[str, Any]],
+    all_rows: list[dict[str, Any]],
+    tally: _Tally,
+    before: int,
+    cut: int,
+) -> RunSummary:
+    """The session's summary over the planned (system, question) pairs of the current arms."""
+    planned_keys = {(entries[n]["system_hash"], q.id) for q in plan.questions for n in plan.systems}
+    return RunSummary(
+        out=plan.out,
+        rows_before=before,
+        rows_written=tally.written,
+        rows_total=len({row_key(r) for r in all_rows} & planned_keys),
+        planned=len(plan.questions) * len(plan.systems),
+        cut_bytes=cut,
+        stopped=tally.stopped,
+        per_system=_summaries([r for r in all_rows if row_key(r) in planned_keys]),
+        endpoint_failures=tally.failed_attempts,
+        endpoint_error=tally.last_failure,
+    )
+
+
+_EMBEDDED_QUEUE_NOTE = (
+    "note: the embedded model serves one request at a time; concurrent questions queue for it (and "
+    "queueing counts against each call's timeout) — --concurrency 1 is the honest setting here"
+)
+
+
+def _check_run_binding(plan: RunPlan, old: dict[str, Any] | None) -> None:
+    """Refuse to add rows to a folder whose run was bound to other inputs or another configuration."""
+    if old is None:
+        return
+    problems = _diff(old.get("binding"), plan.binding, "binding")
+    if old.get("config_hash") != plan.config_hash:
+        problems += _diff(old.get("config"), plan.config.canonical(), "config") or ["config hash differs"]
+    if problems:
+        raise RunStoreError(
+            f"{plan.out} holds a run with other bindings ({'; '.join(problems[:6])}); rows are never mixed — "
+            f"use a new --out"
+        )
+
+
+def _arm_plan(plan: RunPlan, log: TextIO, progress: bool) -> tuple[ArmPlan, dict[str, tuple[Any, bool]]]:
+    """Build or load the indexes the arms need (saying which) and the plan every worker builds its arms from."""
     indexes = prepare_indexes(plan.systems, plan.index_corpus, plan.index_root, plan.settings, progress=progress)
     for kind, (build, built) in indexes.items():
         what = "built" if built else "loaded"
@@ -560,15 +663,13 @@ def _run_locked(
         settings=plan.settings,
         gold_files=gold_files,
     )
-    remote = getattr(executor, "remote", False)
-    if remote and client is None and cfg.llm.base_url is None:
-        client = _DriverClient(cfg)  # the workers' nodes run the model
-    worker = Worker(arm_plan, cfg, client)
-    entries = {name: _system_entry(name, sysm, plan, indexes) for name, sysm in worker.systems.items()}
+    return arm_plan, indexes
 
-    # 3. arm-level bindings: an arm whose parameters changed may not add rows to its old ones
-    done = {row_key(r) for r in existing}
-    old_systems = (old or {}).get("systems", {})
+
+def _check_arm_bindings(
+    out: Path, entries: dict[str, dict[str, Any]], old_systems: dict[str, Any], existing: list[dict[str, Any]]
+) -> None:
+    """Refuse an arm whose parameters changed while the folder holds rows made with the old ones."""
     for name, entry in entries.items():
         prev = old_systems.get(name)
         if (
@@ -580,13 +681,12 @@ def _run_locked(
             raise RunStoreError(
                 f"{out}: {name} has rows made with other parameters ({'; '.join(changes[:4])}); use a new --out"
             )
-    systems_json = {**old_systems, **entries}
-    if cfg.llm.base_url is None and getattr(executor, "concurrency", 1) > 1:
-        print(
-            "note: the embedded model serves one request at a time; concurrent questions queue for it (and "
-            "queueing counts against each call's timeout) — --concurrency 1 is the honest setting here",
-            file=log,
-        )
+
+
+def _start_session(
+    plan: RunPlan, old: dict[str, Any] | None, entries: dict[str, Any], executor: Executor, worker: Worker
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Write the run's manifest with a new session record; returns both (the session is finished at the end)."""
     session = {
         "started": _now(),
         "lens_version": _lens_version(),
@@ -601,151 +701,116 @@ def _run_locked(
         "updated": _now(),
         "sessions": (old or {}).get("sessions", []) + [session],
         "config_hash": plan.config_hash,
-        "config": cfg.canonical(),
+        "config": plan.config.canonical(),
         "binding": plan.binding,
         "binding_hash": plan.binding_hash,
         "snapshot": plan.snapshot_info,
-        "systems": systems_json,
+        "systems": {**(old or {}).get("systems", {}), **entries},
         "questions": {"planned": len(plan.planned_ids), "ids": list(plan.planned_ids), "limit": plan.limit},
         "model": getattr(worker._client, "model", None),
         "backend": getattr(worker._client, "backend", None),
     }
-    write_run_manifest(out, manifest)
+    write_run_manifest(plan.out, manifest)
+    return manifest, session
 
-    # 4. the jobs not yet done, question by question (so a partial run is paired across systems)
-    jobs: list[Job] = []
-    keys: dict[tuple[str, str], Question] = {}
-    for pos, q in enumerate(plan.questions):
-        for name in plan.systems:
-            key = (entries[name]["system_hash"], q.id)
-            if key not in done:
-                jobs.append(Job(name, q.id, q.question, pos))
-                keys[key] = q
-    total = len(plan.questions) * len(plan.systems)
-    already = total - len(jobs)
-    bar = _progress(total, already, plan, enabled=progress)
-    tokens = sum(
-        r["prediction"]["tokens"] for r in existing if r["system_hash"] in {e["system_hash"] for e in entries.values()}
-    )
-    errors = 0
-    written = 0
-    failed_attempts = 0
-    in_a_row = 0
-    last_failure: str | None = None
-    stopped: str | None = None
-    by_id = {q.id: q for q in plan.questions}
-    new_rows: list[dict[str, Any]] = []
-    attempts_log = RowLog(out / ATTEMPTS_NAME)
-    rows_log.open()
-    try:
-        make = partial(_fresh_worker, arm_plan, cfg) if remote else partial(_same_worker, worker)
-        for outcome in executor.run(make, jobs):
-            job: Job = outcome.job
-            if outcome.error is not None:
-                if isinstance(outcome.error, RUN_STOPPERS):
-                    stopped = str(outcome.error)
-                    executor.stop()
-                    continue
-                raise outcome.error
-            pred: Prediction = outcome.result
-            entry = entries[job.system]
-            q = by_id[job.question_id]
-            if pred.endpoint_failure:
-                # not the system's result on this question: log the attempt, write no row, retry on resume
-                if not attempts_log.is_open:
-                    attempts_log.open()
-                attempts_log.append(
-                    {
-                        "format": ATTEMPT_FORMAT,
-                        "binding_hash": plan.binding_hash,
-                        "config_hash": plan.config_hash,
-                        "system": job.system,
-                        "system_hash": entry["system_hash"],
-                        "question_id": q.id,
-                        "error": pred.error,
-                        "oracle_calls": pred.oracle_calls,
-                        "tokens": pred.tokens,
-                        "seconds": round(pred.seconds, 3),
-                        "finished_at": _now(),
-                    }
-                )
-                failed_attempts += 1
-                in_a_row += 1
-                last_failure = pred.error
-                bar.set_postfix_str(f"endpoint failures {failed_attempts} · last {str(pred.error)[:60]}", refresh=False)
-                bar.update(1)
-                if in_a_row >= ENDPOINT_BREAKER and stopped is None:
-                    stopped = f"the endpoint failed {in_a_row} questions in a row (last: {pred.error})"
-                    executor.stop()
-                continue
-            in_a_row = 0
-            index_checksum = None if entry["index_free"] else plan.index_corpus.checksum
-            row = {
-                "format": ROW_FORMAT,
-                "binding_hash": plan.binding_hash,
-                "config_hash": plan.config_hash,
-                "arm": plan.arm,
+
+class _Tally:
+    """One session's outcomes as they arrive: rows appended, endpoint failures logged as attempts, the counts the
+    progress bar and the session record show."""
+
+    def __init__(self, plan: RunPlan, entries: dict[str, dict[str, Any]], bar: Any, rows_log: RowLog, on_row) -> None:
+        self.plan, self.entries, self.bar, self.rows_log, self.on_row = plan, entries, bar, rows_log, on_row
+        self.by_id = {q.id: q for q in plan.questions}
+        self.attempts_log = RowLog(plan.out / ATTEMPTS_NAME)
+        self.tokens = self.errors = self.written = self.failed_attempts = self.in_a_row = 0
+        self.last_failure: str | None = None
+        self.stopped: str | None = None
+        self.new_rows: list[dict[str, Any]] = []
+        rows_log.open()
+
+    def add(self, job: Job, pred: Prediction) -> bool:
+        """Record one outcome; True when the run must stop (too many endpoint failures in a row)."""
+        if pred.endpoint_failure:
+            return self._failure(job, pred)
+        self.in_a_row = 0
+        row = self._row(job, pred)
+        self.rows_log.append(row)
+        self.written += 1
+        self.new_rows.append(row)
+        self.tokens += pred.tokens
+        self.errors += bool(pred.error)
+        if self.on_row is not None:
+            self.on_row(row)
+        self.bar.set_postfix_str(
+            f"tokens {self.tokens / 1000:.1f}K · errors {self.errors} · last {job.system} {pred.seconds:.1f}s",
+            refresh=False,
+        )
+        self.bar.update(1)
+        return False
+
+    def _failure(self, job: Job, pred: Prediction) -> bool:
+        # not the system's result on this question: log the attempt, write no row, retry on resume
+        if not self.attempts_log.is_open:
+            self.attempts_log.open()
+        self.attempts_log.append(
+            {
+                "format": ATTEMPT_FORMAT,
+                "binding_hash": self.plan.binding_hash,
+                "config_hash": self.plan.config_hash,
                 "system": job.system,
-                "system_hash": entry["system_hash"],
-                "corpus": plan.corpus.folder.name,
-                "corpus_checksum": plan.corpus.checksum if entry["reads_corpus"] else None,
-                "index_corpus_checksum": index_checksum,
-                "stale": plan.arm == "stale" and not entry["index_free"],
-                "question_id": q.id,
-                "position": job.position,
-                "question": q.question,
-                "type": q.type,
-                "level": q.level,
-                "gold_answer": q.answer,
-                "gold_titles": list(q.gold_titles),
-                "prediction": pred.to_json(),
-                "scores": score_prediction(q, pred),
+                "system_hash": self.entries[job.system]["system_hash"],
+                "question_id": job.question_id,
+                "error": pred.error,
+                "oracle_calls": pred.oracle_calls,
+                "tokens": pred.tokens,
+                "seconds": round(pred.seconds, 3),
                 "finished_at": _now(),
             }
-            rows_log.append(row)
-            written += 1
-            new_rows.append(row)
-            tokens += pred.tokens
-            errors += bool(pred.error)
-            if on_row is not None:
-                on_row(row)
-            bar.set_postfix_str(
-                f"tokens {tokens / 1000:.1f}K · errors {errors} · last {job.system} {pred.seconds:.1f}s", refresh=False
-            )
-            bar.update(1)
-    except BaseException as exc:  # an interrupt (Ctrl-C, or SIGTERM via `lens`) or a failure: the session says so
-        stopped = stopped or f"ended by {type(exc).__name__}{f' ({exc})' if str(exc) else ''}"
-        raise
-    finally:
-        rows_log.close()
-        attempts_log.close()
-        bar.close()
-        # the session record is written however the loop ended, so the manifest counts the rows already on disk
-        manifest["updated"] = session["finished"] = _now()
-        session["rows_written"] = written
-        session["endpoint_failures"] = failed_attempts
-        session["stopped"] = stopped
-        write_run_manifest(out, manifest)
-    current = {e["system_hash"] for e in entries.values()}
-    all_rows = [r for r in existing if r["system_hash"] in current] + new_rows
-    planned_keys = {(entries[n]["system_hash"], q.id) for q in plan.questions for n in plan.systems}
-    return RunSummary(
-        out=out,
-        rows_before=already,
-        rows_written=written,
-        rows_total=len({row_key(r) for r in all_rows} & planned_keys),
-        planned=total,
-        cut_bytes=cut,
-        stopped=stopped,
-        per_system=_summaries([r for r in all_rows if row_key(r) in planned_keys]),
-        endpoint_failures=failed_attempts,
-        endpoint_error=last_failure,
-    )
+        )
+        self.failed_attempts += 1
+        self.in_a_row += 1
+        self.last_failure = pred.error
+        self.bar.set_postfix_str(
+            f"endpoint failures {self.failed_attempts} · last {str(pred.error)[:60]}", refresh=False
+        )
+        self.bar.update(1)
+        if self.in_a_row >= ENDPOINT_BREAKER and self.stopped is None:
+            self.stopped = f"the endpoint failed {self.in_a_row} questions in a row (last: {pred.error})"
+            return True
+        return False
+
+    def _row(self, job: Job, pred: Prediction) -> dict[str, Any]:
+        plan, entry, q = self.plan, self.entries[job.system], self.by_id[job.question_id]
+        return {
+            "format": ROW_FORMAT,
+            "binding_hash": plan.binding_hash,
+            "config_hash": plan.config_hash,
+            "arm": plan.arm,
+            "system": job.system,
+            "system_hash": entry["system_hash"],
+            "corpus": plan.corpus.folder.name,
+            "corpus_checksum": plan.corpus.checksum if entry["reads_corpus"] else None,
+            "index_corpus_checksum": None if entry["index_free"] else plan.index_corpus.checksum,
+            "stale": plan.arm == "stale" and not entry["index_free"],
+            "question_id": q.id,
+            "position": job.position,
+            "question": q.question,
+            "type": q.type,
+            "level": q.level,
+            "gold_answer": q.answer,
+            "gold_titles": list(q.gold_titles),
+            "prediction": pred.to_json(),
+            "scores": score_prediction(q, pred),
+            "finished_at": _now(),
+        }
+
+    def close(self) -> None:
+        self.rows_log.close()
+        self.attempts_log.close()
+        self.bar.close()
 
 
 def _lens_version() -> str:
-    import lens
-
     return lens.__version__
 
 

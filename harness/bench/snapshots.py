@@ -50,6 +50,7 @@ from harness.bench.samples import (
     DEFAULT_SF_CAP,
     DEFAULT_SIZES,
     FrozenSample,
+    SampleStage,
     draw_samples,
     ids_sha256,
 )
@@ -378,6 +379,156 @@ def _context_article(title: str, sentences: tuple[str, ...]) -> Article:
     return Article("ctx-" + _title_hash(title), title, sentences)
 
 
+class _Pool:
+    """The article pool: first article per exact title, a second index by ``article_key`` for case/spacing
+    variants, and the articles made from question contexts for titles the pool lacks."""
+
+    def __init__(self, articles: Sequence[Article]) -> None:
+        self.pool: dict[str, Article] = {}
+        self.by_key: dict[str, list[Article]] = {}
+        self.duplicates = 0
+        for a in articles:
+            if a.title in self.pool:
+                self.duplicates += 1
+                continue
+            self.pool[a.title] = a
+            self.by_key.setdefault(article_key(a.title), []).append(a)
+        self.context_only: dict[str, Article] = {}
+        self.ambiguous: set[str] = set()
+
+    def resolve(self, title: str, sentences: tuple[str, ...] | None) -> Article | None:
+        a = self.pool.get(title)
+        if a is not None:
+            return a
+        cands = self.by_key.get(article_key(title))
+        if cands:
+            if len(cands) > 1:
+                self.ambiguous.add(title)
+            return cands[0]
+        a = self.context_only.get(article_key(title))
+        if a is not None:
+            return a
+        if sentences is None:
+            return None
+        a = _context_article(title, sentences)
+        self.context_only[article_key(title)] = a
+        return a
+
+
+@dataclass
+class _Linked:
+    """Every population question's gold and context articles (missing gold titles, context texts that differ
+    from the pool's), and the keys of every title a question links to."""
+
+    keys: set[str] = field(default_factory=set)
+    gold_of: dict[str, list[Article]] = field(default_factory=dict)
+    missing_of: dict[str, list[str]] = field(default_factory=dict)
+    context_of: dict[str, list[Article]] = field(default_factory=dict)
+    mismatched: dict[str, set[str]] = field(default_factory=dict)
+
+
+def _link_questions(questions: Sequence[Question], pool: _Pool) -> _Linked:
+    """Resolve every population question once (in id order, so context-only texts do not depend on file order)."""
+    linked = _Linked()
+    for q in sorted(questions, key=lambda q: q.id):
+        ctx_exact = {t: s for t, s in q.context}
+        ctx_key = {article_key(t): s for t, s in reversed(q.context)}
+        golds: list[Article] = []
+        missing: list[str] = []
+        for t in q.gold_titles:
+            linked.keys.add(article_key(t))
+            a = pool.resolve(t, ctx_exact.get(t, ctx_key.get(article_key(t))))
+            if a is None:
+                missing.append(t)
+            else:
+                golds.append(a)
+                linked.keys.add(article_key(a.title))
+        ctx: list[Article] = []
+        bad: set[str] = set()
+        for t, s in q.context:
+            linked.keys.add(article_key(t))
+            a = pool.resolve(t, s)
+            assert a is not None
+            ctx.append(a)
+            linked.keys.add(article_key(a.title))
+            if a.sentences != s:
+                bad.add(a.title)
+        linked.gold_of[q.id], linked.missing_of[q.id], linked.context_of[q.id] = golds, missing, ctx
+        linked.mismatched[q.id] = bad
+    return linked
+
+
+class _Growth:
+    """The nested stages built one after the other: the files in order of addition (carried across stages), the
+    background drawn so far, and each file's bytes rendered once."""
+
+    def __init__(self, universe: dict[str, Article], names: dict[str, str], candidates: list[Article]) -> None:
+        self.universe, self.names, self.candidates = universe, names, candidates
+        self.order: list[str] = []
+        self.present: set[str] = set()
+        self.n_background = 0
+        self.texts: dict[str, bytes] = {}
+        self.by_name: dict[str, Article] = {}
+
+    def add(self, title: str) -> None:
+        if title not in self.present:
+            self.present.add(title)
+            self.order.append(title)
+
+    def file_bytes(self, a: Article) -> bytes:
+        name = self.names[a.title]
+        data = self.texts.get(name)
+        if data is None:
+            data = render_article(a.title, a.sentences).encode("utf-8", "surrogatepass")
+            self.texts[name] = data
+            self.by_name[name] = a
+        return data
+
+    def stage(
+        self, stage: SampleStage, new_ids: Sequence[str], linked_of: _Linked, background_ratio: float
+    ) -> SnapshotPlan:
+        """Grow to ``stage``: the new questions' articles, then background up to the ratio; plan its files."""
+        for qid in new_ids:
+            for a in [*linked_of.gold_of[qid], *linked_of.context_of[qid]]:
+                self.add(a.title)
+        evidence = {a.title for qid in stage.ids for a in linked_of.gold_of[qid]}
+        linked = {a.title for qid in stage.ids for a in (*linked_of.gold_of[qid], *linked_of.context_of[qid])}
+        target = math.floor(background_ratio * len(linked) + 0.5)
+        take = min(target, len(self.candidates))
+        for a in self.candidates[self.n_background : take]:
+            self.present.add(a.title)
+            self.order.append(a.title)
+        self.n_background = max(self.n_background, take)
+        files = []
+        for title in self.order:
+            a = self.universe[title]
+            data = self.file_bytes(a)
+            role = "evidence" if title in evidence else "distractor" if title in linked else "background"
+            files.append(
+                SnapshotFile(self.names[title], title, a.id, role, hashlib.sha256(data).hexdigest(), len(data))
+            )
+        comp = Composition(
+            articles=len(files),
+            evidence=len(evidence),
+            distractors=len(linked - evidence),
+            background=len(files) - len(linked),
+            background_target=target,
+            background_pool=len(self.candidates),
+            missing_gold=tuple(dict.fromkeys(t for qid in stage.ids for t in linked_of.missing_of[qid])),
+        )
+        return SnapshotPlan(
+            name=f"D{stage.size}",
+            size=stage.size,
+            question_ids=stage.ids,
+            sample_sha256=stage.sample_sha256,
+            order_sha256=stage.order_sha256,
+            files=tuple(files),
+            composition=comp,
+            corpus_checksum=corpus_checksum((f.name, f.sha256) for f in files),
+            context_mismatches=len(set().union(*(linked_of.mismatched[qid] for qid in stage.ids))),
+        )
+
+
 def plan_snapshots(
     questions: Sequence[Question],
     articles: Sequence[Article],
@@ -397,143 +548,25 @@ def plan_snapshots(
     if background_ratio < 0 or not math.isfinite(background_ratio):
         raise DataError(f"background ratio must be a finite number >= 0, got {background_ratio}")
     sample = draw_samples(questions, sizes, seed=seed, sf_cap=sf_cap, population_sha256=population_sha256)
-
-    # the pool: first article per exact title; a second index by article_key for case/spacing variants
-    pool: dict[str, Article] = {}
-    by_key: dict[str, list[Article]] = {}
-    duplicates = 0
-    for a in articles:
-        if a.title in pool:
-            duplicates += 1
-            continue
-        pool[a.title] = a
-        by_key.setdefault(article_key(a.title), []).append(a)
-    context_only: dict[str, Article] = {}
-    ambiguous: set[str] = set()
-
-    def resolve(title: str, sentences: tuple[str, ...] | None) -> Article | None:
-        a = pool.get(title)
-        if a is not None:
-            return a
-        cands = by_key.get(article_key(title))
-        if cands:
-            if len(cands) > 1:
-                ambiguous.add(title)
-            return cands[0]
-        a = context_only.get(article_key(title))
-        if a is not None:
-            return a
-        if sentences is None:
-            return None
-        a = _context_article(title, sentences)
-        context_only[article_key(title)] = a
-        return a
-
-    # resolve every population question once (in id order, so context-only texts do not depend on file order)
-    linked_keys: set[str] = set()
-    gold_of: dict[str, list[Article]] = {}
-    missing_of: dict[str, list[str]] = {}
-    context_of: dict[str, list[Article]] = {}
-    mismatched: dict[str, set[str]] = {}
-    for q in sorted(questions, key=lambda q: q.id):
-        ctx_exact = {t: s for t, s in q.context}
-        ctx_key = {article_key(t): s for t, s in reversed(q.context)}
-        golds: list[Article] = []
-        missing: list[str] = []
-        for t in q.gold_titles:
-            linked_keys.add(article_key(t))
-            sents = ctx_exact.get(t, ctx_key.get(article_key(t)))
-            a = resolve(t, sents)
-            if a is None:
-                missing.append(t)
-            else:
-                golds.append(a)
-                linked_keys.add(article_key(a.title))
-        ctx: list[Article] = []
-        bad: set[str] = set()
-        for t, s in q.context:
-            linked_keys.add(article_key(t))
-            a = resolve(t, s)
-            assert a is not None
-            ctx.append(a)
-            linked_keys.add(article_key(a.title))
-            if a.sentences != s:
-                bad.add(a.title)
-        gold_of[q.id], missing_of[q.id], context_of[q.id], mismatched[q.id] = golds, missing, ctx, bad
-
-    universe: dict[str, Article] = dict(pool)
-    for a in context_only.values():
+    pool = _Pool(articles)
+    linked = _link_questions(questions, pool)
+    universe: dict[str, Article] = dict(pool.pool)
+    for a in pool.context_only.values():
         universe.setdefault(a.title, a)
-    names = assign_file_names(universe, max_bytes=max_name_bytes)
     candidates = sorted(
-        (a for a in pool.values() if article_key(a.title) not in linked_keys),
+        (a for a in pool.pool.values() if article_key(a.title) not in linked.keys),
         key=lambda a: (_background_rank(seed, a.title), a.title),
     )
-
-    texts: dict[str, bytes] = {}
-    by_name: dict[str, Article] = {}
-
-    def file_bytes(a: Article) -> bytes:
-        name = names[a.title]
-        data = texts.get(name)
-        if data is None:
-            data = render_article(a.title, a.sentences).encode("utf-8", "surrogatepass")
-            texts[name] = data
-            by_name[name] = a
-        return data
-
+    growth = _Growth(universe, assign_file_names(universe, max_bytes=max_name_bytes), candidates)
     plans: list[SnapshotPlan] = []
-    order: list[str] = []  # titles in order of addition, carried across stages
-    present: set[str] = set()
-    n_background = 0
     for stage in sample.stages:
-        for qid in stage.ids[len(plans[-1].question_ids) if plans else 0 :]:
-            for a in [*gold_of[qid], *context_of[qid]]:
-                if a.title not in present:
-                    present.add(a.title)
-                    order.append(a.title)
-        evidence = {a.title for qid in stage.ids for a in gold_of[qid]}
-        linked = {a.title for qid in stage.ids for a in (*gold_of[qid], *context_of[qid])}
-        target = math.floor(background_ratio * len(linked) + 0.5)
-        take = min(target, len(candidates))
-        for a in candidates[n_background:take]:
-            present.add(a.title)
-            order.append(a.title)
-        n_background = max(n_background, take)
-        files = []
-        for title in order:
-            a = universe[title]
-            data = file_bytes(a)
-            role = "evidence" if title in evidence else "distractor" if title in linked else "background"
-            files.append(SnapshotFile(names[title], title, a.id, role, hashlib.sha256(data).hexdigest(), len(data)))
-        missing = tuple(dict.fromkeys(t for qid in stage.ids for t in missing_of[qid]))
-        comp = Composition(
-            articles=len(files),
-            evidence=len(evidence),
-            distractors=len(linked - evidence),
-            background=len(files) - len(linked),
-            background_target=target,
-            background_pool=len(candidates),
-            missing_gold=missing,
-        )
-        plans.append(
-            SnapshotPlan(
-                name=f"D{stage.size}",
-                size=stage.size,
-                question_ids=stage.ids,
-                sample_sha256=stage.sample_sha256,
-                order_sha256=stage.order_sha256,
-                files=tuple(files),
-                composition=comp,
-                corpus_checksum=corpus_checksum((f.name, f.sha256) for f in files),
-                context_mismatches=len(set().union(*(mismatched[qid] for qid in stage.ids))),
-            )
-        )
+        new_ids = stage.ids[len(plans[-1].question_ids) if plans else 0 :]
+        plans.append(growth.stage(stage, new_ids, linked, background_ratio))
     return SnapshotSet(
         sample=sample,
         plans=plans,
-        texts=texts,
-        articles=by_name,
+        texts=growth.texts,
+        articles=growth.by_name,
         parameters={
             "seed": seed,
             "sf_cap": sf_cap,
@@ -541,11 +574,11 @@ def plan_snapshots(
             "max_name_bytes": max_name_bytes,
         },
         diagnostics={
-            "pool_articles": len(pool),
-            "pool_duplicate_titles_ignored": duplicates,
-            "context_only_articles": len(context_only),
-            "ambiguous_title_matches": sorted(ambiguous),
-            "population_linked_titles": len(linked_keys),
+            "pool_articles": len(pool.pool),
+            "pool_duplicate_titles_ignored": pool.duplicates,
+            "context_only_articles": len(pool.context_only),
+            "ambiguous_title_matches": sorted(pool.ambiguous),
+            "population_linked_titles": len(linked.keys),
         },
     )
 
@@ -598,6 +631,12 @@ class BuildResult:
 
 def read_manifest(path: str | os.PathLike[str]) -> dict:
     """A stage manifest as a dict; raises DataError when it is missing or not a snapshot manifest."""
+    return read_format_manifest(path, SNAPSHOT_FORMAT, "snapshot")
+
+
+def read_format_manifest(path: str | os.PathLike[str], fmt: str, what: str) -> dict:
+    """A JSON manifest whose ``format`` is ``fmt``; raises DataError (naming the file) when it is missing,
+    unreadable or of another format."""
     p = Path(path)
     try:
         data = json.loads(p.read_text(encoding="utf-8"))
@@ -605,8 +644,8 @@ def read_manifest(path: str | os.PathLike[str]) -> dict:
         raise DataError(f"{p}: no such manifest") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise DataError(f"{p}: unreadable manifest: {exc}") from None
-    if not isinstance(data, dict) or data.get("format") != SNAPSHOT_FORMAT:
-        raise DataError(f'{p}: not a snapshot manifest (field "format" is not {SNAPSHOT_FORMAT!r})')
+    if not isinstance(data, dict) or data.get("format") != fmt:
+        raise DataError(f'{p}: not a {what} manifest (field "format" is not {fmt!r})')
     return data
 
 

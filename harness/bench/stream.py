@@ -1,7 +1,7 @@
 """``lens bench stream``: LENS as a stateful system over a stream of related requests on one folder.
 
 A workload in the audit's generic format (BEIR layout: assets, requests, gold asset ids —
-:func:`harness.audit.inputs.load_beir`) becomes:
+:func:`harness.workloads.load_beir`) becomes:
 
 - **a raw folder**: one file per asset, ``<type>/<asset id>.txt`` (a table's rows one per line, its header row
   first, cells separated by ``|``, as the workload stores them; a passage as its text), and
@@ -9,7 +9,7 @@ A workload in the audit's generic format (BEIR layout: assets, requests, gold as
   corpus checksum and the file → asset id map. An existing folder is verified against the workload, never
   rewritten;
 - **a stream**: the requests in one arrival order — ``random`` (seeded), ``semantic`` (seeded topical bursts
-  over TF-IDF request vectors) or ``natural`` (timestamps) — from :mod:`harness.audit.streams`, label-free;
+  over TF-IDF request vectors) or ``natural`` (timestamps) — from :mod:`harness.streams`, label-free;
 - **rows**: the agent asks every request in stream order (``Agent.ask(text, folder, position=j)``), with the
   warm-reuse memory in ``RUN_DIR/memory`` (``--memory``, the default) or without (``--no-memory``), and appends
   one row per position to ``RUN_DIR/rows.jsonl``: the cited assets, the prior's candidate recall at
@@ -28,19 +28,22 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from harness.audit.inputs import Asset, Workload
-from harness.audit.streams import Stream, natural_stream, random_stream, semantic_stream
 from harness.bench.datasets import DataError
+from harness.bench.metrics import bootstrap_ci
 from harness.bench.run_store import RowLog, read_row_file
 from harness.bench.snapshots import corpus_checksum
 from harness.bench.systems.lens_arm import lens_details
 from harness.bench.systems.provenance import code_fingerprint
 from harness.files import canonical_json, sha256_bytes, write_json_atomic
+from harness.streams import Stream, natural_stream, random_stream, semantic_stream, tfidf_vectors
+from harness.workloads import Asset, Workload
+from lens import Agent, LensError, MemoryStore, scan_corpus
 
 __all__ = [
     "STREAM_ROW_FORMAT",
@@ -126,8 +129,6 @@ def build_stream(workload: Workload, kind: str, seed: int) -> Stream:
     if kind == "natural":
         return natural_stream(requests)
     if kind == "semantic":
-        from harness.audit.baselists import tfidf_vectors
-
         return semantic_stream(requests, tfidf_vectors([r.text for r in requests]), seed)
     raise DataError(f"--order {kind!r}: expected random, semantic or natural")
 
@@ -168,6 +169,42 @@ def _drop_orphan_entries(memory_dir: Path, next_position: int) -> int:
     return dropped
 
 
+@dataclass(frozen=True)
+class _StreamBinding:
+    """What a stream run's rows are bound to, and the hashes every row carries."""
+
+    binding: dict[str, Any]
+    binding_hash: str
+    system_hash: str
+    memory: bool
+
+    @classmethod
+    def of(cls, workload: Workload, manifest: dict[str, Any], stream: Stream, config: Any, memory: bool):
+        binding = {
+            "workload": workload.name,
+            "corpus_hash": workload.corpus_hash,
+            "queries_hash": workload.queries_hash,
+            "folder_checksum": manifest["corpus_checksum"],
+            "stream": {"kind": stream.kind, "seed": stream.seed, "hash": stream.hash},
+            "config_hash": config.canonical_hash(),
+            "memory": memory,
+            "code": code_fingerprint("lens"),  # rows made before and after an edit of the agent are never mixed
+        }
+        system_hash = sha256_bytes(canonical_json({k: binding[k] for k in ("config_hash", "memory", "code")}))
+        return cls(binding, sha256_bytes(canonical_json(binding)), system_hash, memory)
+
+
+def _resume_at(out: Path, existing: list[dict[str, Any]]) -> int:
+    """The first position without a row; refuses rows that are not a prefix of the stream."""
+    done = {r["position"] for r in existing}
+    next_pos = 0
+    while next_pos in done:
+        next_pos += 1
+    if len(done) != next_pos:
+        raise DataError(f"{out}/rows.jsonl: rows are not a prefix of the stream (positions {sorted(done)[:5]}…)")
+    return next_pos
+
+
 def run_stream(
     workload: Workload,
     folder: str | os.PathLike[str],
@@ -181,55 +218,34 @@ def run_stream(
     log=None,
 ) -> StreamSummary:
     """Ask every request of ``stream`` (first ``limit``) in order; resumable (see the module docstring)."""
-    import sys
-
-    from lens import Agent, LensError, MemoryStore, scan_corpus
-
     log = log or sys.stderr
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     manifest = materialise_assets(workload, folder)
     folder = Path(folder)
     file_asset = {name: f["asset"] for name, f in manifest["files"].items()}
-    binding = {
-        "workload": workload.name,
-        "corpus_hash": workload.corpus_hash,
-        "queries_hash": workload.queries_hash,
-        "folder_checksum": manifest["corpus_checksum"],
-        "stream": {"kind": stream.kind, "seed": stream.seed, "hash": stream.hash},
-        "config_hash": config.canonical_hash(),
-        "memory": memory,
-        "code": code_fingerprint("lens"),  # rows made before and after an edit of the agent are never mixed
-    }
-    binding_hash = sha256_bytes(canonical_json(binding))
-    system_hash = sha256_bytes(canonical_json({k: binding[k] for k in ("config_hash", "memory", "code")}))
+    b = _StreamBinding.of(workload, manifest, stream, config, memory)
     mpath = out / STREAM_MANIFEST
     if mpath.exists():
         old = json.loads(mpath.read_text(encoding="utf-8"))
-        if old.get("binding_hash") != binding_hash:
-            diff = [k for k in binding if old.get("binding", {}).get(k) != binding[k]]
+        if old.get("binding_hash") != b.binding_hash:
+            diff = [k for k in b.binding if old.get("binding", {}).get(k) != b.binding[k]]
             raise DataError(f"{out}: holds a stream run with other bindings ({', '.join(diff)}); use a new --out")
     rows_log = RowLog(out / "rows.jsonl", STREAM_ROW_FORMAT)
-    existing, cut = rows_log.recover({"binding_hash": binding_hash, "config_hash": binding["config_hash"]})
-    done = {r["position"] for r in existing}
-    next_pos = 0
-    while next_pos in done:
-        next_pos += 1
-    if len(done) != next_pos:
-        raise DataError(f"{out}/rows.jsonl: rows are not a prefix of the stream (positions {sorted(done)[:5]}…)")
-    memory_dir = out / "memory"
+    existing, cut = rows_log.recover({"binding_hash": b.binding_hash, "config_hash": b.binding["config_hash"]})
+    next_pos = _resume_at(out, existing)
     store = None
     if memory:
-        dropped = _drop_orphan_entries(memory_dir, next_pos)
+        dropped = _drop_orphan_entries(out / "memory", next_pos)
         if dropped:
             print(f"resume: dropped {dropped} memory entries written after the last row", file=log)
-        store = MemoryStore(memory_dir, capacity=config.memory.capacity)
+        store = MemoryStore(out / "memory", capacity=config.memory.capacity)
     write_json_atomic(
         mpath,
         {
             "format": "lens-stream-run/1",
-            "binding": binding,
-            "binding_hash": binding_hash,
+            "binding": b.binding,
+            "binding_hash": b.binding_hash,
             "stream": stream.to_json(),
             "folder": str(folder.resolve()),
             "config": config.canonical(),
@@ -240,71 +256,78 @@ def run_stream(
     queries = {q.id: q for q in workload.queries}
     planned = len(stream) if limit is None else min(limit, len(stream))
     agent = Agent(config, client=client, memory=store)
-    written = 0
     rows = list(existing)
     rows_log.open()
     try:
         for pos in range(next_pos, planned):
-            q = queries[stream.query_ids[pos]]
-            t0 = time.monotonic()
-            error = None
-            try:
-                result = agent.ask(q.text, folder, position=pos)
-            except LensError as exc:  # an unusable folder or a dead endpoint: stop, resumable
-                raise DataError(f"position {pos} ({q.id}): {exc}") from exc
-            lost = [st["error"] for st in result.stages if st.get("stage", "").startswith("memory") and "error" in st]
-            if lost:  # a row on a memory that was not read or not written would misstate the stream: stop, resumable
-                raise DataError(f"position {pos} ({q.id}): {lost[0]}; rerun to resume")
-            seconds = time.monotonic() - t0
-            cited = [file_asset.get(e.path) for e in result.evidence]
-            cited_assets = sorted({c for c in cited if c})
-            prior = next((st["candidates"] for st in result.stages if st.get("stage") == "prior"), [])
-            prior_assets = [file_asset[p] for p in prior if p in file_asset]
-            read = next((st for st in result.stages if st.get("stage") == "memory"), {})
-            gold = set(q.gold)
-            cost = result.cost
-            row = {
-                "format": STREAM_ROW_FORMAT,
-                "binding_hash": binding_hash,
-                "config_hash": binding["config_hash"],
-                "system": "lens",
-                "system_hash": system_hash,
-                "memory_on": memory,
-                "position": pos,
-                "question_id": q.id,
-                "question": q.text,
-                "prediction": {
-                    "answer": result.answer,
-                    "cited_assets": cited_assets,
-                    "tokens": int(cost.get("tokens", 0)),
-                    "prompt_tokens": int(cost.get("prompt_tokens", 0)),
-                    "completion_tokens": int(cost.get("completion_tokens", 0)),
-                    "oracle_calls": int(cost.get("oracle_calls", 0)),
-                    "seconds": round(seconds, 3),
-                    "error": error,
-                    "details": lens_details(result),
-                },
-                "memory": {
-                    "read": int(read.get("served", 0)),
-                    "requirements_served": int(read.get("requirements_served", 0)),
-                    "stale": int(read.get("stale", 0)),
-                    "written": len(result.memory_entries) if memory else 0,
-                },
-                "gold_assets": sorted(gold),  # labels: scoring only
-                "scores": {
-                    "cited_recall": _recall(cited_assets, gold, len(cited_assets)) if cited_assets else 0.0,
-                    "cited_precision": len(set(cited_assets) & gold) / len(cited_assets) if cited_assets else None,
-                    **{f"prior_recall@{k}": _recall(prior_assets, gold, k) for k in RECALL_CUTOFFS},
-                },
-                "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            }
+            row = _ask(agent, queries[stream.query_ids[pos]], pos, folder, file_asset, b)
             rows_log.append(row)
             rows.append(row)
-            written += 1
     finally:
         rows_log.close()
+    return StreamSummary(out, len(existing), len(rows) - len(existing), planned, _per_request(rows))
+
+
+def _ask(agent: Agent, q: Any, pos: int, folder: Path, file_asset: dict[str, str], b: _StreamBinding) -> dict:
+    """Ask the request at ``pos`` and return its row; a LENS error or a memory that was not read or written
+    stops the run (resumable)."""
+    t0 = time.monotonic()
+    try:
+        result = agent.ask(q.text, folder, position=pos)
+    except LensError as exc:  # an unusable folder or a dead endpoint: stop, resumable
+        raise DataError(f"position {pos} ({q.id}): {exc}") from exc
+    lost = [st["error"] for st in result.stages if st.get("stage", "").startswith("memory") and "error" in st]
+    if lost:  # a row on a memory that was not read or not written would misstate the stream: stop, resumable
+        raise DataError(f"position {pos} ({q.id}): {lost[0]}; rerun to resume")
+    seconds = time.monotonic() - t0
+    cited = [file_asset.get(e.path) for e in result.evidence]
+    cited_assets = sorted({c for c in cited if c})
+    prior = next((st["candidates"] for st in result.stages if st.get("stage") == "prior"), [])
+    prior_assets = [file_asset[p] for p in prior if p in file_asset]
+    read = next((st for st in result.stages if st.get("stage") == "memory"), {})
+    gold = set(q.gold)
+    cost = result.cost
+    return {
+        "format": STREAM_ROW_FORMAT,
+        "binding_hash": b.binding_hash,
+        "config_hash": b.binding["config_hash"],
+        "system": "lens",
+        "system_hash": b.system_hash,
+        "memory_on": b.memory,
+        "position": pos,
+        "question_id": q.id,
+        "question": q.text,
+        "prediction": {
+            "answer": result.answer,
+            "cited_assets": cited_assets,
+            "tokens": int(cost.get("tokens", 0)),
+            "prompt_tokens": int(cost.get("prompt_tokens", 0)),
+            "completion_tokens": int(cost.get("completion_tokens", 0)),
+            "oracle_calls": int(cost.get("oracle_calls", 0)),
+            "seconds": round(seconds, 3),
+            "error": None,
+            "details": lens_details(result),
+        },
+        "memory": {
+            "read": int(read.get("served", 0)),
+            "requirements_served": int(read.get("requirements_served", 0)),
+            "stale": int(read.get("stale", 0)),
+            "written": len(result.memory_entries) if b.memory else 0,
+        },
+        "gold_assets": sorted(gold),  # labels: scoring only
+        "scores": {
+            "cited_recall": _recall(cited_assets, gold, len(cited_assets)) if cited_assets else 0.0,
+            "cited_precision": len(set(cited_assets) & gold) / len(cited_assets) if cited_assets else None,
+            **{f"prior_recall@{k}": _recall(prior_assets, gold, k) for k in RECALL_CUTOFFS},
+        },
+        "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+def _per_request(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """Means per request over every row of the run (resumed rows included)."""
     n = max(len(rows), 1)
-    per = {
+    return {
         "oracle_calls": sum(r["prediction"]["oracle_calls"] for r in rows) / n,
         "tokens": sum(r["prediction"]["tokens"] for r in rows) / n,
         "seconds": sum(r["prediction"]["seconds"] for r in rows) / n,
@@ -313,7 +336,6 @@ def run_stream(
         "memory_written": sum(r["memory"]["written"] for r in rows) / n,
         **{f"prior_recall@{k}": sum(r["scores"][f"prior_recall@{k}"] for r in rows) / n for k in RECALL_CUTOFFS},
     }
-    return StreamSummary(out, len(existing), written, planned, per)
 
 
 # --------------------------------------------------------------------------- with vs without memory
@@ -337,8 +359,6 @@ def compare_memory(with_memory: str | os.PathLike[str], without: str | os.PathLi
     both runs answered, and a paired bootstrap interval of the difference (with − without). The runs must differ
     only in the memory setting (same workload, folder, stream, configuration and agent code): this is the PIT
     saving — each request read only what earlier requests wrote."""
-    from harness.bench.metrics import bootstrap_ci
-
     (ma, ra), (mb, rb) = _stream_rows(Path(with_memory)), _stream_rows(Path(without))
     ba, bb = dict(ma["binding"]), dict(mb["binding"])
     if not (ba.pop("memory") and not bb.pop("memory")):

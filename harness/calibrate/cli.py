@@ -5,14 +5,14 @@ from __future__ import annotations
 import argparse
 from typing import Callable
 
+from lens import add_config_args
+
 __all__ = ["add_calibrate_parser"]
 
 Handler = Callable[[argparse.ArgumentParser, str], None]
 
 
 def add_calibrate_parser(sub: argparse._SubParsersAction, handler: Handler) -> None:
-    from lens import add_config_args
-
     p = sub.add_parser("calibrate", help="calibrate what a reading of the served model is worth (run, fit, endpoint)")
     c_sub = p.add_subparsers(dest="calibrate_command", metavar="{endpoint,run,fit}", required=True)
 

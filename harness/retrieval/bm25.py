@@ -21,7 +21,7 @@ import numpy as np
 
 from harness.files import canonical_json, sha256_bytes
 from harness.retrieval.ranking import top_k
-from harness.retrieval.store import IndexFolderError, read_folder_record, write_folder_record
+from harness.retrieval.store import IndexedIds, IndexFolderError, read_folder_record, write_folder_record
 from lens import LensError
 
 __all__ = ["BM25Params", "BM25Index", "tokenize", "corpus_hash"]
@@ -84,7 +84,7 @@ def corpus_hash(texts: Sequence[str], ids: Sequence[str]) -> str:
     return sha256_bytes(canonical_json([[i, t] for i, t in zip(ids, texts)]))
 
 
-class BM25Index:
+class BM25Index(IndexedIds):
     """A built BM25 index; create with :meth:`build` or :meth:`load`."""
 
     def __init__(self, retriever: Any, ids: list[str], params: BM25Params, corpus_sha256: str) -> None:
@@ -118,14 +118,6 @@ class BM25Index:
         return cls(retriever, ids, params, corpus_hash(texts, ids))
 
     # -- identity -----------------------------------------------------------------------------------------
-    @property
-    def ids(self) -> list[str]:
-        return list(self._ids)
-
-    @property
-    def n_docs(self) -> int:
-        return len(self._ids)
-
     @property
     def index_hash(self) -> str:
         """sha256 of (corpus hash, parameters): equal hashes score every query identically."""

@@ -21,7 +21,7 @@ import numpy as np
 
 from harness.files import canonical_json, sha256_bytes, sha256_file
 from harness.retrieval.ranking import top_k
-from harness.retrieval.store import IndexFolderError, read_folder_record, write_folder_record
+from harness.retrieval.store import IndexedIds, IndexFolderError, read_folder_record, write_folder_record
 from lens import LensError
 
 __all__ = ["DEFAULT_MODEL_PACKAGE", "DenseUnavailable", "DenseEncoder", "DenseIndex", "default_model_path"]
@@ -116,7 +116,7 @@ def normalize(vectors: np.ndarray) -> np.ndarray:
     return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
 
 
-class DenseIndex:
+class DenseIndex(IndexedIds):
     """Exact cosine search over a fixed matrix of normalised document vectors."""
 
     def __init__(self, vectors: np.ndarray, ids: Sequence[str], model_id: str, *, normalized: bool = False) -> None:
@@ -142,14 +142,6 @@ class DenseIndex:
         encoder = encoder or DenseEncoder()
         ids = [str(i) for i in range(len(texts))] if ids is None else list(ids)
         return cls(encoder.encode(texts), ids, encoder.model_id)
-
-    @property
-    def ids(self) -> list[str]:
-        return list(self._ids)
-
-    @property
-    def n_docs(self) -> int:
-        return len(self._ids)
 
     @property
     def index_hash(self) -> str:

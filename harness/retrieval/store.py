@@ -12,7 +12,7 @@ from typing import Any, Mapping
 from harness.files import atomic_write_json, sha256_file
 from lens import LensError
 
-__all__ = ["IndexFolderError", "write_folder_record", "read_folder_record"]
+__all__ = ["IndexFolderError", "IndexedIds", "write_folder_record", "read_folder_record"]
 
 RECORD_NAME = "lens-index.json"
 
@@ -59,3 +59,17 @@ def read_folder_record(folder: str | os.PathLike, kind: str) -> dict[str, Any]:
                 f"{folder}: file {name} has sha256 {actual[:12]}…, the record says {digest[:12]}… (changed after save)"
             )
     return record
+
+
+class IndexedIds:
+    """The document ids of an index, in index order (``self._ids``, set by the index)."""
+
+    _ids: list[str]
+
+    @property
+    def ids(self) -> list[str]:
+        return list(self._ids)
+
+    @property
+    def n_docs(self) -> int:
+        return len(self._ids)

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.audit.inputs import Asset, Query, Workload, make_workload
+from harness.workloads import Asset, Query, Workload, make_workload
 
 
 def synthetic_workload(

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from harness.audit.events import EventLog, FrozenLogError
-from harness.audit.inputs import InputError, Request, load_beir, load_hotpotqa
-from harness.audit.streams import Stream, gold_overlap_stream, natural_stream, random_stream, semantic_stream
+from harness.audit.inputs import load_hotpotqa
+from harness.streams import Stream, gold_overlap_stream, natural_stream, random_stream, semantic_stream
+from harness.workloads import InputError, Request, load_beir
 
 # ---------------------------------------------------------------------------------------------- loaders
 

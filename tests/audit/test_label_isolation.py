@@ -10,12 +10,12 @@ import pytest
 from harness.audit.baselists import ArtifactCache, compute_base_lists, compute_query_vectors
 from harness.audit.config import AuditConfig, RetrievalSpec
 from harness.audit.events import EventLog
-from harness.audit.inputs import Query, Request, Workload, make_workload
 from harness.audit.memories import PositiveFeedbackCache, TraceMemory, rerank
 from harness.audit.pipeline import build_streams
 from harness.audit.replay import choose_anchors
-from harness.audit.streams import random_stream, semantic_stream
 from harness.audit.views import PIT, Future, neighbour_order, select
+from harness.streams import random_stream, semantic_stream
+from harness.workloads import Query, Request, Workload, make_workload
 
 
 def _forbid_labels(monkeypatch):

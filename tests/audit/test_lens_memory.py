@@ -19,7 +19,6 @@ import pytest
 from harness.audit.config import AuditConfigError, LensAuditConfig, load_audit_config
 from harness.audit.contract import check_rows, check_run
 from harness.audit.events import FrozenLogError
-from harness.audit.inputs import Request
 from harness.audit.lens_events import LABEL_FIELDS, LensEventLog, LensRunError, load_lens_run, record_from_row
 from harness.audit.lens_memory import (
     LensContext,
@@ -35,8 +34,9 @@ from harness.audit.lens_memory import (
 )
 from harness.audit.lens_pipeline import run_lens_audit
 from harness.audit.rows import RowTable, read_rows
-from harness.audit.streams import random_stream
 from harness.audit.views import PIT, Future, FutureH, Stateless, standard_views
+from harness.streams import random_stream
+from harness.workloads import Request
 from lens._memory import MemoryStore, memory_key
 
 NAMES = [

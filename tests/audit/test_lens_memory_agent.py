@@ -19,7 +19,6 @@ import respx
 
 from harness.audit.config import load_audit_config
 from harness.audit.contract import check_run
-from harness.audit.inputs import Request
 from harness.audit.lens_events import LensEventLog, load_lens_run
 from harness.audit.lens_memory import (
     LensContext,
@@ -33,8 +32,9 @@ from harness.audit.lens_memory import (
 )
 from harness.audit.lens_pipeline import run_lens_audit
 from harness.audit.rows import read_rows
-from harness.audit.streams import random_stream
 from harness.audit.views import PIT, Future, FutureH
+from harness.streams import random_stream
+from harness.workloads import Request
 from lens._config import ReadingModel
 
 HERE = Path(__file__).resolve().parent

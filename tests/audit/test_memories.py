@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from harness.audit.events import EventLog
-from harness.audit.inputs import GoldLabels
 from harness.audit.memories import Bonus, PositiveFeedbackCache, TraceMemory, rerank, trace_utility
-from harness.audit.streams import Stream
 from harness.audit.views import Selection
+from harness.streams import Stream
+from harness.workloads import GoldLabels
 
 N_ASSETS = 12
 

@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from harness.audit.inputs import GoldLabels
 from harness.audit.metrics import Bootstrap, Estimate, contrast_set, row_metrics, temporal_violation, verdict
+from harness.workloads import GoldLabels
 
 
 def _gold(lists: list[list[int]], n_assets: int) -> GoldLabels:

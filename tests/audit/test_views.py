@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from harness.audit.events import EventLog
 from harness.audit.memories import PositiveFeedbackCache, TraceMemory
 from harness.audit.replay import Budgets, ReplayInputs, choose_anchors, replay_stream
-from harness.audit.streams import random_stream
 from harness.audit.views import PIT, Future, FutureH, NaiveMemory, Stateless, neighbour_order, select, standard_views
+from harness.streams import random_stream
 
 
 def _setup(n: int, seed: int, ties: bool = True):

@@ -1,16 +1,11 @@
 #!/usr/bin/env bash
-# Table 6 on the fullwiki G150 (after run.sh): LENS's ablations with the same frozen code (226df95, in
-# /tmp/frozen5-site), bindings and settings — no sequential exploration, lexical-only prior — interleaved in chunks
+# Table 6 on the fullwiki G150 (after run.sh): LENS's ablations with the same frozen code (226df95, installed
+# by benchmarks/frozen.sh), bindings and settings — no sequential exploration, lexical-only prior — interleaved in chunks
 # of 10 so a partial run stays paired. ("No memory" is the full row itself: the bench's LENS arm is cold, it never
 # reads a memory; what the memory does is issue 14's stream measurement.) Resumable: rerun it.
 set -u
 cd "$(dirname "$0")/../../.."
-SITE=/tmp/frozen5-site
-if [ ! -d "$SITE/lens" ]; then
-  git worktree add -f /tmp/frozen5 226df95 && \
-  .venv/bin/pip install -q --no-deps --no-build-isolation --target "$SITE" /tmp/frozen5 || exit 1
-fi
-export PYTHONPATH=$SITE HF_HUB_OFFLINE=1
+source benchmarks/frozen.sh 226df95 || exit 1
 Q=$PWD/../shared/data/hotpotqa/hotpot_dev_fullwiki.json R=$PWD/benchmarks/results/fullwiki-1.5b
 FW=${FW:-/tmp/fullwiki}
 [ -d "$FW/pool" ] || .venv/bin/lens bench fullwiki --questions $Q --articles $PWD/../shared/data/hotpotqa/wiki_articles.jsonl \

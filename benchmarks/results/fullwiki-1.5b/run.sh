@@ -1,15 +1,10 @@
 #!/usr/bin/env bash
 # Fullwiki G150 over the whole pool as .bz2 shards (Table 3), embedded 1.5B, deep preset, cache off,
-# code of 226df95 (frozen in /tmp/frozen5-site). Closed-Book first (cheap), then LENS and ReAct in
+# code of 226df95 (frozen by benchmarks/frozen.sh). Closed-Book first (cheap), then LENS and ReAct in
 # chunks of 10 questions so a partial run stays paired across the systems. Resumable: rerun it.
 set -u
 cd "$(dirname "$0")/../../.."
-SITE=/tmp/frozen5-site
-if [ ! -d "$SITE/lens" ]; then
-  git worktree add -f /tmp/frozen5 226df95 && \
-  .venv/bin/pip install -q --no-deps --no-build-isolation --target "$SITE" /tmp/frozen5 || exit 1
-fi
-export PYTHONPATH=$SITE HF_HUB_OFFLINE=1
+source benchmarks/frozen.sh 226df95 || exit 1
 Q=$PWD/../shared/data/hotpotqa/hotpot_dev_fullwiki.json R=$PWD/benchmarks/results/fullwiki-1.5b
 FW=${FW:-/tmp/fullwiki}
 [ -d "$FW/pool" ] || .venv/bin/lens bench fullwiki --questions $Q --articles $PWD/../shared/data/hotpotqa/wiki_articles.jsonl \

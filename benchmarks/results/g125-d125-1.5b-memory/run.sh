@@ -3,15 +3,10 @@
 # 64e1ac9, whose rows record the memory entries the new admission rule writes (each requirement's favoured window
 # at calibrated posterior >= 0.1, read or not; filed under requirement + question) — v3's rows (18e1e13) recorded
 # none. The bench arm is cold (it never reads memory); the PIT audit replays the entries under its views.
-# Frozen install in /tmp/frozen7-site (made here if missing). Resumable: rerun it.
+# Frozen install by benchmarks/frozen.sh (made if missing). Resumable: rerun it.
 set -u
-cd /work/main
-FROZEN=64e1ac9 SITE=/tmp/frozen7-site
-if [ ! -d "$SITE/lens" ]; then
-  git worktree add -f /tmp/frozen7 "$FROZEN" && \
-  .venv/bin/pip install -q --no-deps --no-build-isolation --target "$SITE" /tmp/frozen7 || exit 1
-fi
-export PYTHONPATH=$SITE HF_HUB_OFFLINE=1
+cd "$(dirname "$0")/../../.."
+source benchmarks/frozen.sh 64e1ac9 || exit 1
 Q=$PWD/../shared/data/hotpotqa/hotpot_dev_distractor.json R=$PWD/benchmarks/results/g125-d125-1.5b-memory
 COMMON="--snapshot /tmp/snap/D125 --questions $Q --concurrency 1 --index-dir /tmp/lens-bench/indexes --no-progress \
   --set llm.cache=false --set budget.question_timeout_s=1200 --set llm.call_timeout_s=300"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# G125/D125, embedded 1.5B, code of 9b16fef (frozen in /tmp/frozen2-site): full LENS and its no-exploration ablation.
+# G125/D125, embedded 1.5B, code of 9b16fef (frozen by benchmarks/frozen.sh): full LENS and its no-exploration ablation.
 set -u
-cd /work/main
-export PYTHONPATH=/tmp/frozen2-site HF_HUB_OFFLINE=1
+cd "$(dirname "$0")/../../.."
+source benchmarks/frozen.sh 9b16fef || exit 1
 Q=$PWD/../shared/data/hotpotqa/hotpot_dev_distractor.json R=$PWD/benchmarks/results/g125-d125-1.5b-v2
 COMMON="--snapshot /tmp/snap/D125 --questions $Q --concurrency 1 --index-dir /tmp/lens-bench/indexes --no-progress \
   --set llm.cache=false --set budget.question_timeout_s=1200 --set llm.call_timeout_s=300"

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Issue 14: LENS as a stateful system over the DPDisc TAT-QA dev stream (semantic bursts, seed 0), embedded 0.5B
 # (fast preset: its calibrated readings still reach certification range, so it reads and its memory can fill),
-# with and without the warm-reuse memory. Code of 1db7ece, frozen in /tmp/frozen4-site. Interleaved chunks of 25.
+# with and without the warm-reuse memory. Code of 1db7ece, frozen by benchmarks/frozen.sh. Interleaved chunks of 25.
 set -u
-cd /work/main
-export PYTHONPATH=/tmp/frozen4-site HF_HUB_OFFLINE=1
+cd "$(dirname "$0")/../../.."
+source benchmarks/frozen.sh 1db7ece || exit 1
 W=$PWD/../shared/data/dpdisc_tatqa_dev R=$PWD/benchmarks/results/stream-dpdisc-0.5b-probe
 COMMON="--workload $W --folder /tmp/dpdisc-assets --order semantic --seed 0 --preset fast --set llm.cache=false"
 commit() {

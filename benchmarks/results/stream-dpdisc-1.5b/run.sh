@@ -2,16 +2,11 @@
 # Issue 14: LENS as a stateful system over the DPDisc TAT-QA dev stream (semantic bursts, seed 0), embedded 1.5B
 # (deep preset, cache off), with the warm-reuse memory (whole stream first: the PIT audit reads it), then without,
 # in chunks of 25 positions. Code of 64e1ac9 (memory admitted by calibrated posterior, read or not; filed under
-# requirement + question; prior candidates recorded 100 deep), installed frozen in /tmp/frozen7-site (made here
+# requirement + question; prior candidates recorded 100 deep), installed frozen by benchmarks/frozen.sh (made
 # if missing). Resumable: rerun it; each chunk's rows are committed as they complete.
 set -u
-cd /work/main
-FROZEN=64e1ac9 SITE=/tmp/frozen7-site
-if [ ! -d "$SITE/lens" ]; then
-  git worktree add -f /tmp/frozen7 "$FROZEN" && \
-  .venv/bin/pip install -q --no-deps --no-build-isolation --target "$SITE" /tmp/frozen7 || exit 1
-fi
-export PYTHONPATH=$SITE HF_HUB_OFFLINE=1
+cd "$(dirname "$0")/../../.."
+source benchmarks/frozen.sh 64e1ac9 || exit 1
 W=$PWD/../shared/data/dpdisc_tatqa_dev R=$PWD/benchmarks/results/stream-dpdisc-1.5b
 COMMON="--workload $W --folder /tmp/dpdisc-assets --order semantic --seed 0 --set llm.cache=false"
 commit() {

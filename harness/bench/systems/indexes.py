@@ -24,7 +24,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from harness.bench.systems.corpus import SnapshotCorpus
 from harness.files import atomic_write_json
@@ -173,16 +173,27 @@ class IndexStore:
 
     def build_bm25(self, corpus: SnapshotCorpus, params: BM25Params = BM25Params()) -> tuple[BM25Index, IndexBuild]:
         """Index ``corpus`` and persist it (replacing nothing: an existing folder is kept and loaded)."""
-        final = self.bm25_folder(corpus.checksum)
+
+        def make(tmp: Path) -> tuple[BM25Index, dict[str, Any]]:
+            index = BM25Index.build([d.text for d in corpus.docs], corpus.names, params)
+            index.save(tmp)
+            return index, asdict(params)
+
+        return self._build("bm25", corpus, self.bm25_folder(corpus.checksum), make)
+
+    def _build(
+        self, kind: str, corpus: SnapshotCorpus, final: Path, make: Callable[[Path], tuple[Any, dict]]
+    ) -> tuple[Any, IndexBuild]:
+        """Build an index into a temporary sibling of ``final`` (``make`` writes it and returns the index and its
+        parameters), measuring seconds, bytes and peak memory, then publish it; nothing is left on failure."""
         tmp = self._tmp(final)
         try:
             with PeakRSS() as mem:
                 t0 = time.perf_counter()
-                index = BM25Index.build([d.text for d in corpus.docs], corpus.names, params)
-                index.save(tmp)
+                index, params = make(tmp)
                 seconds = time.perf_counter() - t0
             build = IndexBuild(
-                kind="bm25",
+                kind=kind,
                 corpus=corpus.folder.name,
                 corpus_checksum=corpus.checksum,
                 n_docs=index.n_docs,
@@ -191,7 +202,7 @@ class IndexStore:
                 bytes=folder_bytes(tmp),
                 peak_rss_bytes=mem.peak,
                 rss_before_bytes=mem.before,
-                params=asdict(params),
+                params=params,
                 built_at=_now(),
                 measured_in=self.measured_in,
             )
@@ -200,17 +211,23 @@ class IndexStore:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
 
+    def _record_of(self, final: Path, corpus_checksum: str) -> IndexBuild | None:
+        """The build record of ``final`` (None: never built); raises IndexFolderError when it was built for
+        another corpus."""
+        build = self.record(final)
+        if build is not None and build.corpus_checksum != corpus_checksum:
+            raise IndexFolderError(
+                f"{final}: built for corpus {build.corpus_checksum[:12]}…, not {corpus_checksum[:12]}…"
+            )
+        return build
+
     def load_bm25(self, corpus_checksum: str) -> tuple[BM25Index, IndexBuild] | None:
         """The persisted BM25 index of that corpus, or ``None`` if none was built. Raises IndexFolderError
         when the folder was altered."""
         final = self.bm25_folder(corpus_checksum)
-        build = self.record(final)
+        build = self._record_of(final, corpus_checksum)
         if build is None:
             return None
-        if build.corpus_checksum != corpus_checksum:
-            raise IndexFolderError(
-                f"{final}: built for corpus {build.corpus_checksum[:12]}…, not {corpus_checksum[:12]}…"
-            )
         return BM25Index.load(final, expected_hash=build.index_hash), build
 
     def ensure_bm25(self, corpus: SnapshotCorpus) -> tuple[BM25Index, IndexBuild, bool]:
@@ -229,43 +246,20 @@ class IndexStore:
         self, corpus: SnapshotCorpus, encoder: DenseEncoder, *, progress: bool = False
     ) -> tuple[DenseIndex, IndexBuild]:
         """Encode every document with ``encoder`` (model load included in the time) and persist the vectors."""
-        final = self.dense_folder(corpus.checksum, encoder)
-        tmp = self._tmp(final)
-        try:
-            with PeakRSS() as mem:
-                t0 = time.perf_counter()
-                vectors = encoder.encode([d.text for d in corpus.docs], show_progress=progress)
-                index = DenseIndex(vectors, corpus.names, encoder.model_id, normalized=True)
-                index.save(tmp)
-                seconds = time.perf_counter() - t0
-            build = IndexBuild(
-                kind="dense",
-                corpus=corpus.folder.name,
-                corpus_checksum=corpus.checksum,
-                n_docs=index.n_docs,
-                index_hash=index.index_hash,
-                seconds=round(seconds, 4),
-                bytes=folder_bytes(tmp),
-                peak_rss_bytes=mem.peak,
-                rss_before_bytes=mem.before,
-                params={"model_id": encoder.model_id, "model": str(encoder.model), "dim": int(vectors.shape[1])},
-                built_at=_now(),
-                measured_in=self.measured_in,
-            )
-            return index, self._publish(tmp, final, build)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
+
+        def make(tmp: Path) -> tuple[DenseIndex, dict[str, Any]]:
+            vectors = encoder.encode([d.text for d in corpus.docs], show_progress=progress)
+            index = DenseIndex(vectors, corpus.names, encoder.model_id, normalized=True)
+            index.save(tmp)
+            return index, {"model_id": encoder.model_id, "model": str(encoder.model), "dim": int(vectors.shape[1])}
+
+        return self._build("dense", corpus, self.dense_folder(corpus.checksum, encoder), make)
 
     def load_dense(self, corpus_checksum: str, encoder: DenseEncoder) -> tuple[DenseIndex, IndexBuild] | None:
         final = self.dense_folder(corpus_checksum, encoder)
-        build = self.record(final)
+        build = self._record_of(final, corpus_checksum)
         if build is None:
             return None
-        if build.corpus_checksum != corpus_checksum:
-            raise IndexFolderError(
-                f"{final}: built for corpus {build.corpus_checksum[:12]}…, not {corpus_checksum[:12]}…"
-            )
         index = DenseIndex.load(final, expected_hash=build.index_hash)
         if index.model_id != encoder.model_id:
             raise IndexFolderError(f"{final}: vectors of model {index.model_id}, expected {encoder.model_id}")

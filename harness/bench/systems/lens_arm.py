@@ -20,7 +20,7 @@ from harness.bench.snapshots import sentences_of_lines
 from harness.bench.systems.base import QuestionBudget, RunLevelError, System, error_text
 from harness.bench.systems.corpus import read_snapshot_doc
 from harness.bench.systems.prediction import Passage, Prediction, RetrievedDoc
-from lens import LensError, is_endpoint_failure
+from lens import Agent, LensError, is_endpoint_failure
 
 __all__ = ["LensSystem", "prediction_from_result", "lens_details"]
 
@@ -109,8 +109,6 @@ class LensSystem(System):
     index_free = True
 
     def __init__(self, folder: str | Path, config: Any, client: Any) -> None:
-        from lens import Agent
-
         super().__init__(
             question_timeout_s=config.budget.question_timeout_s, max_tokens=config.budget.max_tokens_per_query
         )

@@ -159,7 +159,7 @@ class RAGSystem(System):
             raise ValueError(f"k must be >= 1, got {k}")
         # "bm25" | "bm25-span" | "hybrid" | "gold-passages"
         self.name = retriever.kind + ("-span" if span else "")  # type: ignore[misc]
-        self.span = span  # the answer goes through LENS's answer-span calibration (lens.answer_span)
+        self.span = span  # LENS shortens the answer to a span of the evidence (lens.answer_span)
         self.index_free = not retriever.builds  # type: ignore[misc]
         self.retriever = retriever
         self.folder = Path(folder)

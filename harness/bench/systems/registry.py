@@ -1,7 +1,7 @@
 """The arms by name, and how to build them from plain, picklable settings.
 
-Beside the five systems of the paper: ``bm25-span`` (BM25-RAG whose answer goes through LENS's answer-span
-calibration, ``lens.answer_span``: the control that shows how much of a gain is formatting alone) and
+Beside the five systems of the paper: ``bm25-span`` (BM25-RAG whose answer LENS shortens to a span of the
+evidence, ``lens.answer_span``: the control that shows how much of a gain is formatting alone) and
 ``gold-passages`` (one answer call over the question's gold supporting paragraphs with the BM25-RAG prompt: the
 reading ceiling). ``gold-passages`` uses labels (``uses_gold``): the report never puts it in a headline table or
 a significance test.
@@ -21,8 +21,13 @@ from typing import Any
 
 from harness.bench.datasets import DataError
 from harness.bench.systems.base import System
+from harness.bench.systems.closed_book import ClosedBookSystem
 from harness.bench.systems.corpus import SnapshotCorpus
 from harness.bench.systems.indexes import IndexBuild, IndexStore
+from harness.bench.systems.lens_arm import LensSystem
+from harness.bench.systems.rag import BM25Retriever, GoldRetriever, HybridRetriever, RAGSystem
+from harness.bench.systems.react import ReActSystem
+from harness.retrieval import DenseEncoder, IndexFolderError
 
 __all__ = [
     "SYSTEM_NAMES",
@@ -105,8 +110,6 @@ class ArmPlan:
 
 @functools.lru_cache(maxsize=4)
 def _encoder_for(model: str | None):
-    from harness.retrieval import DenseEncoder
-
     return DenseEncoder(model)
 
 
@@ -139,12 +142,6 @@ def prepare_indexes(
 
 def build_systems(plan: ArmPlan, config: Any, client: Any) -> dict[str, System]:
     """The named arms over ``plan.folder`` sharing ``config`` and ``client``; indexes must already exist."""
-    from harness.bench.systems.closed_book import ClosedBookSystem
-    from harness.bench.systems.lens_arm import LensSystem
-    from harness.bench.systems.rag import BM25Retriever, GoldRetriever, HybridRetriever, RAGSystem
-    from harness.bench.systems.react import ReActSystem
-    from harness.retrieval import IndexFolderError
-
     caps = dict(question_timeout_s=config.budget.question_timeout_s, max_tokens=config.budget.max_tokens_per_query)
     store = IndexStore(plan.index_root)
     s = plan.settings

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.audit.inputs import load_beir
 from harness.bench.datasets import DataError
 from harness.bench.stream import asset_file, build_stream, materialise_assets, run_stream
+from harness.workloads import load_beir
 
 from .conftest import make_config
 

@@ -1,6 +1,6 @@
-"""Deterministic query streams: the order in which requests arrive, each request exactly once.
+"""Deterministic query streams (shared by the audit and ``lens bench stream``): the order in which requests arrive, each request exactly once.
 
-Headline streams never see relevance labels: they take label-free :class:`~harness.audit.inputs.Request`
+Headline streams never see relevance labels: they take label-free :class:`~harness.workloads.Request`
 objects (and, for semantic bursts, query embeddings).
 
 - ``random`` — a seeded permutation (diffuse access).
@@ -24,8 +24,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from harness.audit.inputs import GoldLabels, InputError, Request
 from harness.files import atomic_write_json, canonical_json, sha256_bytes
+from harness.workloads import GoldLabels, InputError, Request
 
 __all__ = [
     "configured_streams",
@@ -36,6 +36,7 @@ __all__ = [
     "semantic_stream",
     "natural_stream",
     "gold_overlap_stream",
+    "tfidf_vectors",
 ]
 
 HEADLINE_KINDS = ("random", "semantic", "natural")
@@ -118,6 +119,19 @@ class Stream:
 
 def _ids(requests: Sequence[Request], order: np.ndarray) -> tuple[str, ...]:
     return tuple(requests[int(i)].id for i in order)
+
+
+def tfidf_vectors(texts: Sequence[str]) -> np.ndarray:
+    """Query-local TF-IDF vectors (sublinear tf, English stopwords, l2-normalised), one dense row per text."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    vec = TfidfVectorizer(sublinear_tf=True, stop_words="english", norm="l2")
+    try:
+        m = vec.fit_transform(texts)
+    except ValueError:  # every text is empty or stopwords only
+        m = np.zeros((len(texts), 1))
+    dense = m.toarray() if hasattr(m, "toarray") else np.asarray(m)
+    return dense.astype(np.float64)
 
 
 def random_stream(requests: Sequence[Request], seed: int) -> Stream:
