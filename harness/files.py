@@ -49,29 +49,10 @@ def canonical_json(obj: Any) -> bytes:
 
 
 def atomic_write(path: str | os.PathLike, write: Callable[[Any], None] | bytes) -> Path:
-    """Write ``path`` all-or-nothing through the library's writer (:func:`lens.parts.atomic_write`).
-
-    ``write`` is either the bytes to write or a callable that receives the open (binary) temporary file. The
-    file gets the usual permissions (mkstemp makes it 0600) and the folder is fsynced after the rename.
-    """
-    mode = 0o666 & ~_umask()
-
-    def fill(fh: Any) -> None:
-        os.fchmod(fh.fileno(), mode)
-        if callable(write):
-            write(fh)
-        else:
-            fh.write(write)
-
-    target = parts.atomic_write(path, fill)
-    _fsync_dir(target.parent)
-    return target
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+    """Write ``path`` all-or-nothing through the library's writer (:func:`lens.parts.atomic_write`): ``write`` is
+    the bytes or a callable given the open (binary) temporary file; the usual permissions, file and folder
+    fsynced."""
+    return parts.atomic_write(path, write)
 
 
 def atomic_write_json(path: str | os.PathLike, obj: Any) -> Path:
@@ -92,17 +73,3 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
 def write_json_atomic(path: str | os.PathLike[str], obj: Any) -> Path:
     """Write ``obj`` as :func:`json_text` (1-space indent) to ``path`` atomically; returns the path."""
     return write_text_atomic(path, json_text(obj))
-
-
-def _fsync_dir(folder: Path) -> None:
-    """Make the rename durable where the platform allows it (not on Windows)."""
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
