@@ -13,7 +13,7 @@ from typing import Callable
 
 from lens import LensError
 
-__all__ = ["BENCH_MODULES", "INSTALL", "missing_modules", "add_missing_extra_parser"]
+__all__ = ["BENCH_MODULES", "INSTALL", "missing_modules", "add_group_parser"]
 
 # import names of the extra's packages (pyproject.toml [project.optional-dependencies] bench)
 BENCH_MODULES = ("scipy", "bm25s", "Stemmer", "matplotlib", "sklearn", "tqdm", "psutil")
@@ -24,19 +24,21 @@ def missing_modules() -> list[str]:
     return [m for m in BENCH_MODULES if importlib.util.find_spec(m) is None]
 
 
-def add_missing_extra_parser(
-    sub: argparse._SubParsersAction,
-    handler: Callable[[argparse.ArgumentParser, str], None],
-    name: str,
-    help_text: str,
-    missing: list[str],
-) -> None:
-    """Register ``name`` as a command that only explains how to install what it needs."""
+def add_group_parser(
+    sub: argparse._SubParsersAction, handler: Callable[[argparse.ArgumentParser, str], None], name: str, help_text: str
+) -> argparse._SubParsersAction | None:
+    """Register the command group ``lens name`` and return its subcommand registry; without the extra's packages,
+    register ``name`` as a command that only explains how to install them, and return None."""
+    missing = missing_modules()
+    if not missing:
+        p = sub.add_parser(name, help=help_text)
+        return p.add_subparsers(dest=f"{name}_command", metavar="SUBCOMMAND", required=True)
     why = f"`lens {name}` needs the bench extra: {INSTALL} (missing: {', '.join(missing)})"
     p = sub.add_parser(name, help=f"{help_text} [needs {INSTALL}]", description=why)
     p.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     p.set_defaults(_missing_extra=why)
     handler(p, "harness.extra:explain")
+    return None
 
 
 def explain(args: argparse.Namespace) -> int:

@@ -1,5 +1,6 @@
 """Files the harness writes and the hashes it binds them with — one home for each: sha256 of bytes and files,
-the canonical JSON form that is hashed, the JSON text form of manifests, and all-or-nothing writes.
+the canonical JSON form that is hashed, the JSON text form of manifests, all-or-nothing writes, and the reading
+back of JSON-lines files (rows, readings, id lists) with errors that name the file and line.
 
 A file is either fully written or not there at all: the library's atomic writer (a temporary sibling, flushed,
 fsynced, then ``os.replace``; on any failure the sibling is removed and the target is left as it was), and the
@@ -12,9 +13,9 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
-from lens import parts
+from lens import LensError, parts
 
 __all__ = [
     "sha256_bytes",
@@ -25,6 +26,9 @@ __all__ = [
     "atomic_write_json",
     "write_text_atomic",
     "write_json_atomic",
+    "read_jsonl",
+    "read_id_list",
+    "read_json_manifest",
 ]
 
 _CHUNK = 1 << 20
@@ -73,3 +77,79 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
 def write_json_atomic(path: str | os.PathLike[str], obj: Any) -> Path:
     """Write ``obj`` as :func:`json_text` (1-space indent) to ``path`` atomically; returns the path."""
     return write_text_atomic(path, json_text(obj))
+
+
+def read_jsonl(
+    path: str | os.PathLike[str], error: type[Exception] = LensError, *, torn_tail: bool = False
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Each non-blank line of a JSON-lines file as (line number, object); a line that is not a JSON object raises
+    ``error`` naming the file and line. With ``torn_tail`` a malformed last line (a crash mid-write) is skipped."""
+    path = Path(path)
+    try:
+        fh = open(path, "rb")
+    except FileNotFoundError:
+        raise error(f"{path}: no such file") from None
+    except OSError as exc:
+        raise error(f"{path}: cannot read: {exc.strerror or exc}") from None
+    torn: Exception | None = None
+    with fh:
+        for n, raw in enumerate(fh, 1):
+            if not raw.strip():
+                continue
+            if torn is not None:
+                raise torn
+            try:
+                obj = json.loads(raw.decode("utf-8"))
+            except UnicodeDecodeError as exc:
+                raise error(f"{path}: line {n}: not UTF-8 (byte {exc.start})") from None
+            except json.JSONDecodeError as exc:
+                torn = error(f"{path}: line {n}: malformed JSON at column {exc.colno}: {exc.msg}")
+                if torn_tail:
+                    continue
+                raise torn from None
+            if not isinstance(obj, dict):
+                raise error(f"{path}: line {n}: expected a JSON object")
+            yield n, obj
+
+
+def read_id_list(path: str | os.PathLike[str]) -> set[str]:
+    """Question ids from a file: one id per line (``G500.txt``), a JSON list of ids or of questions (``_id``),
+    or JSON lines with an ``id`` or ``_id`` field (e.g. a calibration run's ``readings.jsonl``)."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LensError(f"{p}: cannot read the id list: {getattr(exc, 'strerror', None) or exc}") from None
+    stripped = text.lstrip()
+    if stripped.startswith("["):
+        try:
+            items = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise LensError(f"{p}: not a JSON list: {exc.msg} (line {exc.lineno})") from None
+        return {str(q["_id"]) if isinstance(q, dict) else str(q) for q in items}
+    if stripped.startswith("{"):
+        out = set()
+        for n, row in read_jsonl(p):
+            qid = row.get("id", row.get("_id"))
+            if qid is None:
+                raise LensError(f'{p}: line {n}: no "id" or "_id" field')
+            out.add(str(qid))
+        return out
+    return set(text.split())
+
+
+def read_json_manifest(
+    path: str | os.PathLike[str], fmt: str, what: str, error: type[Exception] = LensError, *, key: str = "format"
+) -> dict[str, Any]:
+    """A JSON manifest whose ``key`` field is ``fmt``; raises ``error`` naming the file when it is missing,
+    unreadable or of another kind (``what`` names the kind in the message)."""
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise error(f"{p}: no such manifest") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise error(f"{p}: unreadable {what} manifest: {exc}") from None
+    if not isinstance(data, dict) or data.get(key) != fmt:
+        raise error(f'{p}: not a {what} manifest (field "{key}" is not {fmt!r})')
+    return data

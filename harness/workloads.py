@@ -21,7 +21,6 @@ record, and the field.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from dataclasses import dataclass, field
@@ -31,7 +30,7 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
-from harness.files import canonical_json, sha256_bytes, sha256_file
+from harness.files import canonical_json, read_jsonl, sha256_bytes, sha256_file
 from lens import LensError
 
 __all__ = [
@@ -224,22 +223,8 @@ def _parse_timestamp(value: object, where: str) -> float | None:
 
 
 def _iter_jsonl(path: Path) -> Iterable[tuple[str, dict]]:
-    if not path.is_file():
-        raise InputError(f"{path}: no such file")
-    with open(path, "rb") as fh:
-        for lineno, raw in enumerate(fh, 1):
-            if not raw.strip():
-                continue
-            where = f"{path}: line {lineno}"
-            try:
-                obj = json.loads(raw.decode("utf-8"))
-            except UnicodeDecodeError as exc:
-                raise InputError(f"{where}: not UTF-8 (byte {exc.start})") from None
-            except json.JSONDecodeError as exc:
-                raise InputError(f"{where}: malformed JSON at column {exc.colno}: {exc.msg}") from None
-            if not isinstance(obj, dict):
-                raise InputError(f"{where}: expected a JSON object")
-            yield where, obj
+    for lineno, obj in read_jsonl(path, InputError):
+        yield f"{path}: line {lineno}", obj
 
 
 def _str_field(obj: dict, name: str, where: str, *, required: bool = True) -> str:

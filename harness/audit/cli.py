@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Callable
 
-from harness.extra import add_missing_extra_parser, missing_modules
+from harness.extra import add_group_parser
 
 __all__ = ["add_audit_parser"]
 
@@ -14,13 +14,9 @@ _HELP = "point-in-time (PIT) replay audit of retrieval memory"
 
 
 def add_audit_parser(sub: argparse._SubParsersAction, handler: Callable[[argparse.ArgumentParser, str], None]) -> None:
-    missing = missing_modules()
-    if missing:
-        add_missing_extra_parser(sub, handler, "audit", _HELP, missing)
+    a_sub = add_group_parser(sub, handler, "audit", _HELP)
+    if a_sub is None:
         return
-    p = sub.add_parser("audit", help=_HELP)
-    a_sub = p.add_subparsers(dest="audit_command", metavar="SUBCOMMAND")
-    a_sub.required = True
 
     q = a_sub.add_parser(
         "run",

@@ -9,14 +9,13 @@ folder gets its own manifest binding the run files it read to the tables and plo
 
 from __future__ import annotations
 
-import json
 import platform
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from harness.files import atomic_write_json, sha256_file
+from harness.files import atomic_write_json, read_json_manifest, sha256_file
 from lens import LensError
 
 __all__ = ["MANIFEST_NAME", "file_record", "environment", "write_manifest", "load_manifest", "verify_outputs"]
@@ -60,13 +59,7 @@ def load_manifest(folder: Path) -> dict[str, Any]:
     path = Path(folder) / MANIFEST_NAME
     if not path.is_file():
         raise LensError(f"{folder}: no {MANIFEST_NAME} (not an audit run folder)")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise LensError(f"{path}: unreadable manifest ({exc})") from None
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-        raise LensError(f"{path}: not a {SCHEMA} manifest")
-    return data
+    return read_json_manifest(path, SCHEMA, SCHEMA, key="schema")
 
 
 def verify_outputs(folder: Path, manifest: Mapping[str, Any]) -> list[str]:

@@ -24,7 +24,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 import numpy as np
 
-from harness.files import atomic_write
+from harness.files import atomic_write, read_jsonl
 from lens import LensError
 
 __all__ = [
@@ -177,16 +177,5 @@ def read_rows(path: str | Path) -> RowTable:
     path = Path(path)
     if not path.is_file():
         raise LensError(f"{path}: no such row file")
-    records = []
-    with open(path, "rb") as fh:
-        for lineno, raw in enumerate(fh, 1):
-            if not raw.strip():
-                continue
-            try:
-                rec = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise LensError(f"{path}: line {lineno}: malformed JSON ({exc.msg})") from None
-            if not isinstance(rec, dict):
-                raise LensError(f"{path}: line {lineno}: expected a JSON object")
-            records.append(rec)
+    records = [rec for _, rec in read_jsonl(path)]
     return RowTable(records)

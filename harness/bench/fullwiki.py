@@ -23,7 +23,6 @@ needed). Files are written to a temporary folder and renamed into place, so a ki
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from dataclasses import dataclass
@@ -40,13 +39,12 @@ from harness.bench.snapshots import (
     shard_bytes,
     shard_path,
 )
-from harness.files import sha256_bytes, write_json_atomic
+from harness.files import read_id_list, sha256_bytes, write_json_atomic
 
 __all__ = [
     "FULLWIKI_FORMAT",
     "DEFAULT_FULLWIKI_SIZE",
     "FullwikiBuild",
-    "read_id_list",
     "gold_in_pool",
     "prepare_fullwiki",
     "read_fullwiki_manifest",
@@ -55,38 +53,6 @@ __all__ = [
 FULLWIKI_FORMAT = "lens-fullwiki/1"
 DEFAULT_FULLWIKI_SIZE = 150
 MANIFEST = "fullwiki.manifest.json"
-
-
-def read_id_list(path: str | os.PathLike[str]) -> set[str]:
-    """Question ids from a file: one id per line (``G500.txt``), a JSON list of ids or of questions (``_id``),
-    or JSONL rows with an ``id`` or ``_id`` field (e.g. a calibration run's ``readings.jsonl``)."""
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise DataError(f"{p}: cannot read the id list: {exc.strerror or exc}") from None
-    stripped = text.lstrip()
-    if stripped.startswith("["):
-        try:
-            items = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{p}: not a JSON list: {exc.msg} (line {exc.lineno})") from None
-        return {str(q["_id"]) if isinstance(q, dict) else str(q) for q in items}
-    if stripped.startswith("{"):
-        out = set()
-        for n, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{p}: line {n}: malformed JSON: {exc.msg}") from None
-            qid = row.get("id", row.get("_id")) if isinstance(row, dict) else None
-            if qid is None:
-                raise DataError(f'{p}: line {n}: no "id" or "_id" field')
-            out.add(str(qid))
-        return out
-    return set(text.split())
 
 
 def gold_in_pool(questions: Sequence[Question], articles: Iterable[Article]) -> dict[str, dict]:

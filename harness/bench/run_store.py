@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable
 
-from harness.files import write_json_atomic
+from harness.files import read_json_manifest, write_json_atomic
 from lens import LensError
 
 __all__ = [
@@ -61,15 +61,9 @@ def row_key(row: dict[str, Any]) -> tuple[str, str]:
 
 def read_run_manifest(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
     p = Path(run_dir) / MANIFEST_NAME
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise RunStoreError(f"{run_dir}: not a run folder (no {MANIFEST_NAME})") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise RunStoreError(f"{p}: unreadable run manifest: {exc}") from None
-    if not isinstance(data, dict) or data.get("format") != RUN_FORMAT:
-        raise RunStoreError(f'{p}: not a run manifest (field "format" is not {RUN_FORMAT!r})')
-    return data
+    if not p.exists():
+        raise RunStoreError(f"{run_dir}: not a run folder (no {MANIFEST_NAME})")
+    return read_json_manifest(p, RUN_FORMAT, "run", RunStoreError)
 
 
 def write_run_manifest(run_dir: str | os.PathLike[str], manifest: dict[str, Any]) -> Path:

@@ -24,7 +24,6 @@ in frozen order (so it equals ``sha256sum G125.txt``); the *sample hash* takes t
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from collections import Counter
 from dataclasses import dataclass, field
@@ -33,7 +32,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from harness.bench.datasets import DataError, Question
-from harness.files import write_json_atomic, write_text_atomic
+from harness.files import read_json_manifest, write_json_atomic, write_text_atomic
 
 __all__ = [
     "DEFAULT_SIZES",
@@ -271,15 +270,8 @@ def read_samples(path: str | os.PathLike[str]) -> FrozenSample:
     p = Path(path)
     if p.is_dir():
         p = p / "sample.json"
+    data = read_json_manifest(p, SAMPLE_FORMAT, "sample", DataError)
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DataError(f"{p}: no such file") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DataError(f"{p}: not a readable sample file: {exc}") from None
-    try:
-        if data.get("format") != SAMPLE_FORMAT:
-            raise DataError(f'{p}: field "format" is {data.get("format")!r}, expected {SAMPLE_FORMAT!r}')
         order = tuple(data["order"])
         if ids_sha256(order) != data["order_sha256"]:
             raise DataError(f'{p}: field "order" does not match its order_sha256 (edited?)')

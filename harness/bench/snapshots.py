@@ -54,7 +54,7 @@ from harness.bench.samples import (
     draw_samples,
     ids_sha256,
 )
-from harness.files import sha256_file, write_json_atomic
+from harness.files import read_json_manifest, sha256_file, write_json_atomic
 
 __all__ = [
     "SNAPSHOT_FORMAT",
@@ -637,16 +637,7 @@ def read_manifest(path: str | os.PathLike[str]) -> dict:
 def read_format_manifest(path: str | os.PathLike[str], fmt: str, what: str) -> dict:
     """A JSON manifest whose ``format`` is ``fmt``; raises DataError (naming the file) when it is missing,
     unreadable or of another format."""
-    p = Path(path)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DataError(f"{p}: no such manifest") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DataError(f"{p}: unreadable manifest: {exc}") from None
-    if not isinstance(data, dict) or data.get("format") != fmt:
-        raise DataError(f'{p}: not a {what} manifest (field "format" is not {fmt!r})')
-    return data
+    return read_json_manifest(path, fmt, what, DataError)
 
 
 def _manifest(

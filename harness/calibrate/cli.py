@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Callable
 
+from harness.options import add_options
 from lens import add_config_args
 
 __all__ = ["add_calibrate_parser"]
@@ -26,7 +27,7 @@ def add_calibrate_parser(sub: argparse._SubParsersAction, handler: Handler) -> N
     )
     q.add_argument("--out", metavar="DIR", help="folder for readings.jsonl and fit.json (default: a cache folder)")
     q.add_argument("--write-config", metavar="FILE", help="the TOML file to write the table to (default: user config)")
-    q.add_argument("--windows", type=int, default=4, help="candidate windows read per requirement (default 4)")
+    add_options(q, "--windows")
     q.add_argument("--limit", type=int, default=None, help="use only the first N questions (a quick check)")
     add_config_args(q)
     handler(q, "harness.calibrate.commands:endpoint")
@@ -41,16 +42,9 @@ def add_calibrate_parser(sub: argparse._SubParsersAction, handler: Handler) -> N
     q.add_argument("--questions", required=True, metavar="FILE", help="HotpotQA JSON with supporting_facts")
     q.add_argument("--articles", required=True, metavar="FILE", help="Wikipedia abstracts JSONL (title, sentences)")
     q.add_argument("--out", required=True, metavar="DIR", help="folder for readings.jsonl (resumed if it exists)")
-    q.add_argument("--windows", type=int, default=4, help="candidate windows read per requirement (default 4)")
     q.add_argument("--limit", type=int, default=None, help="questions to use (default: all)")
     q.add_argument("--offset", type=int, default=0, help="skip this many questions first")
-    q.add_argument(
-        "--exclude",
-        action="append",
-        metavar="FILE",
-        help="skip questions whose ids appear in this file (JSON list of questions or ids, or one id per line, "
-        "e.g. an evaluation sample's G500.txt); repeatable",
-    )
+    add_options(q, "--windows", "--exclude")
     q.add_argument(
         "--require-gold-in-pool",
         action="store_true",
@@ -69,5 +63,5 @@ def add_calibrate_parser(sub: argparse._SubParsersAction, handler: Handler) -> N
     q.add_argument("runs", nargs="+", metavar="RUN", help="calibration run folders (or readings.jsonl files)")
     q.add_argument("--folds", type=int, default=5, help="cross-validation folds, by question (default 5)")
     q.add_argument("--out", metavar="FILE", help="write the fit report (JSON) here")
-    q.add_argument("--json", action="store_true")
+    add_options(q, "--json")
     handler(q, "harness.calibrate.commands:fit")

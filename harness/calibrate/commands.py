@@ -13,6 +13,7 @@ from typing import Iterable
 
 from harness.calibrate.fit import fit_readings, preset_block
 from harness.calibrate.run import READINGS, calibrate_readings, done_ids
+from harness.files import read_id_list, read_jsonl
 from lens import LensError, config_from_args
 from lens.parts import ReadingModel, atomic_write, title_key, user_config_path
 
@@ -35,18 +36,6 @@ def _load_questions(path: str | Path) -> list[dict]:
     return data
 
 
-def _excluded(paths: Iterable[str]) -> set[str]:
-    skip: set[str] = set()
-    for path in paths:
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-            other = json.loads(text) if path.endswith(".json") else text.split()
-        except (OSError, json.JSONDecodeError) as exc:
-            raise LensError(f"{path}: cannot read the --exclude file ({exc})") from None
-        skip |= {q["_id"] if isinstance(q, dict) else str(q) for q in other}
-    return skip
-
-
 def _progress(i: int, n: int, row: dict) -> None:
     rd = row["readings"]
     print(
@@ -59,7 +48,8 @@ def _progress(i: int, n: int, row: dict) -> None:
 
 def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
-    chosen = [q for q in _load_questions(args.questions) if q["_id"] not in _excluded(args.exclude or [])]
+    excluded = set().union(*(read_id_list(p) for p in args.exclude or []))
+    chosen = [q for q in _load_questions(args.questions) if q["_id"] not in excluded]
     if args.require_gold_in_pool:
         with open(args.articles, encoding="utf-8") as fh:
             pool = {title_key(json.loads(line)["title"]) for line in fh if line.strip()}
@@ -79,21 +69,9 @@ def read_rows(paths: Iterable[str]) -> list[dict]:
     rows, seen = [], set()
     for p in paths:
         path = Path(p) / READINGS if Path(p).is_dir() else Path(p)
-        try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise LensError(f"{path}: cannot read calibration rows ({exc})") from None
-        for n, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                if n == len(lines):
-                    continue
-                raise LensError(f"{path}:{n}: malformed JSON ({exc.msg})") from None
+        for n, row in read_jsonl(path, torn_tail=True):
             for key in ("id", "readings", "model"):
-                if not isinstance(row, dict) or key not in row:
+                if key not in row:
                     raise LensError(f"{path}:{n}: field {key!r} missing")
             for r in row["readings"]:
                 if not {"features", "label", "logprobs", "found"} <= set(r):

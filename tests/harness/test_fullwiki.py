@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from harness.bench.datasets import DataError, load_articles
-from harness.bench.fullwiki import prepare_fullwiki, read_fullwiki_manifest, read_id_list
+from harness.bench.fullwiki import prepare_fullwiki, read_fullwiki_manifest
 from harness.bench.samples import ids_sha256, read_samples
-from harness.files import sha256_file
+from harness.files import read_id_list, sha256_file
+from lens import LensError
 
 from .conftest import pool_for, population, write_json, write_jsonl
 
@@ -117,7 +118,7 @@ def test_id_lists_are_read_in_every_documented_form(tmp_path):
     assert read_id_list(tmp_path / "a.txt") == {"q1", "q2"}
     assert read_id_list(tmp_path / "b.json") == {"q1", "q3"}
     assert read_id_list(tmp_path / "c.jsonl") == {"q4", "q5"}
-    with pytest.raises(DataError, match='line 1: no "id" or "_id" field'):
+    with pytest.raises(LensError, match='line 1: no "id" or "_id" field'):
         read_id_list(tmp_path / "d.jsonl")
 
 

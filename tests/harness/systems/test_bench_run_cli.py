@@ -26,6 +26,7 @@ def test_parsing_bench_commands_imports_no_runner_systems_or_models():
         "harness.extra",
         "harness.calibrate",
         "harness.calibrate.cli",
+        "harness.options",
     }, loaded
 
 

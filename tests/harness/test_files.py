@@ -1,0 +1,63 @@
+"""harness.files: the JSON-lines and manifest readers every harness loader shares name the file and the line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness.files import read_json_manifest, read_jsonl
+from lens import LensError
+
+
+class _Bad(LensError):
+    pass
+
+
+def test_read_jsonl_yields_objects_with_their_line_numbers_and_skips_blank_lines(tmp_path):
+    p = tmp_path / "rows.jsonl"
+    p.write_text('{"a": 1}\n\n{"a": 2}\n')
+    assert list(read_jsonl(p)) == [(1, {"a": 1}), (3, {"a": 2})]
+
+
+@pytest.mark.parametrize(
+    "text, where",
+    [
+        ('{"a": 1}\n{"a": \n{"a": 3}\n', "line 2: malformed JSON"),
+        ('{"a": 1}\n[1, 2]\n', "line 2: expected a JSON object"),
+    ],
+)
+def test_read_jsonl_names_the_file_and_line_of_a_bad_row_in_the_callers_error(tmp_path, text, where):
+    p = tmp_path / "rows.jsonl"
+    p.write_text(text)
+    with pytest.raises(_Bad, match=f"rows.jsonl: {where}"):
+        list(read_jsonl(p, _Bad))
+
+
+def test_a_torn_last_line_is_skipped_only_when_asked_and_only_at_the_end(tmp_path):
+    p = tmp_path / "rows.jsonl"
+    p.write_text('{"a": 1}\n{"a": 2')
+    assert list(read_jsonl(p, torn_tail=True)) == [(1, {"a": 1})]
+    with pytest.raises(LensError, match="line 2: malformed JSON"):
+        list(read_jsonl(p))
+    p.write_text('{"a": 1}\n{"a": 2\n{"a": 3}\n')
+    with pytest.raises(LensError, match="line 2: malformed JSON"):
+        list(read_jsonl(p, torn_tail=True))
+
+
+def test_read_jsonl_names_a_missing_file(tmp_path):
+    with pytest.raises(LensError, match="nope.jsonl: no such file"):
+        list(read_jsonl(tmp_path / "nope.jsonl"))
+
+
+def test_read_json_manifest_checks_its_kind_and_names_the_file(tmp_path):
+    p = tmp_path / "m.json"
+    p.write_text(json.dumps({"format": "x/1", "n": 3}))
+    assert read_json_manifest(p, "x/1", "x")["n"] == 3
+    with pytest.raises(_Bad, match=r'm.json: not a y manifest \(field "format" is not \'y/1\'\)'):
+        read_json_manifest(p, "y/1", "y", _Bad)
+    p.write_text("{")
+    with pytest.raises(LensError, match="m.json: unreadable x manifest"):
+        read_json_manifest(p, "x/1", "x")
+    with pytest.raises(LensError, match="none.json: no such manifest"):
+        read_json_manifest(tmp_path / "none.json", "x/1", "x")
