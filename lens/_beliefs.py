@@ -170,17 +170,13 @@ class Belief:
     def could_favour(self, read: set[str], most: float) -> bool:
         """Whether one reading of some window not in ``read`` (at most ``most`` in log weight) could make it the
         favoured window: its weight × e^most at least the heaviest other group's."""
-        post = self.posterior()
-        groups = {}
-        for key, p in post.items():
-            g = self._group(key)
-            groups[g] = groups.get(g, 0.0) + p
-        for key, p in post.items():
+        groups = self._groups()
+        for key, v in self.log_w.items():
             if key == ELSEWHERE or key in read:
                 continue
             mine = self._group(key)
-            rival = max((v for g, v in groups.items() if g != mine), default=0.0)
-            if p * math.exp(most) >= rival:
+            rival = max((w for g, w in groups.items() if g != mine), default=-math.inf)
+            if v + most >= rival:
                 return True
         return False
 
