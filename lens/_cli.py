@@ -62,8 +62,7 @@ def build_parser(*, groups: bool = True) -> argparse.ArgumentParser:
         description="Source-grounded answers over folders of raw, changing documents.",
     )
     parser.add_argument("-v", "--verbose", action="count", default=0, help="log more (repeatable)")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    sub.required = True
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     # lens ask
     p = sub.add_parser("ask", help="answer a question over a folder, with cited evidence")
@@ -77,8 +76,7 @@ def build_parser(*, groups: bool = True) -> argparse.ArgumentParser:
 
     # lens llm check
     p = sub.add_parser("llm", help="LLM backend commands")
-    llm_sub = p.add_subparsers(dest="llm_command", metavar="SUBCOMMAND")
-    llm_sub.required = True
+    llm_sub = p.add_subparsers(dest="llm_command", metavar="SUBCOMMAND", required=True)
     q = llm_sub.add_parser("check", help="round-trip a short prompt; report backend, model and tokens/s")
     q.add_argument("--json", action="store_true")
     add_config_args(q)
@@ -86,8 +84,7 @@ def build_parser(*, groups: bool = True) -> argparse.ArgumentParser:
 
     # lens corpus stats
     p = sub.add_parser("corpus", help="raw-corpus commands")
-    c_sub = p.add_subparsers(dest="corpus_command", metavar="SUBCOMMAND")
-    c_sub.required = True
+    c_sub = p.add_subparsers(dest="corpus_command", metavar="SUBCOMMAND", required=True)
     q = c_sub.add_parser("stats", help="files, documents, bytes, skips by reason and read throughput")
     q.add_argument("path")
     q.add_argument("--json", action="store_true")

@@ -31,6 +31,8 @@ OPTIONAL_EXTRAS = {
 # harness.<module> → the harness packages it may not import (each layer imports only the ones below it)
 LAYERS = {
     "files": {"bench", "audit", "calibrate"},
+    "options": {"bench", "audit", "calibrate"},
+    "extra": {"bench", "audit", "calibrate"},
     "workloads": {"bench", "audit", "calibrate"},
     "streams": {"bench", "audit", "calibrate"},
     "retrieval": {"bench", "audit", "calibrate"},
