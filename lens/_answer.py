@@ -13,14 +13,14 @@ from lens._run import QuestionRun
 from lens._spans import answer_span
 from lens._stop import Stop, StopReason
 from lens._synthesis import (
-    CalibrationReply,
     CoverageReply,
+    ShortenReply,
     SynthesisReply,
-    calibration_messages,
     clean_answer,
     code_answer,
     coverage_messages,
-    needs_calibration,
+    needs_shortening,
+    shorten_messages,
     synthesis_messages,
 )
 from lens._values import comparison_of
@@ -29,7 +29,7 @@ __all__ = ["Answered", "answer", "consolidated"]
 
 _SYNTH_TOKENS = 160
 _COVER_TOKENS = 120
-_CALIB_TOKENS = 48
+_SHORTEN_TOKENS = 48
 
 
 @dataclass
@@ -139,12 +139,12 @@ def _synthesize(run: QuestionRun, state: LoopState, evidence: list[Evidence]) ->
 
 def _shorten(run: QuestionRun, answer: str, evidence: list[Evidence]) -> str:
     """A long answer cut to the span a reader expects by one more call, when one is needed and it is shorter."""
-    if not answer or not needs_calibration(run.question, answer):
+    if not answer or not needs_shortening(run.question, answer):
         return answer
-    messages = calibration_messages(run.question, answer, evidence)
-    cal = run.fixed_call(messages, CalibrationReply, _CALIB_TOKENS, keep=0, stage="calibration")
-    if cal is not None and cal.answer.strip() and len(cal.answer) <= len(answer):
-        return clean_answer(cal.answer, run.question)
+    messages = shorten_messages(run.question, answer, evidence)
+    short = run.fixed_call(messages, ShortenReply, _SHORTEN_TOKENS, keep=0, stage="shorten")
+    if short is not None and short.answer.strip() and len(short.answer) <= len(answer):
+        return clean_answer(short.answer, run.question)
     return answer
 
 

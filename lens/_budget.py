@@ -1,7 +1,7 @@
 """The per-question budget: oracle calls ≤ c0 + c1·L, tokens, and wall-clock time — enforced, not advisory.
 
 Calls come from two pools. The fixed pool (c0) pays for decomposition, synthesis, the coverage check and
-re-synthesis of self-correction, answer-span calibration, and any JSON repair among them. Each exploration
+re-synthesis of self-correction, answer shortening, and any JSON repair among them. Each exploration
 round adds c1 calls to the round pool (its readings, one call each). A call is only made when
 its pool can pay for it, including the repair it may need; so for L rounds run, calls ≤ c0 + c1·L whatever the
 number of requirements or the size of the corpus. Tokens are checked against a pre-call estimate and charged

@@ -21,7 +21,7 @@ PROMPT_NAMES = (
     "reading",
     "coverage",
     "synthesis",
-    "calibration",
+    "shorten",
 )
 _SPLIT = "---- user ----"
 

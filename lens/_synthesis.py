@@ -5,7 +5,7 @@
   computed in code. Otherwise the model answers from the evidence with the confirmed values listed.
 - Lookups and bridges: one synthesis call over the evidence.
 - The synthesis reply names requirements that no passage states ("missing"), which drives self-correction.
-- Answer-span calibration optionally shortens a long answer to the span a reader expects.
+- Answer shortening optionally shortens a long answer to the span a reader expects.
 """
 
 from __future__ import annotations
@@ -23,12 +23,12 @@ from lens._values import compare, comparison_of, names_alternatives
 __all__ = [
     "SynthesisReply",
     "CoverageReply",
-    "CalibrationReply",
+    "ShortenReply",
     "code_answer",
     "synthesis_messages",
     "coverage_messages",
-    "calibration_messages",
-    "needs_calibration",
+    "shorten_messages",
+    "needs_shortening",
     "clean_answer",
     "is_yes_no_question",
     "answer_text",
@@ -82,7 +82,7 @@ class CoverageReply(BaseModel):
         return _str_list(v)
 
 
-class CalibrationReply(BaseModel):
+class ShortenReply(BaseModel):
     answer: str
 
     @field_validator("answer", mode="before")
@@ -256,11 +256,11 @@ def coverage_messages(
     )
 
 
-def needs_calibration(question: str, answer: str) -> bool:
+def needs_shortening(question: str, answer: str) -> bool:
     """Long free-text answers are shortened; yes/no and short spans are left alone."""
     return bool(answer) and not is_yes_no_question(question) and len(answer.split()) > 5
 
 
-def calibration_messages(question: str, answer: str, evidence: list[Evidence]) -> list[dict[str, str]]:
+def shorten_messages(question: str, answer: str, evidence: list[Evidence]) -> list[dict[str, str]]:
     passages, _ = _passages(evidence[:2])
-    return render("calibration", question=question, answer=answer, passages=passages or "(no passages)")
+    return render("shorten", question=question, answer=answer, passages=passages or "(no passages)")

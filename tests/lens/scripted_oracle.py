@@ -66,7 +66,7 @@ class ScriptedOracle:
             text = json.dumps(self._coverage(user))
         elif kind == "synthesis":
             text = json.dumps({"answer": self.synthesis(user), "passages": ["P1"], "missing": []})
-        elif kind == "calibration":
+        elif kind == "shorten":
             text = json.dumps({"answer": user.split("Long answer:", 1)[1].split("\n")[0].strip()})
         else:
             text = "{}"
@@ -88,7 +88,7 @@ class ScriptedOracle:
         if system.startswith("You answer a question using"):
             return "synthesis"
         if system.startswith("You shorten"):
-            return "calibration"
+            return "shorten"
         return "other"
 
     def _coverage(self, user: str) -> dict:

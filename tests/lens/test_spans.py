@@ -1,4 +1,4 @@
-"""Answer-span calibration (issue: answers at the reading ceiling): the final answer is a span of the cited
+"""The answer span (issue: answers at the reading ceiling): the final answer is a span of the cited
 evidence as the evidence writes it, widened to a unit or range the question asks for, or marked unverified."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Unit tests for lens/_synthesis.py: answers computed in code from verified values (dates, numbers, "both"/"same"
-yes/no questions; left to the model when values don't parse), answer cleaning, the yes/no and calibration
-tests, the synthesis/coverage/calibration prompts (document text fenced as data in ``<passage>`` tags) and the
+yes/no questions; left to the model when values don't parse), answer cleaning, the yes/no and shortening
+tests, the synthesis/coverage/shortening prompts (document text fenced as data in ``<passage>`` tags) and the
 lenient parsing of the model's replies."""
 
 from __future__ import annotations
@@ -10,15 +10,15 @@ import pytest
 from lens._requirements import Decomposition, Requirement
 from lens._result import Evidence
 from lens._synthesis import (
-    CalibrationReply,
     CoverageReply,
+    ShortenReply,
     SynthesisReply,
-    calibration_messages,
     clean_answer,
     code_answer,
     coverage_messages,
     is_yes_no_question,
-    needs_calibration,
+    needs_shortening,
+    shorten_messages,
     synthesis_messages,
 )
 
@@ -210,7 +210,7 @@ def test_yes_no_words_still_map_to_yes_no(raw, expected):
     assert clean_answer(raw, "Is Oslo the capital of Norway?") == expected
 
 
-# ---------------------------------------------------------------- is_yes_no_question / needs_calibration
+# ---------------------------------------------------------------- is_yes_no_question / needs_shortening
 
 
 @pytest.mark.parametrize(
@@ -243,8 +243,8 @@ def test_is_yes_no_question(question, expected):
         ("Was it built by Tobias Renn?", "yes it was built by him in 1841", False),  # yes/no: never shortened
     ],
 )
-def test_needs_calibration(question, answer, expected):
-    assert needs_calibration(question, answer) is expected
+def test_needs_shortening(question, answer, expected):
+    assert needs_shortening(question, answer) is expected
 
 
 # ---------------------------------------------------------------- prompts
@@ -329,15 +329,15 @@ def test_coverage_messages_hold_question_facts_and_passages():
     assert "(no passages)" in coverage_messages("Q?", dec, {}, [])[1]["content"]
 
 
-def test_calibration_messages_use_only_the_first_two_passages():
+def test_shorten_messages_use_only_the_first_two_passages():
     ev = [evidence(i, f"passage text {i}.") for i in (1, 2, 3)]
-    msgs = calibration_messages("Who built it?", "It was built by the engineer Tobias Renn", ev)
+    msgs = shorten_messages("Who built it?", "It was built by the engineer Tobias Renn", ev)
     user = msgs[1]["content"]
     assert "Question: Who built it?" in user
     assert "Long answer: It was built by the engineer Tobias Renn" in user
     assert '<passage id="P1"' in user and '<passage id="P2"' in user
     assert "passage text 3" not in user and 'id="P3"' not in user
-    assert "(no passages)" in calibration_messages("Q?", "a b c d e f", [])[1]["content"]
+    assert "(no passages)" in shorten_messages("Q?", "a b c d e f", [])[1]["content"]
 
 
 # ---------------------------------------------------------------- reply parsing
@@ -379,10 +379,10 @@ def test_coverage_reply_defaults_and_coercion():
     assert (r.complete, r.missing, r.reason) == (True, ["R1"], "all stated")
 
 
-def test_calibration_reply_coerces_booleans_and_numbers():
-    assert CalibrationReply.model_validate({"answer": True}).answer == "yes"
-    assert CalibrationReply.model_validate({"answer": 1932}).answer == "1932"
-    assert CalibrationReply.model_validate_json('{"answer": "Low Tide"}').answer == "Low Tide"
+def test_shorten_reply_coerces_booleans_and_numbers():
+    assert ShortenReply.model_validate({"answer": True}).answer == "yes"
+    assert ShortenReply.model_validate({"answer": 1932}).answer == "1932"
+    assert ShortenReply.model_validate_json('{"answer": "Low Tide"}').answer == "Low Tide"
 
 
 # ---------------------------------------------------------------- code_answer: bridge-typed comparisons

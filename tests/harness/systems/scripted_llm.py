@@ -37,7 +37,7 @@ def _opening(name: str) -> str:
 
 def kind_of(messages: list[dict[str, str]]) -> str:
     system = messages[0]["content"] if messages and messages[0]["role"] == "system" else ""
-    for name in ("react", "rag", "closed_book", "decomposition", "reading", "synthesis", "coverage", "calibration"):
+    for name in ("react", "rag", "closed_book", "decomposition", "reading", "synthesis", "coverage", "shorten"):
         if system.startswith(_opening(name)):
             return name
     return "other"
@@ -141,7 +141,7 @@ class Responder:
     def _coverage(self, messages):
         return json.dumps({"complete": True, "missing": [], "reason": "all stated"})
 
-    def _calibration(self, messages):
+    def _shorten(self, messages):
         m = re.search(r"^Long answer: (.*)$", last_user(messages), re.MULTILINE)
         return json.dumps({"answer": m.group(1) if m else ""})
 
