@@ -103,10 +103,11 @@ def read_jsonl(
             except UnicodeDecodeError as exc:
                 raise error(f"{path}: line {n}: not UTF-8 (byte {exc.start})") from None
             except json.JSONDecodeError as exc:
-                torn = error(f"{path}: line {n}: malformed JSON at column {exc.colno}: {exc.msg}")
-                if torn_tail:
-                    continue
-                raise torn from None
+                bad = error(f"{path}: line {n}: malformed JSON at column {exc.colno}: {exc.msg}")
+                if not torn_tail:
+                    raise bad from None
+                torn = bad  # an error only if another line follows
+                continue
             if not isinstance(obj, dict):
                 raise error(f"{path}: line {n}: expected a JSON object")
             yield n, obj

@@ -34,12 +34,11 @@ from harness.bench.samples import DEFAULT_SEED, DEFAULT_SF_CAP, SampleStage, dra
 from harness.bench.snapshots import (
     corpus_checksum,
     path_sha256,
-    read_format_manifest,
     sha256_file,
     shard_bytes,
     shard_path,
 )
-from harness.files import read_id_list, sha256_bytes, write_json_atomic
+from harness.files import read_id_list, read_json_manifest, sha256_bytes, write_json_atomic
 
 __all__ = [
     "FULLWIKI_FORMAT",
@@ -74,7 +73,7 @@ class FullwikiBuild:
 
 
 def read_fullwiki_manifest(folder: str | os.PathLike[str]) -> dict:
-    return read_format_manifest(Path(folder) / MANIFEST, FULLWIKI_FORMAT, "fullwiki")
+    return read_json_manifest(Path(folder) / MANIFEST, FULLWIKI_FORMAT, "fullwiki", DataError)
 
 
 def _verify(out: Path, manifest: dict) -> list[str]:

@@ -631,13 +631,7 @@ class BuildResult:
 
 def read_manifest(path: str | os.PathLike[str]) -> dict:
     """A stage manifest as a dict; raises DataError when it is missing or not a snapshot manifest."""
-    return read_format_manifest(path, SNAPSHOT_FORMAT, "snapshot")
-
-
-def read_format_manifest(path: str | os.PathLike[str], fmt: str, what: str) -> dict:
-    """A JSON manifest whose ``format`` is ``fmt``; raises DataError (naming the file) when it is missing,
-    unreadable or of another format."""
-    return read_json_manifest(path, fmt, what, DataError)
+    return read_json_manifest(path, SNAPSHOT_FORMAT, "snapshot", DataError)
 
 
 def _manifest(

@@ -48,7 +48,7 @@ def _progress(i: int, n: int, row: dict) -> None:
 
 def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
-    excluded = set().union(*(read_id_list(p) for p in args.exclude or []))
+    excluded = set().union(*(read_id_list(p) for p in args.exclude))
     chosen = [q for q in _load_questions(args.questions) if q["_id"] not in excluded]
     if args.require_gold_in_pool:
         with open(args.articles, encoding="utf-8") as fh:
