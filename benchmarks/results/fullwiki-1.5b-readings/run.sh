@@ -13,13 +13,7 @@ FW=${FW:-/tmp/fullwiki}
   --exclude $PWD/benchmarks/results/calibration/distractor-calibration-ids.txt --out $FW || exit 1
 COMMON="--snapshot $FW/pool --sample $FW/sample --stage 150 --questions $Q --concurrency 1 --no-progress \
   --set llm.cache=false --set budget.question_timeout_s=1200 --set llm.call_timeout_s=300 --systems lens"
-commit() {
-  for i in 1 2 3 4 5; do
-    git add "$R" && git commit -q -m "$1" -- "$R" && return 0
-    sleep 5
-  done
-}
-count() { [ -f "$R/$1/rows.jsonl" ] && wc -l < "$R/$1/rows.jsonl" || echo 0; }
+source benchmarks/chunks.sh
 for k in $(seq 10 10 150); do
   echo "== $(date -u +%T) full limit $k"
   .venv/bin/lens bench run $COMMON --limit $k --out $R/full; echo "rc=$?"

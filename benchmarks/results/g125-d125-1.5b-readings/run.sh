@@ -12,13 +12,7 @@ SNAP=${SNAP:-/tmp/snap}
   --out $SNAP || exit 1
 COMMON="--snapshot $SNAP/D125 --questions $Q --concurrency 1 --index-dir /tmp/lens-bench/indexes --no-progress \
   --set llm.cache=false --set budget.question_timeout_s=1200 --set llm.call_timeout_s=300"
-commit() {
-  for i in 1 2 3 4 5; do
-    git add "$R" && git commit -q -m "$1" -- "$R" && return 0
-    sleep 5
-  done
-}
-count() { [ -f "$R/$1/rows.jsonl" ] && wc -l < "$R/$1/rows.jsonl" || echo 0; }
+source benchmarks/chunks.sh
 for k in 25 50 75 100 125; do
   echo "== $(date -u +%T) full (lens, gold-passages, hybrid) limit $k"
   .venv/bin/lens bench run $COMMON --systems lens,gold-passages,hybrid --limit $k --out $R/full; echo "rc=$?"
