@@ -11,14 +11,20 @@ byte-identical (a reader cannot deduplicate them). Each size is written twice: `
 file per article: title line, one sentence per line, in sub-folders of 1,000) and ``shards/`` (official
 abstracts layout, 500 articles per ``.bz2`` shard). Folders are built once and reused.
 
-Per (size, layout), in a **fresh child process** (so its peak memory is its own): the first query of a process
-(scan reading every file + view + prior scoring; nothing remembered), then ``--queries`` warm queries, each =
-what ``lens ask`` does before its first oracle call (re-scan: list and stat every file, re-read only changed
-ones; ``CorpusView.of``: the view, reused when no file changed; score every document for the question's cues),
-split into scan and view+scoring; and the
-process's peak RSS. ripgrep gets the same cue literals (``rg -F -i -c -e cue …``; ``-z`` for the shards, which
-makes rg decompress each one) over the same folder, timed alternately with the warm queries (warm page cache).
-Reported: medians, the ratio lens / rg per size and layout, and the scan rate (documents/s) each implies.
+Per (size, layout), each in a **fresh child process** (so its peak memory is its own), with a file statistics
+store of its own under ``--work``:
+
+- ``first``: the first question ever (empty store: the survey reads every file and stores its statistics), then
+  ``--queries`` warm questions — what ``lens ask`` does before its first oracle call (survey: list and stat every
+  file, statistics of unchanged files from the process's memo; ``CorpusView.of``: the view, reused when no file
+  changed; score every document for the question's cues), split into survey and view+scoring — each followed by
+  ripgrep with the same cue literals (``rg -F -i -c -e cue …``; ``-z`` for the shards, which makes rg decompress
+  each one) over the same folder (warm page cache); the store's size on disk.
+- ``cold``: a new process's first question with the store kept (what each ``lens ask`` pays), then one question
+  after rewriting 1 % of the files (an appended line for one file per article; the same bytes rewritten for a
+  shard, which still has to be read again), after which the files are restored.
+
+Reported: medians, the ratios lens / rg, the scan rate (documents/s) each implies, peak RSS, store bytes.
 """
 
 from __future__ import annotations
@@ -36,45 +42,66 @@ from pathlib import Path
 __all__ = ["main"]
 
 CHILD = r"""
-import json, resource, subprocess, sys, time, statistics
+import json, os, resource, subprocess, sys, time, statistics
 from pathlib import Path
-from lens import CorpusView, Prior, content_terms, load_config, scan_corpus
+from lens import CorpusView, Prior, content_terms, load_config
+from lens.parts import survey_corpus
 from lens.parts import capitalised_spans
 
-folder, rg, shards, questions = sys.argv[1], sys.argv[2], sys.argv[3] == "1", json.loads(sys.argv[4])
+folder, rg, shards, questions, store, mode = (
+    sys.argv[1], sys.argv[2], sys.argv[3] == "1", json.loads(sys.argv[4]), sys.argv[5], sys.argv[6])
 cfg = load_config("deep", env={})
 cfg.reader.max_container_bytes = 1 << 40  # shards are read whole here
+cfg.reader.stats_store = store
 
 def cues_of(q):
     return list(dict.fromkeys(capitalised_spans(q) + content_terms(q)))
 
-t0 = time.perf_counter()
-scan = scan_corpus(folder, cfg.reader)
-t1 = time.perf_counter()
-Prior(CorpusView.of(scan), cfg.prior).score(questions[0], cues_of(questions[0]))
-cold = {"scan": t1 - t0, "total": time.perf_counter() - t0}
-rss_cold = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-scan_t, score_t, rg_t = [], [], []
-for q in questions:
-    cues = cues_of(q)
+def question(q):
     t0 = time.perf_counter()
-    scan = scan_corpus(folder, cfg.reader)
+    scan = survey_corpus(folder, cfg.reader)
     t1 = time.perf_counter()
-    Prior(CorpusView.of(scan), cfg.prior).score(q, cues)
-    t2 = time.perf_counter()
-    scan_t.append(t1 - t0)
-    score_t.append(t2 - t1)
-    cmd = [rg, "-F", "-i", "-c", "--no-messages"] + (["-z"] if shards else []) + [x for c in cues for x in ("-e", c)]
-    t3 = time.perf_counter()
-    subprocess.run(cmd + [folder], stdout=subprocess.DEVNULL, check=False)
-    rg_t.append(time.perf_counter() - t3)
-med = statistics.median
-print(json.dumps({
-    "documents": len(scan.documents), "files": scan.files, "bytes": scan.bytes_read,
-    "cold": cold, "rss_cold_mib": rss_cold,
-    "warm_scan_s": med(scan_t), "warm_score_s": med(score_t), "warm_total_s": med([a + b for a, b in zip(scan_t, score_t)]),
-    "rg_s": med(rg_t), "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-}))
+    Prior(CorpusView.of(scan), cfg.prior).score(q, cues_of(q))
+    return scan, t1 - t0, time.perf_counter() - t1
+
+def rss():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+out = {}
+if mode == "first":
+    for suffix in ("", "-wal", "-shm"):
+        Path(store + suffix).unlink(missing_ok=True)
+    scan, a, b = question(questions[0])
+    out.update(documents=len(scan.documents), files=scan.files, bytes=scan.bytes_read, first={"survey": a, "total": a + b})
+    out["store_bytes"] = sum(os.path.getsize(store + x) for x in ("", "-wal") if os.path.exists(store + x))
+    scan_t, score_t, rg_t = [], [], []
+    for q in questions:
+        _, a, b = question(q)
+        scan_t.append(a)
+        score_t.append(b)
+        cmd = [rg, "-F", "-i", "-c", "--no-messages"] + (["-z"] if shards else []) + [x for c in cues_of(q) for x in ("-e", c)]
+        t3 = time.perf_counter()
+        subprocess.run(cmd + [folder], stdout=subprocess.DEVNULL, check=False)
+        rg_t.append(time.perf_counter() - t3)
+    med = statistics.median
+    out.update(warm_scan_s=med(scan_t), warm_score_s=med(score_t), warm_total_s=med([a + b for a, b in zip(scan_t, score_t)]),
+               rg_s=med(rg_t))
+else:
+    scan, a, b = question(questions[0])
+    out.update(cold={"survey": a, "total": a + b}, rss_cold_mib=rss())
+    paths = sorted(str(p) for p in Path(folder).rglob("*") if p.is_file())
+    edited = paths[:: 100]
+    saved = {p: Path(p).read_bytes() for p in edited}
+    try:
+        for p, data in saved.items():
+            Path(p).write_bytes(data if shards else data + b"\nEdited for the scale curve.\n")
+        scan, a, b = question(questions[1])
+        out.update(edited_files=len(edited), after_edit={"survey": a, "total": a + b})
+    finally:
+        for p, data in saved.items():
+            Path(p).write_bytes(data)
+out["peak_rss_mib"] = rss()
+print(json.dumps(out))
 """
 
 
@@ -145,23 +172,31 @@ def main(argv: list[str] | None = None) -> int:
         build(pool, size, root)
         built_s = time.perf_counter() - t0
         for layout in args.layouts.split(","):
-            p = subprocess.run(
-                [sys.executable, "-c", CHILD, str(root / layout), rg, "1" if layout == "shards" else "0"]
-                + [json.dumps(questions)],
-                capture_output=True,
-                text=True,
-                check=True,
-            )
-            r = json.loads(p.stdout.strip().splitlines()[-1])
+            r = {}
+            for mode in ("first", "cold"):
+                store = str(Path(args.work) / f"stats-n{size}-{layout}.sqlite")
+                p = subprocess.run(
+                    [sys.executable, "-c", CHILD, str(root / layout), rg, "1" if layout == "shards" else "0"]
+                    + [json.dumps(questions), store, mode],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                )
+                child = json.loads(p.stdout.strip().splitlines()[-1])
+                child[f"peak_rss_mib_{mode}"] = child.pop("peak_rss_mib")
+                r.update(child)
             r.update(size=size, layout=layout, build_s=round(built_s, 1))
+            r["peak_rss_mib"] = max(r["peak_rss_mib_first"], r["peak_rss_mib_cold"])
             r["ratio_warm"] = r["warm_total_s"] / r["rg_s"] if r["rg_s"] else None
             r["ratio_cold"] = r["cold"]["total"] / r["rg_s"] if r["rg_s"] else None
+            r["ratio_first"] = r["first"]["total"] / r["rg_s"] if r["rg_s"] else None
             r["warm_docs_per_s"] = r["documents"] / r["warm_total_s"] if r["warm_total_s"] else None
             results.append(r)
             print(
-                f"{size:>9,} {layout:<6} lens warm {r['warm_total_s']:.3f} s (scan {r['warm_scan_s']:.3f} + score "
-                f"{r['warm_score_s']:.3f}), cold {r['cold']['total']:.2f} s, rg {r['rg_s']:.3f} s, "
-                f"ratio {r['ratio_warm']:.2f}x warm / {r['ratio_cold']:.2f}x cold, peak {r['peak_rss_mib']:.0f} MiB",
+                f"{size:>9,} {layout:<6} lens warm {r['warm_total_s']:.3f} s (survey {r['warm_scan_s']:.3f} + score "
+                f"{r['warm_score_s']:.3f}), cold {r['cold']['total']:.2f} s, first {r['first']['total']:.1f} s, "
+                f"1% edited {r['after_edit']['total']:.2f} s, rg {r['rg_s']:.3f} s, ratio {r['ratio_warm']:.2f}x warm / "
+                f"{r['ratio_cold']:.2f}x cold, peak {r['peak_rss_mib']:.0f} MiB, store {r['store_bytes'] / 2**20:.0f} MiB",
                 flush=True,
             )
     summary = {"queries": args.queries, "sizes": args.sizes, "results": results}

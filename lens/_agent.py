@@ -19,10 +19,11 @@ from typing import Any, Sequence
 from lens._answer import Answered, answer, consolidated
 from lens._budget import Budget
 from lens._config import LensConfig, load_config
-from lens._corpus import CorpusScan, scan_corpus
+from lens._corpus import CorpusScan
 from lens._cost import CostMeter
 from lens._errors import LensError
 from lens._files import is_inside
+from lens._filestats import survey_corpus
 from lens._llm import LLMClient, open_client
 from lens._loop import Loop, LoopState, Observer, explore
 from lens._memory import Eligibility, MemoryLogError, MemoryStore, all_past, memory_key, memory_signals
@@ -153,7 +154,7 @@ class Agent:
             progress=self.progress,
         )
         run.report("scan")
-        scan = scan_corpus(path, cfg.reader, within=self.within)
+        scan = survey_corpus(path, cfg.reader, within=self.within)
         if not scan.documents:
             raise LensError(f"{path}: no readable documents (skipped: {dict(scan.skipped) or 'none'})")
         if scan.ignore_unread:  # files the user meant to exclude may be read: said with the answer
@@ -216,7 +217,7 @@ class Agent:
     ) -> dict[str, dict[int, float]]:
         """Per requirement, the prior's memory signal from the eligible, similar, unchanged entries."""
         keys = {req.id: memory_key(run.question, req.text) for req in decomposition.requirements}
-        signals, stale = memory_signals(memory, keys, view.docs, eligible, self.config.memory.capacity)
+        signals, stale = memory_signals(memory, keys, view, eligible, self.config.memory.capacity)
         if stale:
             run.notes.append(f"memory: {stale} stale entries ignored (file changed or gone)")
         run.stages.append(

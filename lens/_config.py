@@ -330,6 +330,12 @@ class ReaderSettings(_Section):
         json_schema_extra=_NOT_HASHED,
         description="Within one process, don't re-read files whose stat signature is unchanged.",
     )
+    stats_store: str | None = Field(
+        None,
+        json_schema_extra=_NOT_HASHED,
+        description="The SQLite file of per-file statistics (outside the folder; default: the user cache "
+        "folder's lens/stats.sqlite; ':memory:' keeps them for this process only).",
+    )
 
 
 class AblationSettings(_Section):

@@ -10,7 +10,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from lens._errors import LensError
 from lens._files import append_lines
@@ -242,19 +242,19 @@ def memory_signal(served: Iterable[tuple[int | None, bool, float, float]]) -> tu
 def memory_signals(
     store: MemoryStore,
     keys: Mapping[str, str],
-    docs: Sequence,
+    view: Any,
     eligible: Eligibility,
     capacity: int,
 ) -> tuple[dict[str, dict[int, float]], int]:
     """Per requirement (``keys``: its :func:`memory_key`), the prior's memory signal from the eligible, similar
-    entries whose document in ``docs`` is unchanged; and how many served entries were stale."""
-    by_id = {d.doc_id: i for i, d in enumerate(docs)}
+    entries whose document in ``view`` (a ``CorpusView``) is unchanged; and how many served entries were stale."""
+    by_id = {s.doc_id: i for i, s in enumerate(view.stats)}
     signals: dict[str, dict[int, float]] = {}
     stale = 0
     for rid, key in keys.items():
         served = store.lookup(key, eligible, capacity=capacity)
         signal, n_stale = memory_signal(
-            (idx, idx is not None and docs[idx].sha256 == e.sha256, sim, e.posterior)
+            (idx, idx is not None and view.stats[idx].sha256 == e.sha256, sim, e.posterior)
             for e, sim in served
             for idx in [by_id.get(e.doc_id)]
         )

@@ -131,7 +131,7 @@ class Prior:
                     s.name_word_specificity if w in capitalised else s.plain_word_specificity
                 )
             # several documents sharing one name ("Home (film)", "Home (song)") split the signal
-            ambiguity = len(view.titles.get(title_key(base_title(view.docs[idx].title)), [idx]))
+            ambiguity = len(view.titles.get(title_key(base_title(view.title(idx))), [idx]))
             title[idx] = max(title[idx], specificity / math.sqrt(max(ambiguity, 1)))
         for span in self._name_cues(question, cues):
             if self._late():
@@ -145,7 +145,7 @@ class Prior:
         layout = np.zeros(len(self.view))
         term_set = set(terms)
         for idx in np.argsort(-total)[: max(limit * 5, self.settings.layout_pool)]:
-            head = set(tokens(self.view.docs[idx].title))
+            head = set(tokens(self.view.title(idx)))
             if term_set:
                 layout[idx] = len(head & term_set) / len(term_set)
         return layout

@@ -1,15 +1,15 @@
-"""A corpus view: one scan of the folder with the lookups the prior needs, built once per state of the folder.
+"""A corpus view: one survey of the folder with the lookups the prior needs, built once per state of the folder.
 
-The documents' lowered, accent-folded text joined into one string (``\x00`` between documents) with the start
-offset of each document, so one multi-pattern (Aho–Corasick) pass counts every term in every document; a title
-table (full title, title without "(disambiguation)", file stem) for maximal word n-gram title matches.
+Per document its statistics (``lens._filestats.DocStat``: title, names, length, sha256) and its row in the
+statistics store, where its term counts are; a title table (full title, title without "(disambiguation)", file
+stem) for maximal word n-gram title matches. The documents themselves are read only when asked for.
 
-``CorpusView.of(scan)`` is how a question gets its view. The view is a pure function of the scan's documents, so
-a process keeps the last view it built per folder and hands it out again when the new scan holds the very same
-document objects — which the scan's read memo returns only for files whose stat signature is unchanged. Any
-added, removed or changed file gives a scan with other objects, and the view is rebuilt from it. Like the read
-memo this is a per-process memo, not an index: every question still lists and stats the folder as it is now,
-nothing is written anywhere, and the view always equals the one built from scratch.
+``CorpusView.of(scan)`` is how a question gets its view. The view is a pure function of the documents'
+statistics, so a process keeps the last view it built per folder and hands it out again when the new survey holds
+the very same statistics objects — which it does only for files whose stat signature is unchanged. Any added,
+removed or changed file gives other objects, and the view is rebuilt. Like the store this is a cache, not an
+index: every question still lists and stats the folder as it is now, and the view always equals the one built
+from reading every file.
 """
 
 from __future__ import annotations
@@ -19,16 +19,14 @@ import os
 import time
 from typing import Sequence
 
-import ahocorasick
 import numpy as np
 
 from lens._corpus import CorpusScan, Document
+from lens._filestats import SUFFIXES, DocStat, StatsStore, _Entry, _stat_of
 from lens._terms import tokens
 
 __all__ = ["CorpusView"]
 
-# suffixes folded onto a term match (-s, -es, -ed, -ing, 's, ...): a cheap stand-in for stemming
-_SUFFIXES = ("s", "es", "ed", "ing", "'s", "’s", "ly", "er", "ers")
 _MAX_NGRAM = 10  # longest title, in words, looked up as an n-gram of a text
 
 # the last view built per folder (real path), for CorpusView.of; a few folders at most, so memory stays bounded
@@ -37,33 +35,44 @@ _LAST_MAX = 4
 
 
 class CorpusView:
-    """One scan of the folder, with the lookups the prior needs (get it with ``CorpusView.of``)."""
+    """One survey of the folder, with the lookups the prior needs (get it with ``CorpusView.of``). A scan of
+    documents held in memory (``scan_corpus``, a built list) gets its statistics in a store of its own."""
 
     def __init__(self, scan: CorpusScan):
         self.scan = scan
-        self.docs: list[Document] = scan.documents
-        lowered = [d.lowered for d in self.docs]  # lowercased, accent-folded ("Gutiérrez" ~ "gutierrez")
-        self._big = "\x00".join(lowered)
-        starts = np.zeros(len(lowered) + 1, dtype=np.int64)
-        if lowered:
-            starts[1:] = np.cumsum([len(t) + 1 for t in lowered])
-        self._starts = starts
+        self.docs: Sequence[Document] = scan.documents
+        if scan.doc_stats is None:
+            store = StatsStore(None)
+            entry = _Entry((), True, False, {}, [_stat_of(d) for d in scan.documents], [])
+            store.put("", [("", entry, scan.documents)])
+            scan.doc_stats = (entry.docs, np.asarray(entry.ids, dtype=np.int64), store)
+        self.stats: list[DocStat]
+        self.stats, self._ids, self._store = scan.doc_stats
+        self._id_order = np.argsort(self._ids, kind="stable")
+        self._sorted_ids = self._ids[self._id_order]
         # document length in characters: BM25 only uses length relative to the average, so characters
         # serve as well as words and cost no pass over the text
-        self.lengths = np.fromiter((len(t) for t in lowered), dtype=np.float64, count=len(lowered))
-        self.avg_len = float(self.lengths.mean()) if len(lowered) else 1.0
+        self.lengths = np.fromiter((s.length for s in self.stats), dtype=np.float64, count=len(self.stats))
+        self.avg_len = float(self.lengths.mean()) if len(self.stats) else 1.0
         self._titles: dict[str, list[int]] | None = None
         self._title_keys: list[str] | None = None
 
     @classmethod
     def of(cls, scan: CorpusScan) -> "CorpusView":
-        """The view of ``scan``: the last one built for its folder when the scan holds the same document objects
-        (nothing changed on disk since), else a new one, remembered for the next question."""
+        """The view of ``scan``: the last one built for its folder when the scan holds the same documents'
+        statistics (nothing changed on disk since), else a new one, remembered for the next question."""
         key = os.path.realpath(scan.root)
         last = _LAST.get(key)
-        docs = scan.documents
-        if last is not None and len(last.docs) == len(docs) and all(map(operator.is_, last.docs, docs)):
+        new = scan.doc_stats[0] if scan.doc_stats is not None else None
+        if (
+            last is not None
+            and new is not None
+            and last._store is scan.doc_stats[2]
+            and len(last.stats) == len(new)
+            and all(map(operator.is_, last.stats, new))
+        ):
             last.scan = scan  # the newest scan's counts (files, bytes, seconds) for whoever reports them
+            last.docs = scan.documents
             return last
         view = cls(scan)
         _LAST.pop(key, None)
@@ -73,14 +82,26 @@ class CorpusView:
         return view
 
     def __len__(self) -> int:
-        return len(self.docs)
+        return len(self.stats)
+
+    def title(self, index: int) -> str:
+        """Document ``index``'s title, without reading it."""
+        return self.stats[index].title
+
+    @property
+    def doc_ids(self) -> list[str]:
+        return [s.doc_id for s in self.stats]
+
+    @property
+    def sha256s(self) -> list[str]:
+        return [s.sha256 for s in self.stats]
 
     # ---------------------------------------------------------------- titles
     def _build_titles(self) -> None:
         table: dict[str, list[int]] = {}
         keys: list[str] = []
-        for i, d in enumerate(self.docs):
-            names = d.title_names
+        for i, d in enumerate(self.stats):
+            names = d.names
             keys.append(names[0] if names else "")
             for name in names:
                 table.setdefault(name, []).append(i)
@@ -131,35 +152,24 @@ class CorpusView:
 
     # ---------------------------------------------------------------- term counts
     def term_counts(self, terms: Sequence[str]) -> np.ndarray:
-        """Matrix [documents × terms] of word-start matches with simple suffix folding."""
-        counts = np.zeros((len(self.docs), len(terms)), dtype=np.float64)
-        if not terms or not self.docs:
+        """Matrix [documents × terms]: how often each term occurs as a word of its own, or with a folded suffix
+        ("film" counts "films", "filmed"), in each document."""
+        counts = np.zeros((len(self.stats), len(terms)), dtype=np.float64)
+        if not terms or not self.stats:
             return counts
-        auto = ahocorasick.Automaton()
+        columns: dict[str, list[int]] = {}
         for j, term in enumerate(terms):
-            auto.add_word(term, (j, len(term)))
-        auto.make_automaton()
-        big = self._big
-        n = len(big)
-        ends: list[int] = []
-        cols: list[int] = []
-        for end, (j, length) in auto.iter(big):
-            start = end - length + 1
-            if start > 0 and big[start - 1].isalnum():
-                continue
-            nxt = end + 1
-            if nxt < n and big[nxt].isalnum():
-                ok = False
-                for suf in _SUFFIXES:
-                    stop = nxt + len(suf)
-                    if big.startswith(suf, nxt) and (stop >= n or not big[stop].isalnum()):
-                        ok = True
-                        break
-                if not ok:
-                    continue
-            ends.append(end)
-            cols.append(j)
-        if ends:
-            rows = np.searchsorted(self._starts, np.asarray(ends), side="right") - 1
-            np.add.at(counts, (rows, np.asarray(cols)), 1.0)
+            for form in (term, *(term + suffix for suffix in SUFFIXES)):
+                columns.setdefault(form, []).append(j)
+        rows = self._store.counts(list(columns))
+        if not rows:
+            return counts
+        ids = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
+        at = np.minimum(np.searchsorted(self._sorted_ids, ids), len(self._sorted_ids) - 1)
+        mine = self._sorted_ids[at] == ids  # rows of other folders in a shared store are not this view's
+        index = self._id_order[at]
+        for k in np.flatnonzero(mine):
+            term, _, n = rows[k]
+            for j in columns[term]:
+                counts[index[k], j] += n
         return counts

@@ -17,6 +17,8 @@ _EXPORTS = {
     "CorpusScan": "lens._corpus",
     "split_sentences": "lens._corpus",
     "CorpusView": "lens._view",
+    "survey_corpus": "lens._filestats",
+    "StatsStore": "lens._filestats",
     # requirements
     "Requirement": "lens._requirements",
     "Decomposition": "lens._requirements",

@@ -116,6 +116,8 @@ PARTS = [
     "read_window",
     "render",
     "scan_corpus",
+    "survey_corpus",
+    "StatsStore",
     "sha256_hex",
     "split_sentences",
     "title_key",

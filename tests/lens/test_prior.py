@@ -570,52 +570,49 @@ def _state(view: CorpusView, terms: list[str]) -> tuple:
 def test_an_unchanged_folder_gets_its_view_back_and_any_change_rebuilds_it(tmp_path, monkeypatch):
     import time
 
-    from lens import _corpus
+    from lens import _filestats
+    from lens._filestats import survey_corpus
 
-    monkeypatch.setattr(_corpus, "_RACY_NS", 0)  # remember even files written a moment ago
+    monkeypatch.setattr(_filestats, "_RACY_NS", 0)  # settle even files written a moment ago
     (tmp_path / "a.txt").write_text("Quill Point\nQuill Point is a cape in the north.\n", encoding="utf-8")
     (tmp_path / "b.txt").write_text("Harbor Town\nHarbor Town lies south of Quill Point.\n", encoding="utf-8")
     terms = ["quill", "cape", "harbor", "lighthouse"]
-    first = CorpusView.of(scan_corpus(tmp_path))
+    first = CorpusView.of(survey_corpus(tmp_path))
     first.titles  # built lazily once, kept with the view
-    scan = scan_corpus(tmp_path)
+    scan = survey_corpus(tmp_path)
     again = CorpusView.of(scan)
     assert again is first and again.scan is scan  # nothing changed: the same lookups, the newest scan's counts
 
     time.sleep(0.02)
     (tmp_path / "a.txt").write_text("Quill Point\nQuill Point has a lighthouse.\n", encoding="utf-8")
-    changed = CorpusView.of(scan_corpus(tmp_path))
+    changed = CorpusView.of(survey_corpus(tmp_path))
     assert changed is not first
     assert _state(changed, terms) == _state(CorpusView(scan_corpus(tmp_path)), terms)
     assert changed.term_counts(["lighthouse"])[:, 0].tolist() == [1.0, 0.0]
 
     (tmp_path / "c.txt").write_text("Lighthouse\nA lighthouse is a tower.\n", encoding="utf-8")
-    added = CorpusView.of(scan_corpus(tmp_path))
+    added = CorpusView.of(survey_corpus(tmp_path))
     assert added is not changed and len(added) == 3
     (tmp_path / "c.txt").unlink()
-    removed = CorpusView.of(scan_corpus(tmp_path))
+    removed = CorpusView.of(survey_corpus(tmp_path))
     assert removed is not added and [d.doc_id for d in removed.docs] == ["a.txt", "b.txt"]
     assert "lighthouse" not in removed.titles
 
 
-def test_without_the_read_memo_every_scan_gets_a_fresh_view(tmp_path, monkeypatch):
-    from lens import _corpus
-    from lens._config import ReaderSettings
-
-    monkeypatch.setattr(_corpus, "_RACY_NS", 0)
+def test_a_scan_of_documents_in_memory_gets_a_fresh_view(tmp_path):
     (tmp_path / "a.txt").write_text("Quill Point\nQuill Point is a cape.\n", encoding="utf-8")
-    settings = ReaderSettings(reuse_unchanged=False)
-    assert CorpusView.of(scan_corpus(tmp_path, settings)) is not CorpusView.of(scan_corpus(tmp_path, settings))
+    assert CorpusView.of(scan_corpus(tmp_path)) is not CorpusView.of(scan_corpus(tmp_path))
 
 
 def test_views_of_different_folders_are_kept_apart(tmp_path, monkeypatch):
-    from lens import _corpus
+    from lens import _filestats
+    from lens._filestats import survey_corpus
 
-    monkeypatch.setattr(_corpus, "_RACY_NS", 0)
+    monkeypatch.setattr(_filestats, "_RACY_NS", 0)
     for name, title in (("one", "Quill Point"), ("two", "Harbor Town")):
         (tmp_path / name).mkdir()
         (tmp_path / name / "a.txt").write_text(f"{title}\n{title} is a place.\n", encoding="utf-8")
-    one = CorpusView.of(scan_corpus(tmp_path / "one"))
-    two = CorpusView.of(scan_corpus(tmp_path / "two"))
+    one = CorpusView.of(survey_corpus(tmp_path / "one"))
+    two = CorpusView.of(survey_corpus(tmp_path / "two"))
     assert one is not two and one.docs[0].title == "Quill Point" and two.docs[0].title == "Harbor Town"
-    assert CorpusView.of(scan_corpus(tmp_path / "one")) is one
+    assert CorpusView.of(survey_corpus(tmp_path / "one")) is one

@@ -1,0 +1,530 @@
+"""Per-file statistics: what the prior needs of every file, computed once per file content and kept outside the
+folder, so a question reads only the files that changed.
+
+For each file the store keeps its stat signature (device, inode, size, mtime, ctime) and, per document in it, the
+title, the names it goes by, its length, its sha256 and its term counts — how often each maximal run of letters
+and digits occurs in the folded text, the words a cue term is matched against (``term_counts``: a term counts
+where a run equals it or it plus a folded suffix, exactly the word-start match the prior always made).
+
+A question **surveys** the folder as it is now (:func:`survey_corpus`): it lists and stats every file, takes the
+statistics of each file whose signature is unchanged from the store, reads exactly the new and changed ones and
+drops the gone ones. A file changed within two seconds of its reading (timestamps are coarse) is checked by its
+content hash on the next survey. Documents are read into memory only when the agent reads them
+(:class:`DocumentTable`). Nothing is written inside the folder: the store is one SQLite file outside it
+(``reader.stats_store``, default ``<user cache>/lens/stats.sqlite``), shared safely by concurrent processes (WAL,
+one transaction per batch). It is a cache, never an index to keep fresh: a corrupt store is rebuilt, a store
+that cannot be written is replaced by one in memory (the scan's notes say so), and whatever it holds, a survey
+gives the statistics that reading every file now would give.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+import threading
+import time
+from collections import Counter, OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Iterator, Sequence
+
+import numpy as np
+from platformdirs import user_cache_dir
+
+from lens._config import ReaderSettings
+from lens._corpus import (
+    CorpusScan,
+    Document,
+    _FileResult,
+    _ignore_patterns,
+    _is_container,
+    _list_files,
+    _open_folder,
+    _read_bytes,
+    _read_file,
+    _signature,
+)
+from lens._files import is_inside, sha256_hex
+
+__all__ = ["StatsStore", "DocStat", "DocumentTable", "survey_corpus", "default_store_path", "SUFFIXES"]
+
+# suffixes folded onto a term match (-s, -es, -ed, -ing, ...): a cheap stand-in for stemming. A possessive ('s)
+# needs no entry: the apostrophe already ends the run.
+SUFFIXES = ("s", "es", "ed", "ing", "ly", "er", "ers")
+_RUN = re.compile(r"[^\W_]+")  # a maximal run of str.isalnum() characters
+_RACY_NS = 2_000_000_000  # a file changed this close to its reading is checked by content next time
+_BATCH = 2_000  # files per write transaction
+_SCHEMA = 2
+_NAMES_SEP = "\x1f"
+_COMPACT_AT = 0.25  # orphaned postings are deleted once the documents dropped since exceed this share of the live ones
+
+
+def default_store_path() -> Path:
+    """Where the store lives unless ``reader.stats_store`` says otherwise: the user cache folder."""
+    return Path(user_cache_dir("lens")) / "stats.sqlite"
+
+
+@dataclass(frozen=True, slots=True)
+class DocStat:
+    """One document as the prior sees it, without its text."""
+
+    doc_id: str
+    path: str
+    title: str
+    names: tuple[str, ...]  # Document.title_names
+    length: int  # characters of the folded text
+    sha256: str
+    line: int | None
+
+
+@dataclass(slots=True)
+class _Entry:
+    """One file's statistics: its signature, whether that was settled when read, its reading's outcome."""
+
+    sig: tuple
+    settled: bool
+    whole: bool  # a whole file (its one document's sha256 is the file's), not a container
+    summary: dict  # skip, nbytes, bad, malformed, oversized, problems
+    docs: list[DocStat]
+    ids: list[int]  # the documents' rows in the store
+
+    @property
+    def hash(self) -> str:
+        """sha256 of a whole file's bytes, "" for a container or a file without a document."""
+        return self.docs[0].sha256 if self.whole and self.docs else ""
+
+
+def _terms_of(lowered: str) -> Counter:
+    return Counter(_RUN.findall(lowered))
+
+
+def _pack_sig(sig: tuple) -> str:
+    return ",".join(map(str, sig))
+
+
+_TRIVIAL = {"skip": None, "bad": False, "malformed": 0, "oversized": 0, "problems": []}
+
+
+def _pack_summary(summary: dict) -> str:
+    """A file's reading outcome: its byte count alone in the common case, JSON otherwise."""
+    if all(summary.get(k, v) == v for k, v in _TRIVIAL.items()):
+        return str(summary.get("nbytes", 0))
+    return json.dumps(summary)
+
+
+def _unpack_summary(text: str) -> dict:
+    return _TRIVIAL | {"nbytes": int(text)} if text.isdigit() else json.loads(text)
+
+
+class StatsStore:
+    """The SQLite file of per-file statistics (``path`` None: in memory, for this process only)."""
+
+    def __init__(self, path: str | os.PathLike[str] | None = None):
+        self.path = Path(path) if path is not None else None
+        self.note: str | None = None  # why the store is in memory although a file was asked for
+        self._lock = threading.RLock()
+        self.db = self._connect()
+
+    # ---------------------------------------------------------------- opening
+    def _connect(self) -> sqlite3.Connection:
+        if self.path is None:
+            return self._init(sqlite3.connect(":memory:", check_same_thread=False))
+        try:
+            return self._open_file()
+        except sqlite3.DatabaseError:  # corrupt or not a database: rebuilt from the folder, it is only a cache
+            try:
+                self._remove_file()
+                return self._open_file()
+            except (sqlite3.Error, OSError) as exc:
+                return self._in_memory(exc)
+        except (sqlite3.Error, OSError) as exc:  # cannot be created or written
+            return self._in_memory(exc)
+
+    def _open_file(self) -> sqlite3.Connection:
+        assert self.path is not None
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(self.path, timeout=60, check_same_thread=False)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            version = self._init(db).execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+            if version is None or int(version[0]) != _SCHEMA:
+                raise sqlite3.DatabaseError(f"schema {version} is not {_SCHEMA}")
+            db.execute("BEGIN IMMEDIATE")  # writable (a read-only file or folder fails here, not mid-survey)
+            db.execute("ROLLBACK")
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def _remove_file(self) -> None:
+        assert self.path is not None
+        for suffix in ("", "-wal", "-shm"):
+            try:
+                os.unlink(f"{self.path}{suffix}")
+            except FileNotFoundError:
+                pass
+
+    def _in_memory(self, exc: BaseException) -> sqlite3.Connection:
+        self.note = f"file statistics store {self.path}: not usable ({exc}); kept in memory for this process"
+        self.path = None
+        return self._init(sqlite3.connect(":memory:", check_same_thread=False))
+
+    @staticmethod
+    def _init(db: sqlite3.Connection) -> sqlite3.Connection:
+        with db:
+            db.executescript(
+                """
+                CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+                CREATE TABLE IF NOT EXISTS scopes(id INTEGER PRIMARY KEY, scope TEXT NOT NULL UNIQUE);
+                CREATE TABLE IF NOT EXISTS files(
+                    id INTEGER PRIMARY KEY, scope INTEGER NOT NULL, path TEXT NOT NULL, sig TEXT NOT NULL,
+                    settled INTEGER NOT NULL, whole INTEGER NOT NULL, summary TEXT NOT NULL, UNIQUE(scope, path));
+                CREATE TABLE IF NOT EXISTS docs(
+                    id INTEGER PRIMARY KEY AUTOINCREMENT, file INTEGER NOT NULL, ord INTEGER NOT NULL,
+                    doc_id TEXT NOT NULL, title TEXT NOT NULL, names TEXT NOT NULL, length INTEGER NOT NULL,
+                    sha256 TEXT NOT NULL, line INTEGER);
+                CREATE INDEX IF NOT EXISTS docs_file ON docs(file);
+                -- postings by term; a document's row id is never reused (AUTOINCREMENT), so the postings of a
+                -- dropped document are orphans no view maps, deleted in bulk now and then (_compact)
+                CREATE TABLE IF NOT EXISTS terms(
+                    term TEXT NOT NULL, doc INTEGER NOT NULL, n INTEGER NOT NULL, PRIMARY KEY(term, doc)
+                ) WITHOUT ROWID;
+                """
+            )
+            db.execute("INSERT OR IGNORE INTO meta VALUES('schema', ?)", (str(_SCHEMA),))
+            db.execute("INSERT OR IGNORE INTO meta VALUES('dropped', '0')")
+        return db
+
+    def close(self) -> None:
+        self.db.close()
+
+    # ---------------------------------------------------------------- reading
+    def _scope_id(self, scope: str, *, create: bool) -> int | None:
+        row = self.db.execute("SELECT id FROM scopes WHERE scope=?", (scope,)).fetchone()
+        if row is None and create:
+            return self.db.execute("INSERT INTO scopes(scope) VALUES(?)", (scope,)).lastrowid
+        return row[0] if row else None
+
+    def files(self, scope: str) -> dict[str, tuple[int, tuple, bool, bool, dict]]:
+        """path -> (row id, signature, settled, whole, summary) of every file the store holds for ``scope``."""
+        with self._lock:
+            sid = self._scope_id(scope, create=False)
+            rows = self.db.execute("SELECT path, id, sig, settled, whole, summary FROM files WHERE scope=?", (sid,))
+            return {
+                p: (i, tuple(map(int, s.split(","))), bool(st), bool(w), _unpack_summary(sm))
+                for p, i, s, st, w, sm in rows
+            }
+
+    def docs(self, file_ids: Sequence[int]) -> dict[int, tuple[list[DocStat], list[int]]]:
+        """Per file row id: its documents in file order and their row ids."""
+        out: dict[int, tuple[list[DocStat], list[int]]] = {i: ([], []) for i in file_ids}
+        with self._lock:
+            for start in range(0, len(file_ids), 50_000):
+                chunk = file_ids[start : start + 50_000]
+                q = (
+                    "SELECT d.file, d.id, d.doc_id, f.path, d.title, d.names, d.length, d.sha256, d.line FROM docs d "
+                    f"JOIN files f ON f.id = d.file WHERE d.file IN ({','.join('?' * len(chunk))}) ORDER BY d.file, d.ord"
+                )
+                for fid, did, doc_id, path, title, names, length, sha, line in self.db.execute(q, chunk):
+                    stats, ids = out[fid]
+                    stats.append(
+                        DocStat(doc_id, path, title, tuple(names.split(_NAMES_SEP)) if names else (), length, sha, line)
+                    )
+                    ids.append(did)
+        return out
+
+    def counts(self, variants: Sequence[str]) -> list[tuple[str, int, int]]:
+        """(run, document row id, count) for every document holding one of the runs ``variants``."""
+        if not variants:
+            return []
+        with self._lock:
+            q = f"SELECT term, doc, n FROM terms WHERE term IN ({','.join('?' * len(variants))})"
+            return self.db.execute(q, list(variants)).fetchall()
+
+    # ---------------------------------------------------------------- writing
+    def put(self, scope: str, items: Sequence[tuple[str, _Entry, Sequence[Document]]]) -> None:
+        """Store (path, entry, its documents) for each file, replacing what the store held for those paths; each
+        entry's ``ids`` are set to its documents' new row ids."""
+        with self._lock, self.db:
+            sid = self._scope_id(scope, create=True)
+            for path, entry, documents in items:
+                self._drop(sid, [path])
+                cur = self.db.execute(
+                    "INSERT INTO files(scope, path, sig, settled, whole, summary) VALUES(?,?,?,?,?,?)",
+                    (
+                        sid,
+                        path,
+                        _pack_sig(entry.sig),
+                        int(entry.settled),
+                        int(entry.whole),
+                        _pack_summary(entry.summary),
+                    ),
+                )
+                fid = cur.lastrowid
+                entry.ids = []
+                for k, (d, st) in enumerate(zip(documents, entry.docs)):
+                    did = self.db.execute(
+                        "INSERT INTO docs(file, ord, doc_id, title, names, length, sha256, line) VALUES(?,?,?,?,?,?,?,?)",
+                        (fid, k, st.doc_id, st.title, _NAMES_SEP.join(st.names), st.length, st.sha256, st.line),
+                    ).lastrowid
+                    entry.ids.append(did)
+                    self.db.executemany(
+                        "INSERT INTO terms(term, doc, n) VALUES(?,?,?)",
+                        ((t, did, n) for t, n in _terms_of(d.lowered).items()),
+                    )
+
+    def settle(self, scope: str, path: str, entry: _Entry) -> None:
+        """Record a new signature for a file whose content (hash) is unchanged."""
+        with self._lock, self.db:
+            self.db.execute(
+                "UPDATE files SET sig=?, settled=? WHERE scope=(SELECT id FROM scopes WHERE scope=?) AND path=?",
+                (_pack_sig(entry.sig), int(entry.settled), scope, path),
+            )
+
+    def drop(self, scope: str, paths: Iterable[str]) -> None:
+        with self._lock, self.db:
+            self._drop(self._scope_id(scope, create=True), list(paths))
+
+    def _drop(self, sid: int | None, paths: list[str]) -> None:
+        dropped = 0
+        for path in paths:
+            row = self.db.execute("SELECT id FROM files WHERE scope=? AND path=?", (sid, path)).fetchone()
+            if row is None:
+                continue
+            dropped += self.db.execute("DELETE FROM docs WHERE file=?", row).rowcount
+            self.db.execute("DELETE FROM files WHERE id=?", row)
+        if dropped:
+            self.db.execute("UPDATE meta SET value = CAST(value AS INTEGER) + ? WHERE key='dropped'", (dropped,))
+
+    def compact(self) -> bool:
+        """Delete orphaned postings once the documents dropped since the last time are a large enough share."""
+        with self._lock:
+            dropped = int(self.db.execute("SELECT value FROM meta WHERE key='dropped'").fetchone()[0])
+            if not dropped:
+                return False
+            live = self.db.execute("SELECT count(*) FROM docs").fetchone()[0]
+            if dropped <= _COMPACT_AT * max(live, 1):
+                return False
+            with self.db:
+                self.db.execute("DELETE FROM terms WHERE doc NOT IN (SELECT id FROM docs)")
+                self.db.execute("UPDATE meta SET value='0' WHERE key='dropped'")
+            return True
+
+
+# one store per file path per process
+_STORES: dict[str, StatsStore] = {}
+_STORES_LOCK = threading.Lock()
+
+
+def _store_for(settings: ReaderSettings, root_real: str) -> StatsStore:
+    path = Path(settings.stats_store) if settings.stats_store else default_store_path()
+    if settings.stats_store == ":memory:" or is_inside(path, root_real):  # never written inside the folder
+        key = f":memory:{root_real}"
+        with _STORES_LOCK:
+            if key not in _STORES:
+                _STORES[key] = StatsStore(None)
+                if settings.stats_store != ":memory:":
+                    _STORES[key].note = f"file statistics store {path}: inside the folder; kept in memory instead"
+            return _STORES[key]
+    key = str(path.resolve())
+    with _STORES_LOCK:
+        if key not in _STORES:
+            _STORES[key] = StatsStore(path)
+        return _STORES[key]
+
+
+# --------------------------------------------------------------------------- the survey
+
+
+def _stat_of(doc: Document) -> DocStat:
+    return DocStat(doc.doc_id, doc.path, doc.title, doc.title_names, len(doc.lowered), doc.sha256, doc.line)
+
+
+def _summary(res: _FileResult) -> dict:
+    return {
+        "skip": res.skip,
+        "nbytes": res.nbytes,
+        "bad": bool(res.bad_encoding),
+        "malformed": res.malformed,
+        "oversized": res.oversized,
+        "problems": res.problems,
+    }
+
+
+@dataclass
+class _Folder:
+    """What this process knows of one folder (scope): the entries of its files as last surveyed."""
+
+    entries: dict[str, _Entry] = field(default_factory=dict)
+
+
+_FOLDERS: dict[tuple[str, str], _Folder] = {}  # (store path, scope) -> folder
+
+
+def _scope(root_real: str, settings: ReaderSettings) -> str:
+    """The key of a folder's statistics: its real path and the reader limits that decide what is read."""
+    return f"{root_real}\x00{settings.max_file_bytes}\x00{settings.max_container_bytes}"
+
+
+def survey_corpus(
+    root: str | os.PathLike[str],
+    settings: ReaderSettings | None = None,
+    *,
+    within: Sequence[str | os.PathLike[str]] | None = None,
+) -> CorpusScan:
+    """The folder as it is now, as :func:`lens.scan_corpus` would read it, with its documents' statistics from
+    the store where a file is unchanged: a ``CorpusScan`` whose ``documents`` is a :class:`DocumentTable` (read
+    on access) and whose ``stats`` holds the per-document statistics."""
+    settings = settings or ReaderSettings()
+    root_path = Path(root)
+    t0 = time.perf_counter()
+    root_real = _open_folder(root_path, within)
+    skipped: Counter = Counter()
+    patterns, ignore_unread = _ignore_patterns(root_path, root_real)
+    problems: list[str] = [ignore_unread] if ignore_unread else []
+    paths = _list_files(root_path, settings, skipped, problems, root_real, patterns)
+    store = _store_for(settings, root_real)
+    scope = _scope(root_real, settings)
+    folder = _FOLDERS.setdefault((str(store.path), scope), _Folder())
+    if not folder.entries:  # this process's first survey of the folder: what the store holds
+        folder.entries = _load(store, scope)
+    prefix = os.path.join(root_path, "")
+    listed = set(paths)
+    gone = [p for p in folder.entries if p not in listed]
+    for p in gone:
+        del folder.entries[p]
+    if gone:
+        store.drop(scope, gone)
+    settled_before = time.time_ns() - _RACY_NS
+    pending: list[tuple[str, _Entry, Sequence[Document]]] = []
+    fresh_bytes = 0
+    for p in paths:
+        entry = folder.entries.get(p)
+        try:
+            sig = _signature(os.stat(prefix + p))
+        except OSError:
+            sig = None
+        if entry is not None and sig == entry.sig and entry.settled:
+            continue
+        if entry is not None and sig == entry.sig and entry.hash:  # unsettled: the content decides
+            data = _read_bytes(prefix + p, settings.max_file_bytes, root_real)
+            if isinstance(data, bytes) and sha256_hex(data) == entry.hash:
+                entry.settled = sig is not None and sig[4] < settled_before
+                store.settle(scope, p, entry)
+                continue
+        got: list = []
+        res = _read_file(prefix + p, p, settings, root_real, got)
+        sig_read = got[0] if got else (sig or ())
+        fresh_bytes += res.nbytes
+        entry = _Entry(
+            tuple(sig_read),
+            bool(got) and sig_read[4] < settled_before,
+            not _is_container(p),
+            _summary(res),
+            [_stat_of(d) for d in res.documents],
+            [],
+        )
+        folder.entries[p] = entry
+        pending.append((p, entry, res.documents))
+        if len(pending) >= _BATCH:
+            store.put(scope, pending)
+            pending = []
+    if pending:
+        store.put(scope, pending)
+    store.compact()
+    scan = _scan_of(root_path, root_real, settings, store, folder, paths, skipped, problems, ignore_unread)
+    scan.seconds = time.perf_counter() - t0
+    return scan
+
+
+def _load(store: StatsStore, scope: str) -> dict[str, _Entry]:
+    known = store.files(scope)
+    docs = store.docs([v[0] for v in known.values()])
+    return {
+        p: _Entry(sig, settled, whole, summary, *docs[fid]) for p, (fid, sig, settled, whole, summary) in known.items()
+    }
+
+
+def _scan_of(
+    root_path: Path,
+    root_real: str,
+    settings: ReaderSettings,
+    store: StatsStore,
+    folder: _Folder,
+    paths: list[str],
+    skipped: Counter,
+    problems: list[str],
+    ignore_unread: str | None,
+) -> CorpusScan:
+    stats: list[DocStat] = []
+    ids: list[int] = []
+    files = nbytes = bad = 0
+    for p in paths:
+        e = folder.entries[p]
+        s = e.summary
+        problems.extend(s["problems"])
+        if s["malformed"]:
+            skipped["malformed_record"] += s["malformed"]
+        if s["oversized"]:
+            skipped["oversized_record"] += s["oversized"]
+        if s["skip"]:
+            skipped[s["skip"]] += 1
+            continue
+        files += 1
+        bad += s["bad"]
+        nbytes += s["nbytes"]
+        stats.extend(e.docs)
+        ids.extend(e.ids)
+    if store.note:
+        problems.insert(0, store.note)
+    table = DocumentTable(root_path, root_real, settings, stats)
+    return CorpusScan(
+        root=root_path,
+        documents=table,  # type: ignore[arg-type]
+        files=files,
+        bytes_read=nbytes,
+        skipped=skipped,
+        problems=problems,
+        bad_encoding=bad,
+        ignore_unread=ignore_unread,
+        doc_stats=(stats, np.asarray(ids, dtype=np.int64), store),
+    )
+
+
+class DocumentTable(Sequence[Document]):
+    """The surveyed documents, each read from its file when first asked for (a few files kept in memory)."""
+
+    def __init__(self, root: Path, root_real: str, settings: ReaderSettings, stats: list[DocStat]):
+        self.root, self.root_real, self.settings, self.stats = root, root_real, settings, stats
+        self._files: OrderedDict[str, dict[str, Document]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self.stats)
+
+    def __iter__(self) -> Iterator[Document]:
+        return (self[i] for i in range(len(self.stats)))
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self.stats)))]
+        st = self.stats[i]
+        with self._lock:
+            docs = self._files.get(st.path)
+            if docs is None:
+                res = _read_file(os.path.join(self.root, st.path), st.path, self.settings, self.root_real)
+                docs = {d.doc_id: d for d in res.documents}
+                self._files[st.path] = docs
+                if len(self._files) > 64:
+                    self._files.popitem(last=False)
+            else:
+                self._files.move_to_end(st.path)
+        doc = docs.get(st.doc_id)
+        if doc is None:  # changed or gone since the survey: the document as surveyed, its text its title
+            doc = Document(
+                doc_id=st.doc_id, path=st.path, title=st.title, text=st.title, sha256=st.sha256, line=st.line
+            )
+        return doc

@@ -1,0 +1,215 @@
+"""The per-file statistics store: every change to the folder is seen by the next question, the store is shared
+safely between processes, and a broken or unwritable store costs nothing but time."""
+
+from __future__ import annotations
+
+import bz2
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lens import CorpusView, _filestats, scan_corpus
+from lens._config import ReaderSettings
+from lens._filestats import StatsStore, survey_corpus
+
+TERMS = ["quill", "lighthouse", "harbor", "cape", "tower", "gutierrez", "x2", "snake"]
+
+
+def _forget_process_memo() -> None:
+    """What a new process knows: nothing but the store file."""
+    with _filestats._STORES_LOCK:
+        for store in _filestats._STORES.values():
+            store.close()
+        _filestats._STORES.clear()
+    _filestats._FOLDERS.clear()
+
+
+def _state(view: CorpusView) -> tuple:
+    return (
+        [s.doc_id for s in view.stats],
+        [s.sha256 for s in view.stats],
+        view.term_counts(TERMS).tolist(),
+        view.lengths.tolist(),
+        sorted((k, tuple(v)) for k, v in view.titles.items()),
+    )
+
+
+def _fresh(folder: Path) -> tuple:
+    """The view built from reading every file now (documents in memory)."""
+    return _state(CorpusView(scan_corpus(folder)))
+
+
+@pytest.fixture
+def folder(tmp_path):
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "a.txt").write_text("Quill Point\nQuill Point's lighthouse stands on a cape.\n", encoding="utf-8")
+    (root / "b.md").write_text("# Harbor Town\nHarbor Town lies south of the capes; harbors_x2 snake_case.\n")
+    (root / "c.txt").write_text("Gutiérrez Tower\nThe Gutiérrez tower, 2 towers, towered over lighthouses.\n")
+    shard = root / "wiki" / "wiki_00.bz2"
+    shard.parent.mkdir()
+    records = [
+        {"id": "1", "title": "Cape Lighthouse", "text": ["Cape Lighthouse is a lighthouse.", " It lit the cape."]},
+        {"id": "2", "title": "Quill Harbor", "text": "Quill Harbor is a harbor. Quills were sold there."},
+    ]
+    shard.write_bytes(bz2.compress("\n".join(json.dumps(r) for r in records).encode() + b"\n"))
+    return root
+
+
+def test_a_survey_gives_what_reading_every_file_gives_and_reads_documents_only_when_asked(folder, monkeypatch):
+    reads = []
+    real = _filestats._read_file
+    monkeypatch.setattr(_filestats, "_read_file", lambda *a, **k: reads.append(a[1]) or real(*a, **k))
+    scan = survey_corpus(folder)
+    view = CorpusView.of(scan)
+    assert _state(view) == _fresh(folder)
+    assert view.term_counts(["lighthouse"])[:, 0].tolist() == [1.0, 0.0, 1.0, 3.0, 0.0]  # "lighthouses" counts
+    full = scan_corpus(folder)
+    assert scan.stats() | {"seconds": 0, "mb_per_s": 0} == full.stats() | {"seconds": 0, "mb_per_s": 0}
+    reads.clear()
+    doc = view.docs[3]
+    assert reads == ["wiki/wiki_00.bz2"] and doc == full.documents[3] and doc.sentences == full.documents[3].sentences
+
+
+def test_a_new_process_takes_unchanged_files_from_the_store_without_reading_them(folder, monkeypatch):
+    monkeypatch.setattr(_filestats, "_RACY_NS", 0)  # written a moment ago, settled all the same
+    before = _state(CorpusView.of(survey_corpus(folder)))
+    _forget_process_memo()
+    reads = []
+    real = _filestats._read_file
+    monkeypatch.setattr(_filestats, "_read_file", lambda *a, **k: reads.append(a[1]) or real(*a, **k))
+    assert _state(CorpusView.of(survey_corpus(folder))) == before and reads == []
+
+
+@pytest.mark.parametrize("new_process", [False, True])
+def test_an_edit_an_addition_and_a_deletion_are_each_seen_by_the_next_question(folder, monkeypatch, new_process):
+    monkeypatch.setattr(_filestats, "_RACY_NS", 0)
+    CorpusView.of(survey_corpus(folder))
+
+    def next_question() -> CorpusView:
+        if new_process:
+            _forget_process_memo()
+        return CorpusView.of(survey_corpus(folder))
+
+    (folder / "a.txt").write_text("Quill Point\nQuill Point has no lighthouse but a harbor and a tower.\n")
+    view = next_question()
+    assert _state(view) == _fresh(folder) and view.term_counts(["tower"])[0, 0] == 1.0
+    (folder / "d.txt").write_text("Snake Tower\nSnake Tower is a tower.\n")
+    view = next_question()
+    assert _state(view) == _fresh(folder) and "snake tower" in view.titles
+    (folder / "c.txt").unlink()
+    view = next_question()
+    assert _state(view) == _fresh(folder) and "c.txt" not in [s.doc_id for s in view.stats]
+    (folder / "wiki" / "wiki_00.bz2").unlink()
+    view = next_question()
+    assert _state(view) == _fresh(folder) and len(view) == 3
+
+
+def test_a_same_size_same_mtime_rewrite_is_seen(folder, monkeypatch):
+    monkeypatch.setattr(_filestats, "_RACY_NS", 0)
+    target = folder / "a.txt"
+    view = CorpusView.of(survey_corpus(folder))
+    assert view.term_counts(["cape"])[0, 0] == 1.0
+    st = target.stat()
+    text = target.read_text()
+    target.write_text(text.replace("cape", "cove"))
+    os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))  # same size, same mtime: only ctime (and content) moved
+    assert target.stat().st_size == st.st_size and target.stat().st_mtime_ns == st.st_mtime_ns
+    _forget_process_memo()
+    view = CorpusView.of(survey_corpus(folder))
+    assert view.term_counts(["cape"])[0, 0] == 0.0 and _state(view) == _fresh(folder)
+
+
+def test_a_file_read_moments_after_a_change_is_checked_by_its_content_next_time(folder, monkeypatch):
+    survey_corpus(folder)  # every file was written within the last two seconds: none is settled
+    entries = next(iter(_filestats._FOLDERS.values())).entries
+    assert not entries["a.txt"].settled and entries["a.txt"].hash
+    reads = []
+    real = _filestats._read_file
+    monkeypatch.setattr(_filestats, "_read_file", lambda *a, **k: reads.append(a[1]) or real(*a, **k))
+    monkeypatch.setattr(_filestats, "_RACY_NS", 0)
+    survey_corpus(folder)
+    # whole files: the same bytes, so their statistics stand (now settled); the container is read again
+    assert reads == ["wiki/wiki_00.bz2"] and entries["a.txt"].settled
+
+
+def test_a_corrupt_store_is_rebuilt(folder, tmp_path):
+    store = tmp_path / "cache" / "stats.sqlite"
+    settings = ReaderSettings(stats_store=str(store))
+    survey_corpus(folder, settings)
+    _forget_process_memo()
+    for suffix in ("-wal", "-shm"):
+        Path(f"{store}{suffix}").unlink(missing_ok=True)
+    store.write_bytes(b"this is not an SQLite database" * 100)
+    scan = survey_corpus(folder, settings)
+    assert not any("statistics store" in p for p in scan.problems)
+    assert _state(CorpusView.of(scan)) == _fresh(folder)
+    assert StatsStore(store).db.execute("SELECT count(*) FROM files").fetchone()[0] == 4
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes through read-only permissions")
+def test_a_store_that_cannot_be_written_is_kept_in_memory_with_a_warning(folder, tmp_path):
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    cache.chmod(stat.S_IRUSR | stat.S_IXUSR)
+    try:
+        scan = survey_corpus(folder, ReaderSettings(stats_store=str(cache / "stats.sqlite")))
+    finally:
+        cache.chmod(stat.S_IRWXU)
+    assert any("kept in memory" in p for p in scan.problems)
+    assert _state(CorpusView.of(scan)) == _fresh(folder)
+
+
+def test_a_store_file_that_cannot_be_opened_is_kept_in_memory_with_a_warning(folder, tmp_path):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the cache folder should be")
+    scan = survey_corpus(folder, ReaderSettings(stats_store=str(blocker / "stats.sqlite")))
+    assert any("kept in memory" in p for p in scan.problems)
+    assert _state(CorpusView.of(scan)) == _fresh(folder)
+
+
+def test_nothing_is_ever_written_inside_the_folder(folder):
+    before = sorted(p.relative_to(folder) for p in folder.rglob("*"))
+    scan = survey_corpus(folder, ReaderSettings(stats_store=str(folder / ".cache" / "stats.sqlite")))
+    assert any("inside the folder" in p for p in scan.problems)
+    assert sorted(p.relative_to(folder) for p in folder.rglob("*")) == before
+    assert _state(CorpusView.of(scan)) == _fresh(folder)
+
+
+_CHILD = """
+import json, sys
+from lens import CorpusView
+from lens._config import ReaderSettings
+from lens._filestats import survey_corpus
+view = CorpusView.of(survey_corpus(sys.argv[1], ReaderSettings(stats_store=sys.argv[2])))
+print(json.dumps([[s.doc_id for s in view.stats], view.term_counts(sys.argv[3:]).tolist()]))
+"""
+
+
+def test_two_processes_share_the_store_at_once(folder, tmp_path):
+    for i in range(60):  # enough files that both processes are writing at the same time
+        (folder / f"extra{i:02d}.txt").write_text(f"Extra {i}\nExtra {i} names a lighthouse and a tower {i}.\n")
+    store = tmp_path / "shared" / "stats.sqlite"
+    cmd = [sys.executable, "-c", _CHILD, str(folder), str(store), *TERMS]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [err for _, err in outs]
+    results = [json.loads(out) for out, _ in outs]
+    fresh = _fresh(folder)
+    assert results[0] == results[1] == [fresh[0], fresh[2]]
+    third = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    assert json.loads(third.stdout) == results[0]
+
+
+def test_documents_from_another_folder_in_the_same_store_are_not_counted(folder, tmp_path):
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "x.txt").write_text("Lighthouse Keeper\nA lighthouse keeper keeps a lighthouse.\n")
+    CorpusView.of(survey_corpus(other))
+    view = CorpusView.of(survey_corpus(folder))
+    assert _state(view) == _fresh(folder)
