@@ -330,6 +330,13 @@ class ReaderSettings(_Section):
         json_schema_extra=_NOT_HASHED,
         description="Within one process, don't re-read files whose stat signature is unchanged.",
     )
+    watch: bool = Field(
+        True,
+        json_schema_extra=_NOT_HASHED,
+        description="A process that asks again about a folder watches its directories (Linux inotify) and skips "
+        "listing it while nothing changed; off for folders changed in ways inotify does not report (mmap "
+        "writes, network file systems).",
+    )
     stats_store: str | None = Field(
         None,
         json_schema_extra=_NOT_HASHED,

@@ -208,9 +208,11 @@ def _list_files(
     problems: list[str],
     root_real: str | None = None,
     patterns: list[str] | None = None,
+    dirs: list[str] | None = None,
 ) -> list[str]:
     """Relative posix paths of the candidate files, sorted; skip reasons counted in ``skipped``. ``root_real``:
-    the folder's real path (default: resolved now); ``patterns``: what to ignore (default: the .lensignore's)."""
+    the folder's real path (default: resolved now); ``patterns``: what to ignore (default: the .lensignore's);
+    ``dirs``: where the directories listed are appended (their paths as walked)."""
     out: list[str] = []
     root_real = root_real or _folder_real(root)
     if patterns is None:
@@ -228,6 +230,8 @@ def _list_files(
             skipped["unreadable"] += 1
             problems.append(f"{rel or '.'}: cannot list folder: {exc.strerror or exc}")
             return
+        if dirs is not None:
+            dirs.append(dir_path)
         for entry in entries:
             name = entry.name
             rel_path = f"{rel}/{name}" if rel else name

@@ -26,7 +26,7 @@ import sqlite3
 import threading
 import time
 from collections import Counter, OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
@@ -47,6 +47,7 @@ from lens._corpus import (
     _signature,
 )
 from lens._files import is_inside, sha256_hex
+from lens._watch import FolderWatch
 
 __all__ = ["StatsStore", "DocStat", "DocumentTable", "survey_corpus", "default_store_path", "SUFFIXES"]
 
@@ -114,8 +115,17 @@ def _pack_summary(summary: dict) -> str:
     return json.dumps(summary)
 
 
+_NBYTES: dict[int, dict] = {}  # one shared summary per byte count (read only): a million files need no million dicts
+
+
 def _unpack_summary(text: str) -> dict:
-    return _TRIVIAL | {"nbytes": int(text)} if text.isdigit() else json.loads(text)
+    if not text.isdigit():
+        return json.loads(text)
+    n = int(text)
+    hit = _NBYTES.get(n)
+    if hit is None:
+        hit = _NBYTES[n] = _TRIVIAL | {"nbytes": n}
+    return hit
 
 
 class StatsStore:
@@ -149,6 +159,7 @@ class StatsStore:
         try:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
+            db.execute("PRAGMA cache_size=-65536")  # 64 MiB of pages: large batches insert without thrashing
             version = self._init(db).execute("SELECT value FROM meta WHERE key='schema'").fetchone()
             if version is None or int(version[0]) != _SCHEMA:
                 raise sqlite3.DatabaseError(f"schema {version} is not {_SCHEMA}")
@@ -203,9 +214,9 @@ class StatsStore:
 
     # ---------------------------------------------------------------- reading
     def _scope_id(self, scope: str, *, create: bool) -> int | None:
+        if create:  # another process may be adding the same scope at this moment
+            self.db.execute("INSERT OR IGNORE INTO scopes(scope) VALUES(?)", (scope,))
         row = self.db.execute("SELECT id FROM scopes WHERE scope=?", (scope,)).fetchone()
-        if row is None and create:
-            return self.db.execute("INSERT INTO scopes(scope) VALUES(?)", (scope,)).lastrowid
         return row[0] if row else None
 
     def files(self, scope: str) -> dict[str, tuple[int, tuple, bool, bool, dict]]:
@@ -230,6 +241,7 @@ class StatsStore:
                 )
                 for fid, did, doc_id, path, title, names, length, sha, line in self.db.execute(q, chunk):
                     stats, ids = out[fid]
+                    doc_id = path if doc_id == path else doc_id  # one string for a whole file's id and path
                     stats.append(
                         DocStat(doc_id, path, title, tuple(names.split(_NAMES_SEP)) if names else (), length, sha, line)
                     )
@@ -248,9 +260,18 @@ class StatsStore:
     def put(self, scope: str, items: Sequence[tuple[str, _Entry, Sequence[Document]]]) -> None:
         """Store (path, entry, its documents) for each file, replacing what the store held for those paths; each
         entry's ``ids`` are set to its documents' new row ids."""
+        postings: list[tuple[str, int, int]] = []
         with self._lock, self.db:
             sid = self._scope_id(scope, create=True)
             for path, entry, documents in items:
+                row = self.db.execute("SELECT id, sig FROM files WHERE scope=? AND path=?", (sid, path)).fetchone()
+                if row is not None and row[1] == _pack_sig(entry.sig):
+                    # another process stored this very content meanwhile: share its rows (replacing them would
+                    # orphan the rows that process's memo points at)
+                    entry.ids = [
+                        r[0] for r in self.db.execute("SELECT id FROM docs WHERE file=? ORDER BY ord", row[:1])
+                    ]
+                    continue
                 self._drop(sid, [path])
                 cur = self.db.execute(
                     "INSERT INTO files(scope, path, sig, settled, whole, summary) VALUES(?,?,?,?,?,?)",
@@ -271,10 +292,9 @@ class StatsStore:
                         (fid, k, st.doc_id, st.title, _NAMES_SEP.join(st.names), st.length, st.sha256, st.line),
                     ).lastrowid
                     entry.ids.append(did)
-                    self.db.executemany(
-                        "INSERT INTO terms(term, doc, n) VALUES(?,?,?)",
-                        ((t, did, n) for t, n in _terms_of(d.lowered).items()),
-                    )
+                    postings.extend((t, did, n) for t, n in _terms_of(d.lowered).items())
+            postings.sort()  # in key order: the B-tree is appended to in runs, not split page by page
+            self.db.executemany("INSERT INTO terms(term, doc, n) VALUES(?,?,?)", postings)
 
     def settle(self, scope: str, path: str, entry: _Entry) -> None:
         """Record a new signature for a file whose content (hash) is unchanged."""
@@ -356,9 +376,13 @@ def _summary(res: _FileResult) -> dict:
 
 @dataclass
 class _Folder:
-    """What this process knows of one folder (scope): the entries of its files as last surveyed."""
+    """What this process knows of one folder (scope): the entries of its files as last surveyed, that survey's
+    result and listing, and the watch on its directories once it is asked about again."""
 
     entries: dict[str, _Entry] = field(default_factory=dict)
+    last: CorpusScan | None = None
+    paths: list[str] | None = None
+    watch: FolderWatch | None = None
 
 
 _FOLDERS: dict[tuple[str, str], _Folder] = {}  # (store path, scope) -> folder
@@ -382,13 +406,19 @@ def survey_corpus(
     root_path = Path(root)
     t0 = time.perf_counter()
     root_real = _open_folder(root_path, within)
-    skipped: Counter = Counter()
-    patterns, ignore_unread = _ignore_patterns(root_path, root_real)
-    problems: list[str] = [ignore_unread] if ignore_unread else []
-    paths = _list_files(root_path, settings, skipped, problems, root_real, patterns)
     store = _store_for(settings, root_real)
     scope = _scope(root_real, settings)
     folder = _FOLDERS.setdefault((str(store.path), scope), _Folder())
+    if folder.watch is not None and not folder.watch.changed() and folder.last is not None:
+        return _again(folder.last, root_path, t0)  # watched, and nothing changed since the last survey
+    skipped: Counter = Counter()
+    patterns, ignore_unread = _ignore_patterns(root_path, root_real)
+    problems: list[str] = [ignore_unread] if ignore_unread else []
+    dirs: list[str] = []
+    paths = _list_files(root_path, settings, skipped, problems, root_real, patterns, dirs)
+    if folder.last is not None and settings.watch and not settings.follow_symlinks:  # asked about again
+        folder.watch = folder.watch or FolderWatch()
+        folder.watch.armed = folder.watch.watch(dirs)  # every directory listed was watched before the listing
     if not folder.entries:  # this process's first survey of the folder: what the store holds
         folder.entries = _load(store, scope)
     prefix = os.path.join(root_path, "")
@@ -423,7 +453,7 @@ def survey_corpus(
             tuple(sig_read),
             bool(got) and sig_read[4] < settled_before,
             not _is_container(p),
-            _summary(res),
+            _unpack_summary(_pack_summary(_summary(res))),  # the shared dict in the common case
             [_stat_of(d) for d in res.documents],
             [],
         )
@@ -435,9 +465,20 @@ def survey_corpus(
     if pending:
         store.put(scope, pending)
     store.compact()
-    scan = _scan_of(root_path, root_real, settings, store, folder, paths, skipped, problems, ignore_unread)
+    if not pending and not gone and folder.last is not None and folder.paths == paths:
+        scan = _again(folder.last, root_path, t0)  # the same files, none changed: the same statistics
+    else:
+        scan = _scan_of(root_path, root_real, settings, store, folder, paths, skipped, problems, ignore_unread)
+    folder.last, folder.paths = scan, paths
     scan.seconds = time.perf_counter() - t0
     return scan
+
+
+def _again(last: CorpusScan, root: Path, t0: float) -> CorpusScan:
+    """The last survey's result again, for a folder in which nothing changed."""
+    return replace(
+        last, root=root, seconds=time.perf_counter() - t0, problems=list(last.problems), skipped=Counter(last.skipped)
+    )
 
 
 def _load(store: StatsStore, scope: str) -> dict[str, _Entry]:

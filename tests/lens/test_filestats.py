@@ -213,3 +213,50 @@ def test_documents_from_another_folder_in_the_same_store_are_not_counted(folder,
     CorpusView.of(survey_corpus(other))
     view = CorpusView.of(survey_corpus(folder))
     assert _state(view) == _fresh(folder)
+
+
+def _counting_listings(monkeypatch) -> list[int]:
+    calls: list[int] = []
+    real = _filestats._list_files
+    monkeypatch.setattr(_filestats, "_list_files", lambda *a, **k: calls.append(1) or real(*a, **k))
+    return calls
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify")
+def test_a_process_asking_again_watches_the_folder_and_still_sees_every_change(folder, monkeypatch):
+    listings = _counting_listings(monkeypatch)
+    for _ in range(3):  # first survey; asked again: watched; the third survey's listing arms the watch
+        view = CorpusView.of(survey_corpus(folder))
+    assert len(listings) == 3
+    view.docs[0].text, view.docs[3].text  # reading documents is not a change
+    again = survey_corpus(folder)
+    assert len(listings) == 3 and CorpusView.of(again) is view  # nothing changed: no listing at all
+
+    def next_question() -> CorpusView:
+        return CorpusView.of(survey_corpus(folder))
+
+    (folder / "a.txt").write_text("Quill Point\nQuill Point has a tower.\n")
+    assert _state(next_question()) == _fresh(folder) and len(listings) == 4
+    (folder / "new").mkdir()
+    (folder / "new" / "d.txt").write_text("Snake Tower\nSnake Tower is a tower.\n")
+    assert _state(next_question()) == _fresh(folder)
+    (folder / "new" / "d.txt").write_text("Snake Tower\nSnake Tower is a lighthouse.\n")  # in the new directory
+    assert _state(next_question()) == _fresh(folder)
+    target = folder / "b.md"
+    st = target.stat()
+    target.write_text(target.read_text().replace("Harbor", "Harbot"))
+    os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert _state(next_question()) == _fresh(folder)
+    (folder / "c.txt").unlink()
+    assert _state(next_question()) == _fresh(folder)
+    n = len(listings)
+    next_question()
+    next_question()
+    assert len(listings) == n  # watched, nothing changed: no listing
+
+
+def test_with_the_watch_off_every_question_lists_the_folder(folder, monkeypatch):
+    listings = _counting_listings(monkeypatch)
+    for _ in range(4):
+        survey_corpus(folder, ReaderSettings(watch=False))
+    assert len(listings) == 4
