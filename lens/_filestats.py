@@ -28,7 +28,7 @@ import time
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Iterator, NamedTuple, Sequence
 
 import numpy as np
 from platformdirs import user_cache_dir
@@ -56,9 +56,10 @@ __all__ = ["StatsStore", "DocStat", "DocumentTable", "survey_corpus", "default_s
 SUFFIXES = ("s", "es", "ed", "ing", "ly", "er", "ers")
 _RUN = re.compile(r"[^\W_]+")  # a maximal run of str.isalnum() characters
 _RACY_NS = 2_000_000_000  # a file changed this close to its reading is checked by content next time
-_BATCH = 2_000  # files per write transaction
+_BATCH = 2_000  # files per write transaction, at most
+_BATCH_DOCS = 20_000  # documents held for one write transaction, at most
 _SCHEMA = 2
-_NAMES_SEP = "\x1f"
+NAMES_SEP = "\x1f"
 _COMPACT_AT = 0.25  # orphaned postings are deleted once the documents dropped since exceed this share of the live ones
 
 
@@ -67,14 +68,13 @@ def default_store_path() -> Path:
     return Path(user_cache_dir("lens")) / "stats.sqlite"
 
 
-@dataclass(frozen=True, slots=True)
-class DocStat:
-    """One document as the prior sees it, without its text."""
+class DocStat(NamedTuple):
+    """One document as the prior sees it, without its text (a tuple: a million of them load fast)."""
 
     doc_id: str
     path: str
     title: str
-    names: tuple[str, ...]  # Document.title_names
+    names: str  # Document.title_names joined by NAMES_SEP
     length: int  # characters of the folded text
     sha256: str
     line: int | None
@@ -84,7 +84,7 @@ class DocStat:
 class _Entry:
     """One file's statistics: its signature, whether that was settled when read, its reading's outcome."""
 
-    sig: tuple
+    sig: str  # the stat signature, packed (_pack_sig)
     settled: bool
     whole: bool  # a whole file (its one document's sha256 is the file's), not a container
     summary: dict  # skip, nbytes, bad, malformed, oversized, problems
@@ -219,33 +219,31 @@ class StatsStore:
         row = self.db.execute("SELECT id FROM scopes WHERE scope=?", (scope,)).fetchone()
         return row[0] if row else None
 
-    def files(self, scope: str) -> dict[str, tuple[int, tuple, bool, bool, dict]]:
-        """path -> (row id, signature, settled, whole, summary) of every file the store holds for ``scope``."""
+    def entries(self, scope: str) -> dict[str, _Entry]:
+        """Every file the store holds for ``scope``, with its documents' statistics (one pass over one query)."""
+        out: dict[str, _Entry] = {}
+        summaries: dict[str, dict] = {}
         with self._lock:
             sid = self._scope_id(scope, create=False)
-            rows = self.db.execute("SELECT path, id, sig, settled, whole, summary FROM files WHERE scope=?", (sid,))
-            return {
-                p: (i, tuple(map(int, s.split(","))), bool(st), bool(w), _unpack_summary(sm))
-                for p, i, s, st, w, sm in rows
-            }
-
-    def docs(self, file_ids: Sequence[int]) -> dict[int, tuple[list[DocStat], list[int]]]:
-        """Per file row id: its documents in file order and their row ids."""
-        out: dict[int, tuple[list[DocStat], list[int]]] = {i: ([], []) for i in file_ids}
-        with self._lock:
-            for start in range(0, len(file_ids), 50_000):
-                chunk = file_ids[start : start + 50_000]
-                q = (
-                    "SELECT d.file, d.id, d.doc_id, f.path, d.title, d.names, d.length, d.sha256, d.line FROM docs d "
-                    f"JOIN files f ON f.id = d.file WHERE d.file IN ({','.join('?' * len(chunk))}) ORDER BY d.file, d.ord"
-                )
-                for fid, did, doc_id, path, title, names, length, sha, line in self.db.execute(q, chunk):
-                    stats, ids = out[fid]
-                    doc_id = path if doc_id == path else doc_id  # one string for a whole file's id and path
-                    stats.append(
-                        DocStat(doc_id, path, title, tuple(names.split(_NAMES_SEP)) if names else (), length, sha, line)
+            rows = self.db.execute(
+                "SELECT f.path, f.sig, f.settled, f.whole, f.summary, d.id, d.doc_id, d.title, d.names, d.length, "
+                "d.sha256, d.line FROM files f LEFT JOIN docs d ON d.file = f.id WHERE f.scope = ? ORDER BY f.id, d.ord",
+                (sid,),
+            )
+            entry = None
+            last = None
+            for path, sig, settled, whole, summary, did, doc_id, title, names, length, sha, line in rows:
+                if path != last:
+                    last = path
+                    sm = summaries.get(summary)
+                    if sm is None:
+                        sm = summaries[summary] = _unpack_summary(summary)
+                    entry = out[path] = _Entry(sig, bool(settled), bool(whole), sm, [], [])
+                if did is not None:
+                    entry.docs.append(
+                        DocStat(path if doc_id == path else doc_id, path, title, names, length, sha, line)
                     )
-                    ids.append(did)
+                    entry.ids.append(did)
         return out
 
     def counts(self, variants: Sequence[str]) -> list[tuple[str, int, int]]:
@@ -265,7 +263,7 @@ class StatsStore:
             sid = self._scope_id(scope, create=True)
             for path, entry, documents in items:
                 row = self.db.execute("SELECT id, sig FROM files WHERE scope=? AND path=?", (sid, path)).fetchone()
-                if row is not None and row[1] == _pack_sig(entry.sig):
+                if row is not None and row[1] == entry.sig:
                     # another process stored this very content meanwhile: share its rows (replacing them would
                     # orphan the rows that process's memo points at)
                     entry.ids = [
@@ -278,7 +276,7 @@ class StatsStore:
                     (
                         sid,
                         path,
-                        _pack_sig(entry.sig),
+                        entry.sig,
                         int(entry.settled),
                         int(entry.whole),
                         _pack_summary(entry.summary),
@@ -289,7 +287,7 @@ class StatsStore:
                 for k, (d, st) in enumerate(zip(documents, entry.docs)):
                     did = self.db.execute(
                         "INSERT INTO docs(file, ord, doc_id, title, names, length, sha256, line) VALUES(?,?,?,?,?,?,?,?)",
-                        (fid, k, st.doc_id, st.title, _NAMES_SEP.join(st.names), st.length, st.sha256, st.line),
+                        (fid, k, st.doc_id, st.title, st.names, st.length, st.sha256, st.line),
                     ).lastrowid
                     entry.ids.append(did)
                     postings.extend((t, did, n) for t, n in _terms_of(d.lowered).items())
@@ -301,7 +299,7 @@ class StatsStore:
         with self._lock, self.db:
             self.db.execute(
                 "UPDATE files SET sig=?, settled=? WHERE scope=(SELECT id FROM scopes WHERE scope=?) AND path=?",
-                (_pack_sig(entry.sig), int(entry.settled), scope, path),
+                (entry.sig, int(entry.settled), scope, path),
             )
 
     def drop(self, scope: str, paths: Iterable[str]) -> None:
@@ -360,7 +358,8 @@ def _store_for(settings: ReaderSettings, root_real: str) -> StatsStore:
 
 
 def _stat_of(doc: Document) -> DocStat:
-    return DocStat(doc.doc_id, doc.path, doc.title, doc.title_names, len(doc.lowered), doc.sha256, doc.line)
+    names = NAMES_SEP.join(doc.title_names)
+    return DocStat(doc.doc_id, doc.path, doc.title, names, len(doc.lowered), doc.sha256, doc.line)
 
 
 def _summary(res: _FileResult) -> dict:
@@ -420,7 +419,7 @@ def survey_corpus(
         folder.watch = folder.watch or FolderWatch()
         folder.watch.armed = folder.watch.watch(dirs)  # every directory listed was watched before the listing
     if not folder.entries:  # this process's first survey of the folder: what the store holds
-        folder.entries = _load(store, scope)
+        folder.entries = store.entries(scope)
     prefix = os.path.join(root_path, "")
     listed = set(paths)
     gone = [p for p in folder.entries if p not in listed]
@@ -430,28 +429,29 @@ def survey_corpus(
         store.drop(scope, gone)
     settled_before = time.time_ns() - _RACY_NS
     pending: list[tuple[str, _Entry, Sequence[Document]]] = []
-    fresh_bytes = 0
+    pending_docs = changed = 0
     for p in paths:
         entry = folder.entries.get(p)
         try:
-            sig = _signature(os.stat(prefix + p))
+            st = os.stat(prefix + p)
+            sig, ctime = _pack_sig(_signature(st)), st.st_ctime_ns
         except OSError:
-            sig = None
-        if entry is not None and sig == entry.sig and entry.settled:
-            continue
-        if entry is not None and sig == entry.sig and entry.hash:  # unsettled: the content decides
-            data = _read_bytes(prefix + p, settings.max_file_bytes, root_real)
-            if isinstance(data, bytes) and sha256_hex(data) == entry.hash:
-                entry.settled = sig is not None and sig[4] < settled_before
-                store.settle(scope, p, entry)
+            sig, ctime = None, None
+        if entry is not None and sig == entry.sig:
+            if entry.settled:
                 continue
+            if entry.hash:  # changed moments before it was read: the content decides
+                data = _read_bytes(prefix + p, settings.max_file_bytes, root_real)
+                if isinstance(data, bytes) and sha256_hex(data) == entry.hash:
+                    entry.settled = ctime is not None and ctime < settled_before
+                    store.settle(scope, p, entry)
+                    continue
         got: list = []
         res = _read_file(prefix + p, p, settings, root_real, got)
-        sig_read = got[0] if got else (sig or ())
-        fresh_bytes += res.nbytes
+        changed += 1
         entry = _Entry(
-            tuple(sig_read),
-            bool(got) and sig_read[4] < settled_before,
+            _pack_sig(got[0]) if got else "",
+            bool(got) and got[0][4] < settled_before,
             not _is_container(p),
             _unpack_summary(_pack_summary(_summary(res))),  # the shared dict in the common case
             [_stat_of(d) for d in res.documents],
@@ -459,13 +459,14 @@ def survey_corpus(
         )
         folder.entries[p] = entry
         pending.append((p, entry, res.documents))
-        if len(pending) >= _BATCH:
+        pending_docs += len(res.documents)
+        if len(pending) >= _BATCH or pending_docs >= _BATCH_DOCS:  # shards: thousands of documents per batch
             store.put(scope, pending)
-            pending = []
+            pending, pending_docs = [], 0
     if pending:
         store.put(scope, pending)
     store.compact()
-    if not pending and not gone and folder.last is not None and folder.paths == paths:
+    if not changed and not gone and folder.last is not None and folder.paths == paths:
         scan = _again(folder.last, root_path, t0)  # the same files, none changed: the same statistics
     else:
         scan = _scan_of(root_path, root_real, settings, store, folder, paths, skipped, problems, ignore_unread)
@@ -479,14 +480,6 @@ def _again(last: CorpusScan, root: Path, t0: float) -> CorpusScan:
     return replace(
         last, root=root, seconds=time.perf_counter() - t0, problems=list(last.problems), skipped=Counter(last.skipped)
     )
-
-
-def _load(store: StatsStore, scope: str) -> dict[str, _Entry]:
-    known = store.files(scope)
-    docs = store.docs([v[0] for v in known.values()])
-    return {
-        p: _Entry(sig, settled, whole, summary, *docs[fid]) for p, (fid, sig, settled, whole, summary) in known.items()
-    }
 
 
 def _scan_of(

@@ -22,7 +22,7 @@ from typing import Sequence
 import numpy as np
 
 from lens._corpus import CorpusScan, Document
-from lens._filestats import SUFFIXES, DocStat, StatsStore, _Entry, _stat_of
+from lens._filestats import NAMES_SEP, SUFFIXES, DocStat, StatsStore, _Entry, _stat_of
 from lens._terms import tokens
 
 __all__ = ["CorpusView"]
@@ -43,7 +43,7 @@ class CorpusView:
         self.docs: Sequence[Document] = scan.documents
         if scan.doc_stats is None:
             store = StatsStore(None)
-            entry = _Entry((), True, False, {}, [_stat_of(d) for d in scan.documents], [])
+            entry = _Entry("", True, False, {}, [_stat_of(d) for d in scan.documents], [])
             store.put("", [("", entry, scan.documents)])
             scan.doc_stats = (entry.docs, np.asarray(entry.ids, dtype=np.int64), store)
         self.stats: list[DocStat]
@@ -101,7 +101,7 @@ class CorpusView:
         table: dict[str, list[int]] = {}
         keys: list[str] = []
         for i, d in enumerate(self.stats):
-            names = d.names
+            names = d.names.split(NAMES_SEP) if d.names else ()
             keys.append(names[0] if names else "")
             for name in names:
                 table.setdefault(name, []).append(i)

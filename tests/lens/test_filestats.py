@@ -260,3 +260,32 @@ def test_with_the_watch_off_every_question_lists_the_folder(folder, monkeypatch)
     for _ in range(4):
         survey_corpus(folder, ReaderSettings(watch=False))
     assert len(listings) == 4
+
+
+def test_a_store_of_another_schema_is_rebuilt(folder, tmp_path):
+    store = tmp_path / "cache" / "stats.sqlite"
+    settings = ReaderSettings(stats_store=str(store))
+    survey_corpus(folder, settings)
+    _forget_process_memo()
+    old = StatsStore(store)
+    with old.db:
+        old.db.execute("UPDATE meta SET value='999' WHERE key='schema'")
+    old.close()
+    scan = survey_corpus(folder, settings)
+    assert not any("statistics store" in p for p in scan.problems)
+    assert _state(CorpusView.of(scan)) == _fresh(folder)
+    again = StatsStore(store)
+    assert again.db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()[0] == str(_filestats._SCHEMA)
+
+
+def test_a_read_only_store_is_kept_in_memory_with_a_warning(folder, tmp_path, monkeypatch):
+    """What a read-only cache folder gives a non-root user (root writes through permissions, so it is simulated)."""
+    import sqlite3
+
+    def read_only(self):
+        raise sqlite3.OperationalError("attempt to write a readonly database")
+
+    monkeypatch.setattr(StatsStore, "_open_file", read_only)
+    scan = survey_corpus(folder, ReaderSettings(stats_store=str(tmp_path / "ro" / "stats.sqlite")))
+    assert any("kept in memory" in p and "readonly" in p for p in scan.problems)
+    assert _state(CorpusView.of(scan)) == _fresh(folder)
