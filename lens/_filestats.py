@@ -382,9 +382,24 @@ class _Folder:
     last: CorpusScan | None = None
     paths: list[str] | None = None
     watch: FolderWatch | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
 
 _FOLDERS: dict[tuple[str, str], _Folder] = {}  # (store path, scope) -> folder
+_INHERITED: list = []  # a forked child's copies of its parent's stores and watches: never used, never closed
+
+
+def _forget_parent() -> None:
+    """In a forked child: an SQLite connection or an inotify queue must not be shared with the parent."""
+    global _STORES_LOCK
+    _INHERITED.extend([*_STORES.values(), *_FOLDERS.values()])
+    _STORES.clear()
+    _FOLDERS.clear()
+    _STORES_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_parent)
 
 
 def _scope(root_real: str, settings: ReaderSettings) -> str:
@@ -407,7 +422,15 @@ def survey_corpus(
     root_real = _open_folder(root_path, within)
     store = _store_for(settings, root_real)
     scope = _scope(root_real, settings)
-    folder = _FOLDERS.setdefault((str(store.path), scope), _Folder())
+    with _STORES_LOCK:
+        folder = _FOLDERS.setdefault((str(store.path), scope), _Folder())
+    with folder.lock:  # threads of one process asking about one folder survey it one at a time
+        return _survey(root_path, root_real, settings, store, scope, folder, t0)
+
+
+def _survey(
+    root_path: Path, root_real: str, settings: ReaderSettings, store: StatsStore, scope: str, folder: _Folder, t0: float
+) -> CorpusScan:
     if folder.watch is not None and not folder.watch.changed() and folder.last is not None:
         return _again(folder.last, root_path, t0)  # watched, and nothing changed since the last survey
     skipped: Counter = Counter()

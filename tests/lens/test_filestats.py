@@ -289,3 +289,24 @@ def test_a_read_only_store_is_kept_in_memory_with_a_warning(folder, tmp_path, mo
     scan = survey_corpus(folder, ReaderSettings(stats_store=str(tmp_path / "ro" / "stats.sqlite")))
     assert any("kept in memory" in p and "readonly" in p for p in scan.problems)
     assert _state(CorpusView.of(scan)) == _fresh(folder)
+
+
+def test_threads_surveying_one_folder_at_once_agree(folder, monkeypatch):
+    from concurrent.futures import ThreadPoolExecutor
+
+    for i in range(200):
+        (folder / f"t{i:03d}.txt").write_text(f"Thread {i}\nThread {i} names a tower.\n")
+    with ThreadPoolExecutor(4) as pool:
+        views = list(pool.map(lambda _: _state(CorpusView.of(survey_corpus(folder))), range(8)))
+    assert all(v == _fresh(folder) for v in views)
+
+
+def test_after_a_fork_the_child_opens_its_own_store(folder):
+    """What ``os.register_at_fork`` runs in a child: the parent's connection and watches are set aside, unused."""
+    survey_corpus(folder)
+    parent_store = next(iter(_filestats._STORES.values()))
+    _filestats._forget_parent()
+    assert not _filestats._STORES and not _filestats._FOLDERS
+    assert _state(CorpusView.of(survey_corpus(folder))) == _fresh(folder)
+    assert next(iter(_filestats._STORES.values())) is not parent_store
+    assert parent_store in _filestats._INHERITED
