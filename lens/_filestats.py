@@ -88,8 +88,8 @@ class _Entry:
     settled: bool
     whole: bool  # a whole file (its one document's sha256 is the file's), not a container
     summary: dict  # skip, nbytes, bad, malformed, oversized, problems
-    docs: list[DocStat]
-    ids: list[int]  # the documents' rows in the store
+    docs: Sequence[DocStat]
+    ids: Sequence[int]  # the documents' rows in the store
 
     @property
     def hash(self) -> str:
@@ -232,18 +232,23 @@ class StatsStore:
             )
             entry = None
             last = None
+            docs: list[DocStat] = []
+            ids: list[int] = []
             for path, sig, settled, whole, summary, did, doc_id, title, names, length, sha, line in rows:
                 if path != last:
+                    if entry is not None:  # tuples: a million files hold no million spare list slots
+                        entry.docs, entry.ids = tuple(docs), tuple(ids)
+                        docs, ids = [], []
                     last = path
                     sm = summaries.get(summary)
                     if sm is None:
                         sm = summaries[summary] = _unpack_summary(summary)
-                    entry = out[path] = _Entry(sig, bool(settled), bool(whole), sm, [], [])
+                    entry = out[path] = _Entry(sig, bool(settled), bool(whole), sm, (), ())
                 if did is not None:
-                    entry.docs.append(
-                        DocStat(path if doc_id == path else doc_id, path, title, names, length, sha, line)
-                    )
-                    entry.ids.append(did)
+                    docs.append(DocStat(path if doc_id == path else doc_id, path, title, names, length, sha, line))
+                    ids.append(did)
+            if entry is not None:
+                entry.docs, entry.ids = tuple(docs), tuple(ids)
         return out
 
     def counts(self, variants: Sequence[str]) -> list[tuple[str, int, int]]:
@@ -266,9 +271,9 @@ class StatsStore:
                 if row is not None and row[1] == entry.sig:
                     # another process stored this very content meanwhile: share its rows (replacing them would
                     # orphan the rows that process's memo points at)
-                    entry.ids = [
+                    entry.ids = tuple(
                         r[0] for r in self.db.execute("SELECT id FROM docs WHERE file=? ORDER BY ord", row[:1])
-                    ]
+                    )
                     continue
                 self._drop(sid, [path])
                 cur = self.db.execute(
@@ -283,14 +288,15 @@ class StatsStore:
                     ),
                 )
                 fid = cur.lastrowid
-                entry.ids = []
+                ids = []
                 for k, (d, st) in enumerate(zip(documents, entry.docs)):
                     did = self.db.execute(
                         "INSERT INTO docs(file, ord, doc_id, title, names, length, sha256, line) VALUES(?,?,?,?,?,?,?,?)",
                         (fid, k, st.doc_id, st.title, st.names, st.length, st.sha256, st.line),
                     ).lastrowid
-                    entry.ids.append(did)
+                    ids.append(did)
                     postings.extend((t, did, n) for t, n in _terms_of(d.lowered).items())
+                entry.ids = tuple(ids)
             postings.sort()  # in key order: the B-tree is appended to in runs, not split page by page
             self.db.executemany("INSERT INTO terms(term, doc, n) VALUES(?,?,?)", postings)
 
@@ -477,8 +483,8 @@ def _survey(
             bool(got) and got[0][4] < settled_before,
             not _is_container(p),
             _unpack_summary(_pack_summary(_summary(res))),  # the shared dict in the common case
-            [_stat_of(d) for d in res.documents],
-            [],
+            tuple(_stat_of(d) for d in res.documents),
+            (),
         )
         folder.entries[p] = entry
         pending.append((p, entry, res.documents))

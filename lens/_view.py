@@ -43,7 +43,7 @@ class CorpusView:
         self.docs: Sequence[Document] = scan.documents
         if scan.doc_stats is None:
             store = StatsStore(None)
-            entry = _Entry("", True, False, {}, [_stat_of(d) for d in scan.documents], [])
+            entry = _Entry("", True, False, {}, [_stat_of(d) for d in scan.documents], ())
             store.put("", [("", entry, scan.documents)])
             scan.doc_stats = (entry.docs, np.asarray(entry.ids, dtype=np.int64), store)
         self.stats: list[DocStat]
