@@ -494,7 +494,8 @@ def _survey(
             pending, pending_docs = [], 0
     if pending:
         store.put(scope, pending)
-    store.compact()
+    if gone or changed:  # rows were dropped or replaced: perhaps enough orphaned postings to delete
+        store.compact()
     if not changed and not gone and folder.last is not None and folder.paths == paths:
         scan = _again(folder.last, root_path, t0)  # the same files, none changed: the same statistics
     else:

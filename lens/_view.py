@@ -68,8 +68,7 @@ class CorpusView:
             last is not None
             and new is not None
             and last._store is scan.doc_stats[2]
-            and len(last.stats) == len(new)
-            and all(map(operator.is_, last.stats, new))
+            and (last.stats is new or (len(last.stats) == len(new) and all(map(operator.is_, last.stats, new))))
         ):
             last.scan = scan  # the newest scan's counts (files, bytes, seconds) for whoever reports them
             last.docs = scan.documents

@@ -310,3 +310,23 @@ def test_after_a_fork_the_child_opens_its_own_store(folder):
     assert _state(CorpusView.of(survey_corpus(folder))) == _fresh(folder)
     assert next(iter(_filestats._STORES.values())) is not parent_store
     assert parent_store in _filestats._INHERITED
+
+
+def test_orphaned_postings_are_deleted_once_enough_documents_were_dropped(folder, monkeypatch):
+    monkeypatch.setattr(_filestats, "_RACY_NS", 0)
+    for i in range(20):
+        (folder / f"o{i:02d}.txt").write_text(f"Orphan {i}\nOrphan {i} is a lighthouse.\n")
+    survey_corpus(folder)
+    store = next(iter(_filestats._STORES.values()))
+
+    def orphans() -> int:
+        q = "SELECT count(*) FROM terms WHERE doc NOT IN (SELECT id FROM docs)"
+        return store.db.execute(q).fetchone()[0]
+
+    (folder / "o00.txt").unlink()
+    view = CorpusView.of(survey_corpus(folder))
+    assert orphans() > 0 and _state(view) == _fresh(folder)  # one of 24 dropped: left for later
+    for i in range(1, 10):
+        (folder / f"o{i:02d}.txt").unlink()
+    view = CorpusView.of(survey_corpus(folder))
+    assert orphans() == 0 and _state(view) == _fresh(folder)  # 10 of 14 live: deleted now
