@@ -285,6 +285,30 @@ class _FileResult:
     oversized: int = 0  # container records skipped as larger than max_file_bytes
     bad_encoding: bool = False  # some bytes were not valid UTF-8 (read with U+FFFD in their place)
 
+    def outcome(self) -> dict:
+        """What reading the file gave, besides its documents (what the statistics store keeps per file)."""
+        return {
+            "skip": self.skip,
+            "nbytes": self.nbytes,
+            "bad": bool(self.bad_encoding),
+            "malformed": self.malformed,
+            "oversized": self.oversized,
+            "problems": self.problems,
+        }
+
+
+def tally(outcome: dict, skipped: Counter, problems: list[str]) -> bool:
+    """Count one file's ``outcome`` into a scan's ``skipped`` reasons and ``problems``; whether it was read."""
+    problems.extend(outcome["problems"])
+    if outcome["malformed"]:
+        skipped["malformed_record"] += outcome["malformed"]
+    if outcome["oversized"]:
+        skipped["oversized_record"] += outcome["oversized"]
+    if outcome["skip"]:
+        skipped[outcome["skip"]] += 1
+        return False
+    return True
+
 
 def _html_to_text(text: str) -> str:
     text = re.sub(r"(?is)<(script|style)\b.*?</\1>", " ", text)
@@ -679,13 +703,7 @@ def scan_corpus(
     else:
         results = map(work, paths)
     for res in results:
-        problems.extend(res.problems)
-        if res.malformed:
-            skipped["malformed_record"] += res.malformed
-        if res.oversized:
-            skipped["oversized_record"] += res.oversized
-        if res.skip:
-            skipped[res.skip] += 1
+        if not tally(res.outcome(), skipped, problems):
             continue
         files += 1
         bad_encoding += res.bad_encoding

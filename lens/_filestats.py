@@ -37,7 +37,6 @@ from lens._config import ReaderSettings
 from lens._corpus import (
     CorpusScan,
     Document,
-    _FileResult,
     _ignore_patterns,
     _is_container,
     _list_files,
@@ -45,6 +44,7 @@ from lens._corpus import (
     _read_bytes,
     _read_file,
     _signature,
+    tally,
 )
 from lens._files import is_inside, sha256_hex
 from lens._watch import FolderWatch
@@ -368,17 +368,6 @@ def _stat_of(doc: Document) -> DocStat:
     return DocStat(doc.doc_id, doc.path, doc.title, names, len(doc.lowered), doc.sha256, doc.line)
 
 
-def _summary(res: _FileResult) -> dict:
-    return {
-        "skip": res.skip,
-        "nbytes": res.nbytes,
-        "bad": bool(res.bad_encoding),
-        "malformed": res.malformed,
-        "oversized": res.oversized,
-        "problems": res.problems,
-    }
-
-
 @dataclass
 class _Folder:
     """What this process knows of one folder (scope): the entries of its files as last surveyed, that survey's
@@ -482,7 +471,7 @@ def _survey(
             _pack_sig(got[0]) if got else "",
             bool(got) and got[0][4] < settled_before,
             not _is_container(p),
-            _unpack_summary(_pack_summary(_summary(res))),  # the shared dict in the common case
+            _unpack_summary(_pack_summary(res.outcome())),  # the shared dict in the common case
             tuple(_stat_of(d) for d in res.documents),
             (),
         )
@@ -529,13 +518,7 @@ def _scan_of(
     for p in paths:
         e = folder.entries[p]
         s = e.summary
-        problems.extend(s["problems"])
-        if s["malformed"]:
-            skipped["malformed_record"] += s["malformed"]
-        if s["oversized"]:
-            skipped["oversized_record"] += s["oversized"]
-        if s["skip"]:
-            skipped[s["skip"]] += 1
+        if not tally(s, skipped, problems):
             continue
         files += 1
         bad += s["bad"]
