@@ -410,7 +410,7 @@ def survey_corpus(
 ) -> CorpusScan:
     """The folder as it is now, as :func:`lens.scan_corpus` would read it, with its documents' statistics from
     the store where a file is unchanged: a ``CorpusScan`` whose ``documents`` is a :class:`DocumentTable` (read
-    on access) and whose ``stats`` holds the per-document statistics."""
+    on access) and whose ``doc_stats`` holds the per-document statistics."""
     settings = settings or ReaderSettings()
     root_path = Path(root)
     t0 = time.perf_counter()
