@@ -87,14 +87,6 @@ class CorpusView:
         """Document ``index``'s title, without reading it."""
         return self.stats[index].title
 
-    @property
-    def doc_ids(self) -> list[str]:
-        return [s.doc_id for s in self.stats]
-
-    @property
-    def sha256s(self) -> list[str]:
-        return [s.sha256 for s in self.stats]
-
     # ---------------------------------------------------------------- titles
     def _build_titles(self) -> None:
         table: dict[str, list[int]] = {}
