@@ -375,7 +375,7 @@ class _Folder:
 
     entries: dict[str, _Entry] = field(default_factory=dict)
     last: CorpusScan | None = None
-    paths: list[str] | None = None
+    listing: tuple | None = None  # the last survey's (paths, skipped, problems) from listing the folder
     watch: FolderWatch | None = None
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -485,11 +485,12 @@ def _survey(
         store.put(scope, pending)
     if gone or changed:  # rows were dropped or replaced: perhaps enough orphaned postings to delete
         store.compact()
-    if not changed and not gone and folder.last is not None and folder.paths == paths:
-        scan = _again(folder.last, root_path, t0)  # the same files, none changed: the same statistics
+    listing = (paths, Counter(skipped), list(problems))
+    if not changed and not gone and folder.last is not None and folder.listing == listing:
+        scan = _again(folder.last, root_path, t0)  # the same listing, no file changed: the same statistics
     else:
         scan = _scan_of(root_path, root_real, settings, store, folder, paths, skipped, problems, ignore_unread)
-    folder.last, folder.paths = scan, paths
+    folder.last, folder.listing = scan, listing
     scan.seconds = time.perf_counter() - t0
     return scan
 

@@ -330,3 +330,13 @@ def test_orphaned_postings_are_deleted_once_enough_documents_were_dropped(folder
         (folder / f"o{i:02d}.txt").unlink()
     view = CorpusView.of(survey_corpus(folder))
     assert orphans() == 0 and _state(view) == _fresh(folder)  # 10 of 14 live: deleted now
+
+
+def test_a_repeated_survey_reports_what_this_listing_skipped(folder, monkeypatch):
+    monkeypatch.setattr(_filestats, "_RACY_NS", 0)
+    settings = ReaderSettings(watch=False)
+    first = survey_corpus(folder, settings)
+    (folder / ".hidden.txt").write_text("Hidden\nNot a document.\n")  # the same documents, one more skipped entry
+    again = survey_corpus(folder, settings)
+    assert again.skipped["hidden"] == first.skipped["hidden"] + 1
+    assert again.stats() | {"seconds": 0, "mb_per_s": 0} == scan_corpus(folder).stats() | {"seconds": 0, "mb_per_s": 0}
