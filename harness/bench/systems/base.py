@@ -13,7 +13,9 @@ failed attempt and retries the question on resume, since it says nothing about t
 :class:`RunLevelError` — the endpoint cannot be reached at all — propagates, because every later question would
 fail the same way; the runner stops and a rerun resumes. A local I/O error (disk full, a file that cannot be read or
 written) is not the system's result either: it becomes :class:`LocalIOError`, which stops the run the same way,
-so the question is asked again on resume.
+so the question is asked again on resume. Nor is a module that fails to import (an installation that lacks a
+dependency of the code it runs, e.g. a frozen commit's copy run from a newer environment): it becomes
+:class:`SetupError` and stops the run before a single error row is written for it.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from typing import Any, ClassVar
 from harness.bench.systems.prediction import Prediction
 from lens import CostMeter, LensError, LLMUnavailableError, is_endpoint_failure
 
-__all__ = ["System", "QuestionBudget", "RunLevelError", "LocalIOError", "RUN_STOPPERS", "error_text"]
+__all__ = ["System", "QuestionBudget", "RunLevelError", "LocalIOError", "SetupError", "RUN_STOPPERS", "error_text"]
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +40,11 @@ class LocalIOError(LensError):
     """A file operation of this machine failed during a question: not a result; the run stops, a rerun retries."""
 
 
-RUN_STOPPERS = (RunLevelError, LocalIOError)  # the failures that stop a run instead of becoming a row
+class SetupError(LensError):
+    """This machine's installation cannot run the arm (a module fails to import): not a result; the run stops."""
+
+
+RUN_STOPPERS = (RunLevelError, LocalIOError, SetupError)  # the failures that stop a run instead of becoming a row
 
 
 def error_text(exc: BaseException) -> str:
@@ -93,6 +99,8 @@ class System(ABC):
             pred = self._answer(question, budget)
         except RunLevelError:
             raise
+        except ImportError as exc:
+            raise SetupError(f"{self.name}: cannot run on this installation ({error_text(exc)})") from exc
         except Exception as exc:  # a question-level failure: recorded, never a crash
             if isinstance(exc, OSError) and not isinstance(exc, (ConnectionError, TimeoutError)):
                 raise LocalIOError(f"{self.name}: local I/O error ({error_text(exc)})") from exc

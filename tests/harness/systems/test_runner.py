@@ -427,6 +427,25 @@ def test_a_local_io_error_in_a_question_is_not_a_result(tmp_path):
         WritesItsNotes(question_timeout_s=5, max_tokens=100).answer("q?")
 
 
+def test_a_module_that_fails_to_import_stops_the_run_and_writes_no_row(
+    endpoint, client, config, bench_data, tmp_path, monkeypatch
+):
+    from harness.bench.systems.base import SetupError
+    from harness.bench.systems.closed_book import ClosedBookSystem
+
+    def missing(self, question, budget):
+        import ahocorasick_not_installed  # noqa: F401  (a frozen commit's dependency this environment lacks)
+
+    with pytest.raises(SetupError, match=r"closed: cannot run on this installation \(ModuleNotFoundError: .*ahocorasick"):
+        type("Closed", (ClosedBookSystem,), {"_answer": missing})(client, question_timeout_s=5, max_tokens=100).answer("q?")
+
+    out = tmp_path / "run"
+    monkeypatch.setattr(ClosedBookSystem, "_answer", missing)
+    summary = run(plan(bench_data, out, config, limit=3, systems=("closed",)), client, concurrency=1)
+    assert summary.stopped and "cannot run on this installation" in summary.stopped and not summary.complete
+    assert len(keys(out)[0]) == 0  # no error row: a rerun on a complete installation asks every question
+
+
 # --------------------------------------------------------------------------- one run per folder
 
 
