@@ -12,7 +12,9 @@ Tables (each emitted once per binding it can honestly hold):
 - **JudgeAcc** — ``lens bench judge`` verdicts beside EM with Cohen's κ, per run group (auxiliary).
 - **Table 4** — Ev.Rec by snapshot size (one column per D_n; each column is one binding; one configuration).
 - **Table 5** — staleness: the stale arm (indexes built on D_from answer the questions new in D_to; index-free
-  systems read D_to) against the reference run on D_from with the same configuration; EM and Ev.Rec gaps.
+  systems read D_to) against the reference run on D_from with the same configuration; EM and Ev.Rec gaps. When a
+  fresh run over D_to is given too, a paired Table 5 sets each system's stale-arm rows against its own fresh D_to
+  rows on the same questions (ΔEM, ΔEv.Rec with paired bootstrap intervals, McNemar).
 - **Cost and statistics** (paper §6.6) — tokens, oracle calls, seconds per question, cache hits, EM with a 95 %
   bootstrap interval; paired exact McNemar on EM and a paired bootstrap interval of the EM difference for every
   pair of systems; the failure taxonomy.
@@ -915,6 +917,89 @@ def _stale_table(stale: Group, groups: Sequence[Group]) -> tuple[Table | None, l
     ), []
 
 
+def _stale_paired_table(
+    stale: Group, groups: Sequence[Group], resamples: int, seed: int
+) -> tuple[Table | None, list[str]]:
+    """Table 5, paired: each system's stale-arm rows against its own fresh rows over the grown corpus (D_to) on
+    the same questions — ΔEM and ΔEv.Rec with paired bootstrap intervals and McNemar on EM. Only when a fresh run
+    over D_to with the stale arm's configuration is given (it holds the new questions once it has run past them)."""
+    arm = stale.binding["arm"]
+    refs = [
+        g
+        for g in groups
+        if g.arm == "fresh" and g.corpus_checksum == arm["to"]["corpus_checksum"] and g.config_hash == stale.config_hash
+    ]
+    if not refs:
+        return None, []
+    if len(refs) > 1:
+        return None, [
+            f"Table 5 (paired) for {stale.label()}: {len(refs)} fresh bindings over {arm['to']['name']}; pass one"
+        ]
+    ref = refs[0]
+    conflicts = _param_conflicts([ref, stale])
+    if conflicts:
+        return None, [
+            f"Table 5 (paired) for {stale.label()}: {'; '.join(conflicts)} — rows of different code or parameters "
+            "never share a table"
+        ]
+    s_ids = stale.common_ids()
+    systems = [s for s in stale.ordered_systems() if s in ref.rows]
+    ids = [i for i in s_ids if all(i in ref.rows[s] for s in systems)]
+    if not systems or not ids:
+        return None, []
+
+    def delta(s: str, key: str) -> str:
+        pairs = [(stale.rows[s][i]["scores"][key], ref.rows[s][i]["scores"][key]) for i in ids]
+        diff = [float(a) - float(b) for a, b in pairs if a is not None and b is not None]
+        if not diff:
+            return "—"
+        ci = bootstrap_ci(diff, resamples=resamples, seed=seed)
+        return f"{100 * ci.mean:+.1f} [{100 * ci.low:+.1f}, {100 * ci.high:+.1f}]"
+
+    rows = []
+    for s in systems:
+        ms, mr = _metrics(stale, s, ids), _metrics(ref, s, ids)
+        t = mcnemar_exact(
+            [bool(stale.rows[s][i]["scores"]["em"]) for i in ids], [bool(ref.rows[s][i]["scores"]["em"]) for i in ids]
+        )
+        reads = ms["ev_rec"] is not None
+        rows.append(
+            [
+                SYSTEM_LABELS.get(s, s),
+                "stale index" if stale.systems[s].get("index_free", True) is False else "reads the folder",
+                _pct(mr["em"]),
+                _pct(ms["em"]),
+                delta(s, "em"),
+                f"{t.b}:{t.c}, p={t.p_value:.3f}",
+                _pct(mr["ev_rec"]),
+                _pct(ms["ev_rec"]),
+                delta(s, "ev_rec") if reads else "—",
+            ]
+        )
+    to = arm["to"]["name"]
+    return Table(
+        f"table5_staleness_paired__{_group_slug(stale)}",
+        f"Table 5 (paired) — the stale arm against fresh {to} on the same questions (n={len(ids)})",
+        f"STALE ARM against each system's own fresh rows over {to} (binding `{ref.binding_hash[:8]}`) on the "
+        f"{len(ids)} questions both answered; stale arm binding `{stale.binding_hash[:8]}`, config "
+        f"`{stale.config_hash[:12]}`. Δ = stale − fresh in pp with a 95 % paired bootstrap interval ({resamples:,} "
+        "resamples); McNemar b:c counts questions only the stale / only the fresh row got right.",
+        [
+            "System",
+            "Index",
+            f"EM (fresh {to})",
+            "EM (stale arm)",
+            "ΔEM [95% CI]",
+            "McNemar EM",
+            f"Ev.Rec (fresh {to})",
+            "Ev.Rec (stale arm)",
+            "ΔEv.Rec [95% CI]",
+        ],
+        rows,
+        notes=_incomplete_notes(stale, ids),
+    ), []
+
+
 def _lens_details(g: Group, ids: Sequence[str]) -> dict[str, Any]:
     """What the agent reported about itself on ``ids``: cited documents, certified share, stop reasons."""
     details = [g.rows["lens"][i]["prediction"].get("details", {}) or {} for i in ids]
@@ -1203,6 +1288,10 @@ def _tables(
             tables.append(t)
     for g in [g for g in groups if g.arm == "stale"]:
         t, r = _stale_table(g, main)
+        refusals += r
+        if t:
+            tables.append(t)
+        t, r = _stale_paired_table(g, main, resamples, seed)
         refusals += r
         if t:
             tables.append(t)

@@ -34,7 +34,7 @@ def runs(bench_data, tmp_path_factory):
     with respx.mock(assert_all_called=False) as router:
         router.post(f"{BASE_URL}/chat/completions").mock(side_effect=respx_side_effect(responder))
 
-        def go(name, snapshot, config, systems=SYSTEMS, **kw):
+        def go(name, snapshot, config, systems=SYSTEMS, limit=3, **kw):
             client = LLMClient(base_url=BASE_URL, model="test-model", settings=config.llm)
             plan = plan_run(
                 snapshot=bench_data[snapshot],
@@ -43,7 +43,7 @@ def runs(bench_data, tmp_path_factory):
                 out=root / name,
                 config=config,
                 index_dir=root / "indexes",
-                limit=3,
+                limit=limit,
                 **kw,
             )
             run_benchmark(plan, executor=LocalExecutor(2), progress=False, client=client)
@@ -53,6 +53,7 @@ def runs(bench_data, tmp_path_factory):
         go("d6", "D6", base)
         go("d12", "D12", base)
         go("stale", "D12", base, stale_from=bench_data["D6"])
+        go("d12-all", "D12", base, systems=("bm25", "lens"), limit=12)
         go("ablation", "D6", make_config(**{"ablation.no_exploration": True}), systems=("lens",))
         go("other-config", "D6", make_config(**{"budget.max_rounds": 1}))
         fs = draw_samples(load_questions(bench_data["questions"]), (6,), seed=7)
@@ -110,6 +111,25 @@ def test_the_staleness_table_is_labelled_and_shows_the_stale_index_losing_new_ar
     assert rows["Closed-Book"][5] == "—"
     csv_rows = read_csv(tmp_path / "rep" / f"{table.name}.csv")
     assert csv_rows[0][:2] == ["System", "Index"] and len(csv_rows) == 4
+
+
+def test_the_paired_staleness_table_sets_the_stale_arm_against_fresh_rows_on_the_same_questions(runs, tmp_path):
+    result = build_report([runs["d6"], runs["stale"], runs["d12-all"]], tmp_path / "rep", resamples=200)
+
+    assert result.refusals == []
+    table = next(t for t in result.tables if t.name.startswith("table5_staleness_paired"))
+    assert "n=3" in table.title and table.caption.startswith("STALE ARM against")
+    rows = {r[0]: r for r in table.rows}
+    assert set(rows) == {"LENS", "BM25-RAG"}  # the systems both runs hold, on the questions both answered
+    bm = rows["BM25-RAG"]
+    assert (
+        bm[1] == "stale index" and bm[6] == "100.0" and bm[7] == "0.0" and bm[8].startswith("-100.0 [-100.0, -100.0]")
+    )
+    assert rows["LENS"][1] == "reads the folder" and rows["LENS"][8].startswith("+0.0")  # reads D12 either way
+    assert not any(
+        t.name.startswith("table5_staleness_paired")
+        for t in build_report([runs["d6"], runs["stale"]], tmp_path / "rep2", resamples=100).tables
+    )  # no fresh D12 run given: no table
 
 
 def test_the_stale_rows_say_they_are_stale_with_both_checksums(runs):

@@ -436,8 +436,12 @@ def test_a_module_that_fails_to_import_stops_the_run_and_writes_no_row(
     def missing(self, question, budget):
         import ahocorasick_not_installed  # noqa: F401  (a frozen commit's dependency this environment lacks)
 
-    with pytest.raises(SetupError, match=r"closed: cannot run on this installation \(ModuleNotFoundError: .*ahocorasick"):
-        type("Closed", (ClosedBookSystem,), {"_answer": missing})(client, question_timeout_s=5, max_tokens=100).answer("q?")
+    with pytest.raises(
+        SetupError, match=r"closed: cannot run on this installation \(ModuleNotFoundError: .*ahocorasick"
+    ):
+        type("Closed", (ClosedBookSystem,), {"_answer": missing})(client, question_timeout_s=5, max_tokens=100).answer(
+            "q?"
+        )
 
     out = tmp_path / "run"
     monkeypatch.setattr(ClosedBookSystem, "_answer", missing)
