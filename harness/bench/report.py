@@ -837,31 +837,43 @@ def _evrec_table(groups: Sequence[Group], config_hash: str) -> tuple[Table | Non
     ), refusals
 
 
-def _stale_table(stale: Group, groups: Sequence[Group]) -> tuple[Table | None, list[str]]:
+def _stale_reference(
+    stale: Group, groups: Sequence[Group], side: str, table: str, *, required: bool
+) -> tuple[Group | None, list[str]]:
+    """The one fresh run a staleness table compares the stale arm with: over the arm's ``side`` corpus ("from" or
+    "to"), same configuration, same code and parameters — or None with the refusals (a missing reference is one
+    only when ``required``)."""
     arm = stale.binding["arm"]
+    where = arm[side]
     refs = [
         g
         for g in groups
-        if g.arm == "fresh"
-        and g.corpus_checksum == arm["from"]["corpus_checksum"]
-        and g.config_hash == stale.config_hash
+        if g.arm == "fresh" and g.corpus_checksum == where["corpus_checksum"] and g.config_hash == stale.config_hash
     ]
     if not refs:
+        if not required:
+            return None, []
         return None, [
-            f"Table 5 for {stale.label()}: no reference run over {arm['from']['name']} "
-            f"(corpus `{arm['from']['corpus_checksum'][:12]}`) with config `{stale.config_hash[:12]}` was given"
+            f"{table} for {stale.label()}: no reference run over {where['name']} "
+            f"(corpus `{where['corpus_checksum'][:12]}`) with config `{stale.config_hash[:12]}` was given"
         ]
     if len(refs) > 1:
-        return None, [
-            f"Table 5 for {stale.label()}: {len(refs)} reference bindings over {arm['from']['name']}; pass one"
-        ]
-    ref = refs[0]
-    conflicts = _param_conflicts([ref, stale])
+        kind = "reference" if side == "from" else "fresh"
+        return None, [f"{table} for {stale.label()}: {len(refs)} {kind} bindings over {where['name']}; pass one"]
+    conflicts = _param_conflicts([refs[0], stale])
     if conflicts:
         return None, [
-            f"Table 5 for {stale.label()}: {'; '.join(conflicts)} — rows of different code or parameters "
+            f"{table} for {stale.label()}: {'; '.join(conflicts)} — rows of different code or parameters "
             "never share a table"
         ]
+    return refs[0], []
+
+
+def _stale_table(stale: Group, groups: Sequence[Group]) -> tuple[Table | None, list[str]]:
+    arm = stale.binding["arm"]
+    ref, refusals = _stale_reference(stale, groups, "from", "Table 5", required=True)
+    if ref is None:
+        return None, refusals
     s_ids = stale.common_ids()
     r_ids = ref.common_ids([s for s in stale.ordered_systems() if s in ref.rows] or None)
     rows = []
@@ -924,24 +936,9 @@ def _stale_paired_table(
     the same questions — ΔEM and ΔEv.Rec with paired bootstrap intervals and McNemar on EM. Only when a fresh run
     over D_to with the stale arm's configuration is given (it holds the new questions once it has run past them)."""
     arm = stale.binding["arm"]
-    refs = [
-        g
-        for g in groups
-        if g.arm == "fresh" and g.corpus_checksum == arm["to"]["corpus_checksum"] and g.config_hash == stale.config_hash
-    ]
-    if not refs:
-        return None, []
-    if len(refs) > 1:
-        return None, [
-            f"Table 5 (paired) for {stale.label()}: {len(refs)} fresh bindings over {arm['to']['name']}; pass one"
-        ]
-    ref = refs[0]
-    conflicts = _param_conflicts([ref, stale])
-    if conflicts:
-        return None, [
-            f"Table 5 (paired) for {stale.label()}: {'; '.join(conflicts)} — rows of different code or parameters "
-            "never share a table"
-        ]
+    ref, refusals = _stale_reference(stale, groups, "to", "Table 5 (paired)", required=False)
+    if ref is None:
+        return None, refusals
     s_ids = stale.common_ids()
     systems = [s for s in stale.ordered_systems() if s in ref.rows]
     ids = [i for i in s_ids if all(i in ref.rows[s] for s in systems)]
