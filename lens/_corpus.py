@@ -9,6 +9,7 @@ import contextlib
 import errno
 import fnmatch
 import json
+import operator
 import os
 import re
 import stat
@@ -201,6 +202,9 @@ def _ignored(rel_path: str, patterns: list[str]) -> bool:
     return any(fnmatch.fnmatchcase(rel_path, p) or fnmatch.fnmatchcase(name, p) for p in patterns)
 
 
+_NAME = operator.attrgetter("name")
+
+
 def _list_files(
     root: Path,
     settings: ReaderSettings,
@@ -222,7 +226,7 @@ def _list_files(
     def walk(dir_path: str, rel: str, seen: set[str]) -> None:
         try:
             with os.scandir(dir_path) as it:
-                entries = sorted(it, key=lambda e: e.name)
+                entries = sorted(it, key=_NAME)
         except FileNotFoundError:
             skipped["vanished"] += 1
             return

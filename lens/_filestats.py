@@ -25,14 +25,16 @@ import re
 import sqlite3
 import threading
 import time
+from array import array
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Iterable, Iterator, NamedTuple, Sequence
+from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 from platformdirs import user_cache_dir
 
+from lens._columns import NAMES_SEP, DocColumns, DocStat, TitleIndex
 from lens._config import ReaderSettings
 from lens._corpus import (
     CorpusScan,
@@ -43,13 +45,12 @@ from lens._corpus import (
     _open_folder,
     _read_bytes,
     _read_file,
-    _signature,
     tally,
 )
 from lens._files import is_inside, sha256_hex
 from lens._watch import FolderWatch
 
-__all__ = ["StatsStore", "DocStat", "DocumentTable", "survey_corpus", "default_store_path", "SUFFIXES"]
+__all__ = ["StatsStore", "DocStat", "DocumentTable", "survey_corpus", "default_store_path", "SUFFIXES", "NAMES_SEP"]
 
 # suffixes folded onto a term match (-s, -es, -ed, -ing, ...): a cheap stand-in for stemming. A possessive ('s)
 # needs no entry: the apostrophe already ends the run.
@@ -58,8 +59,7 @@ _RUN = re.compile(r"[^\W_]+")  # a maximal run of str.isalnum() characters
 _RACY_NS = 2_000_000_000  # a file changed this close to its reading is checked by content next time
 _BATCH = 20_000  # files per write transaction, at most (larger batches touch each B-tree page fewer times)
 _BATCH_DOCS = 50_000  # documents held for one write transaction, at most (≈ 100 MB of text)
-_SCHEMA = 2
-NAMES_SEP = "\x1f"
+_SCHEMA = 3
 _COMPACT_AT = 0.25  # orphaned postings are deleted once the documents dropped since exceed this share of the live ones
 
 
@@ -68,21 +68,9 @@ def default_store_path() -> Path:
     return Path(user_cache_dir("lens")) / "stats.sqlite"
 
 
-class DocStat(NamedTuple):
-    """One document as the prior sees it, without its text (a tuple: a million of them load fast)."""
-
-    doc_id: str
-    path: str
-    title: str
-    names: str  # Document.title_names joined by NAMES_SEP
-    length: int  # characters of the folded text
-    sha256: str
-    line: int | None
-
-
 @dataclass(slots=True)
 class _Entry:
-    """One file's statistics: its signature, whether that was settled when read, its reading's outcome."""
+    """One file being stored: its signature, whether that was settled when read, its reading's outcome."""
 
     sig: str  # the stat signature, packed (_pack_sig)
     settled: bool
@@ -91,11 +79,6 @@ class _Entry:
     docs: Sequence[DocStat]
     ids: Sequence[int]  # the documents' rows in the store
 
-    @property
-    def hash(self) -> str:
-        """sha256 of a whole file's bytes, "" for a container or a file without a document."""
-        return self.docs[0].sha256 if self.whole and self.docs else ""
-
 
 def _terms_of(lowered: str) -> Counter:
     return Counter(_RUN.findall(lowered))
@@ -103,6 +86,17 @@ def _terms_of(lowered: str) -> Counter:
 
 def _pack_sig(sig: tuple) -> str:
     return ",".join(map(str, sig))
+
+
+_NO_IDENT = (0, 0)
+_NO_TIMES = (-1, -1, -1)  # no signature: a size of -1 equals no file's
+
+
+def _unpack_sig(text: str) -> tuple[tuple[int, int], tuple[int, int, int]]:
+    if not text:
+        return _NO_IDENT, _NO_TIMES
+    dev, ino, size, mtime, ctime = map(int, text.split(","))
+    return (dev, ino), (size, mtime, ctime)
 
 
 _TRIVIAL = {"skip": None, "bad": False, "malformed": 0, "oversized": 0, "problems": []}
@@ -115,17 +109,212 @@ def _pack_summary(summary: dict) -> str:
     return json.dumps(summary)
 
 
-_NBYTES: dict[int, dict] = {}  # one shared summary per byte count (read only): a million files need no million dicts
-
-
 def _unpack_summary(text: str) -> dict:
-    if not text.isdigit():
-        return json.loads(text)
-    n = int(text)
-    hit = _NBYTES.get(n)
-    if hit is None:
-        hit = _NBYTES[n] = _TRIVIAL | {"nbytes": n}
-    return hit
+    return json.loads(text) if not text.isdigit() else _TRIVIAL | {"nbytes": int(text)}
+
+
+# --------------------------------------------------------------------------- one folder's files, as columns
+
+
+@dataclass(eq=False)
+class _Files:
+    """One folder's files as the store holds them, column by column (row i is ``paths[i]``), with their documents.
+
+    The signature is split into ``ident`` (device, inode: unsigned) and ``times`` (size, mtime_ns, ctime_ns); a
+    file without one has a size of -1, which no stat gives. A reading's outcome is its byte count, plus, for the
+    few files whose reading was not trivial (skipped, malformed records, problems), an entry of ``details``.
+    ``gen`` is the store's generation of the folder these columns are known to equal (None: not known)."""
+
+    paths: list[str]
+    ident: np.ndarray  # (n, 2) uint64
+    times: np.ndarray  # (n, 3) int64
+    settled: np.ndarray  # bool
+    whole: np.ndarray  # bool: a whole file (its one document's sha256 is the file's), not a container
+    nbytes: np.ndarray  # int64
+    detail: np.ndarray  # int64: -1 a trivial outcome, else the index of its summary in details
+    details: list[dict]
+    start: np.ndarray  # (n + 1) int64: file i's documents are docs[start[i]:start[i + 1]]
+    docs: DocColumns
+    gen: int | None = None
+    saved: bool = False  # the store's snapshot of the folder holds exactly these columns
+
+    @classmethod
+    def empty(cls) -> "_Files":
+        return cls.of_entries([])
+
+    @classmethod
+    def of_entries(cls, items: Sequence[tuple[str, _Entry]]) -> "_Files":
+        ident, times, details, detail, nbytes, start, stats, ids = [], [], [], [], [], [0], [], []
+        for _, e in items:
+            i, t = _unpack_sig(e.sig)
+            ident.append(i)
+            times.append(t)
+            nbytes.append(e.summary.get("nbytes", 0))
+            if _pack_summary(e.summary).isdigit():
+                detail.append(-1)
+            else:
+                detail.append(len(details))
+                details.append(e.summary)
+            stats.extend(e.docs)
+            ids.extend(e.ids)
+            start.append(len(stats))
+        return cls(
+            [p for p, _ in items],
+            np.asarray(ident, dtype=np.uint64).reshape(-1, 2),
+            np.asarray(times, dtype=np.int64).reshape(-1, 3),
+            np.asarray([e.settled for _, e in items], dtype=bool),
+            np.asarray([e.whole for _, e in items], dtype=bool),
+            np.asarray(nbytes, dtype=np.int64),
+            np.asarray(detail, dtype=np.int64),
+            details,
+            np.asarray(start, dtype=np.int64),
+            DocColumns.of(stats, ids),
+        )
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def summary(self, i: int) -> dict:
+        d = int(self.detail[i])
+        return self.details[d] if d >= 0 else _TRIVIAL | {"nbytes": int(self.nbytes[i])}
+
+    def sig(self, i: int) -> str:
+        if self.times[i, 0] < 0:
+            return ""
+        return _pack_sig((*self.ident[i].tolist(), *self.times[i].tolist()))
+
+    def file_hash(self, i: int) -> str:
+        """sha256 of a whole file's bytes, "" for a container or a file without a document."""
+        a, b = int(self.start[i]), int(self.start[i + 1])
+        return self.docs.sha256(a) if self.whole[i] and b > a else ""
+
+    @staticmethod
+    def concat(parts: Sequence["_Files"]) -> "_Files":
+        parts = [p for p in parts if len(p)] or [_Files.empty()]
+        if len(parts) == 1:
+            return parts[0]
+        details: list[dict] = []
+        detail, start = [], [np.zeros(1, np.int64)]
+        for p in parts:
+            detail.append(np.where(p.detail >= 0, p.detail + len(details), -1))
+            details.extend(p.details)
+            start.append(p.start[1:] + start[-1][-1])
+        return _Files(
+            [x for p in parts for x in p.paths],
+            np.concatenate([p.ident for p in parts]),
+            np.concatenate([p.times for p in parts]),
+            np.concatenate([p.settled for p in parts]),
+            np.concatenate([p.whole for p in parts]),
+            np.concatenate([p.nbytes for p in parts]),
+            np.concatenate(detail),
+            details,
+            np.concatenate(start),
+            DocColumns.concat([p.docs for p in parts]),
+        )
+
+    def take(self, rows: np.ndarray) -> "_Files":
+        """Files ``rows``, in that order, with their documents."""
+        a, b = self.start[rows], self.start[rows + 1]
+        counts = b - a
+        start = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum(counts, out=start[1:])
+        doc_rows = np.repeat(a - start[:-1], counts) + np.arange(start[-1], dtype=np.int64)
+        detail = self.detail[rows]
+        used = detail >= 0
+        kept = detail[used].tolist()
+        detail[used] = np.arange(len(kept))
+        return _Files(
+            [self.paths[i] for i in rows.tolist()],
+            self.ident[rows],
+            self.times[rows],
+            self.settled[rows],
+            self.whole[rows],
+            self.nbytes[rows],
+            detail,
+            [self.details[d] for d in kept],
+            start,
+            self.docs.take(doc_rows),
+        )
+
+    # ---------------------------------------------------------------- the store's snapshot of a folder
+    _ARRAYS = {
+        "ident": (np.uint64, 2),
+        "times": (np.int64, 3),
+        "settled": (np.bool_, 0),
+        "whole": (np.bool_, 0),
+        "nbytes": (np.int64, 0),
+        "detail": (np.int64, 0),
+        "start": (np.int64, 0),
+        "length": (np.int64, 0),
+        "sha": (np.uint8, 32),
+        "line": (np.int64, 0),
+        "ids": (np.int64, 0),
+        "title_hashes": (np.uint32, 0),
+        "title_docs": (np.int64, 0),
+    }
+
+    def blobs(self) -> dict[str, bytes]:
+        """The columns as named byte strings (numpy arrays as their bytes, lists of strings as JSON)."""
+        d = self.docs
+        titles = d.titles
+        arrays = {
+            "ident": self.ident,
+            "times": self.times,
+            "settled": self.settled,
+            "whole": self.whole,
+            "nbytes": self.nbytes,
+            "detail": self.detail,
+            "start": self.start,
+            "length": d.length,
+            "sha": d.sha,
+            "line": d.line,
+            "ids": d.ids,
+            "title_hashes": titles.hashes,
+            "title_docs": titles.docs,
+        }
+        out = {k: np.ascontiguousarray(v, dtype=self._ARRAYS[k][0]).tobytes() for k, v in arrays.items()}
+        # a document's id is its file's path unless it is a record of a container: 0 stands for "the path"
+        doc_ids = [0 if i is p or i == p else i for i, p in zip(d.doc_id, d.path)]
+        for k, v in (("paths", self.paths), ("doc_id", doc_ids), ("title", d.title), ("names", d.names)):
+            out[k] = json.dumps(v).encode("ascii")  # ASCII JSON: a lone surrogate survives
+        out["details"] = json.dumps(self.details).encode("ascii")
+        return out
+
+    @classmethod
+    def from_blobs(cls, blobs: dict[str, bytes]) -> "_Files":
+        """The columns of :meth:`blobs`; ValueError if any is missing or of the wrong size."""
+        try:
+            a = {}
+            for k, (dtype, width) in cls._ARRAYS.items():
+                x = np.frombuffer(blobs[k], dtype=dtype)
+                a[k] = x.reshape(-1, width) if width else x
+            paths, doc_ids, title, names = (json.loads(blobs[k]) for k in ("paths", "doc_id", "title", "names"))
+            details = json.loads(blobs["details"])
+        except (KeyError, ValueError, UnicodeDecodeError) as exc:
+            raise ValueError(f"snapshot unreadable: {exc}") from None
+        n, start = len(paths), a["start"]
+        m = len(doc_ids)
+        if not (len(start) == n + 1 and start[0] == 0 and start[-1] == m and np.all(np.diff(start) >= 0)):
+            raise ValueError("snapshot: document offsets do not fit")
+        if any(len(a[k]) != n for k in ("ident", "times", "settled", "whole", "nbytes", "detail")):
+            raise ValueError("snapshot: file columns of different lengths")
+        if any(len(a[k]) != m for k in ("length", "sha", "line", "ids")) or len(title) != m or len(names) != m:
+            raise ValueError("snapshot: document columns of different lengths")
+        if n and (a["detail"].max() >= len(details)):
+            raise ValueError("snapshot: a summary index out of range")
+        counts = np.diff(start)
+        if m == n and np.all(counts == 1):  # one document per file (the common folder): its path, shared
+            path = paths
+        else:
+            path = [paths[f] for f in np.repeat(np.arange(n), counts).tolist()]
+        doc_id = path if doc_ids.count(0) == m else [p if i == 0 else i for i, p in zip(doc_ids, path)]
+        docs = DocColumns(doc_id, path, title, names, a["length"], a["sha"], a["line"], a["ids"])
+        if len(a["title_docs"]) and (a["title_docs"].max() >= m or len(a["title_hashes"]) != len(a["title_docs"])):
+            raise ValueError("snapshot: title index out of range")
+        docs.set_titles(TitleIndex(a["title_hashes"], a["title_docs"], names))
+        return cls(
+            paths, a["ident"], a["times"], a["settled"], a["whole"], a["nbytes"], a["detail"], details, start, docs
+        )
 
 
 class StatsStore:
@@ -189,7 +378,8 @@ class StatsStore:
             db.executescript(
                 """
                 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-                CREATE TABLE IF NOT EXISTS scopes(id INTEGER PRIMARY KEY, scope TEXT NOT NULL UNIQUE);
+                CREATE TABLE IF NOT EXISTS scopes(
+                    id INTEGER PRIMARY KEY, scope TEXT NOT NULL UNIQUE, gen INTEGER NOT NULL DEFAULT 0);
                 CREATE TABLE IF NOT EXISTS files(
                     id INTEGER PRIMARY KEY, scope INTEGER NOT NULL, path TEXT NOT NULL, sig TEXT NOT NULL,
                     settled INTEGER NOT NULL, whole INTEGER NOT NULL, summary TEXT NOT NULL, UNIQUE(scope, path));
@@ -203,6 +393,11 @@ class StatsStore:
                 CREATE TABLE IF NOT EXISTS terms(
                     term TEXT NOT NULL, doc INTEGER NOT NULL, n INTEGER NOT NULL, PRIMARY KEY(term, doc)
                 ) WITHOUT ROWID;
+                -- a folder's files as columns (_Files.blobs), valid while the folder's generation is theirs: every
+                -- write to a folder's files moves its scopes.gen
+                CREATE TABLE IF NOT EXISTS snapshots(
+                    scope INTEGER NOT NULL, name TEXT NOT NULL, gen INTEGER NOT NULL, data BLOB NOT NULL,
+                    PRIMARY KEY(scope, name));
                 """
             )
             db.execute("INSERT OR IGNORE INTO meta VALUES('schema', ?)", (str(_SCHEMA),))
@@ -213,43 +408,110 @@ class StatsStore:
         self.db.close()
 
     # ---------------------------------------------------------------- reading
+
+    # ---------------------------------------------------------------- reading
     def _scope_id(self, scope: str, *, create: bool) -> int | None:
         if create:  # another process may be adding the same scope at this moment
             self.db.execute("INSERT OR IGNORE INTO scopes(scope) VALUES(?)", (scope,))
         row = self.db.execute("SELECT id FROM scopes WHERE scope=?", (scope,)).fetchone()
         return row[0] if row else None
 
-    def entries(self, scope: str) -> dict[str, _Entry]:
-        """Every file the store holds for ``scope``, with its documents' statistics (one pass over one query)."""
-        out: dict[str, _Entry] = {}
-        summaries: dict[str, dict] = {}
+    def load(self, scope: str) -> _Files:
+        """Every file the store holds for ``scope``, with its documents' statistics, and the folder's generation:
+        its snapshot when that is of the current generation (a few reads), else its rows (one query)."""
         with self._lock:
-            sid = self._scope_id(scope, create=False)
-            rows = self.db.execute(
-                "SELECT f.path, f.sig, f.settled, f.whole, f.summary, d.id, d.doc_id, d.title, d.names, d.length, "
-                "d.sha256, d.line FROM files f LEFT JOIN docs d ON d.file = f.id WHERE f.scope = ? ORDER BY f.id, d.ord",
-                (sid,),
-            )
-            entry = None
-            last = None
-            docs: list[DocStat] = []
-            ids: list[int] = []
-            for path, sig, settled, whole, summary, did, doc_id, title, names, length, sha, line in rows:
-                if path != last:
-                    if entry is not None:  # tuples: a million files hold no million spare list slots
-                        entry.docs, entry.ids = tuple(docs), tuple(ids)
-                        docs, ids = [], []
-                    last = path
-                    sm = summaries.get(summary)
-                    if sm is None:
-                        sm = summaries[summary] = _unpack_summary(summary)
-                    entry = out[path] = _Entry(sig, bool(settled), bool(whole), sm, (), ())
-                if did is not None:
-                    docs.append(DocStat(path if doc_id == path else doc_id, path, title, names, length, sha, line))
-                    ids.append(did)
-            if entry is not None:
-                entry.docs, entry.ids = tuple(docs), tuple(ids)
-        return out
+            self.db.execute("BEGIN")  # one read transaction: the generation and what is read agree
+            try:
+                row = self.db.execute("SELECT id, gen FROM scopes WHERE scope=?", (scope,)).fetchone()
+                if row is None:
+                    files = _Files.empty()
+                    files.gen = 0
+                    return files
+                sid, gen = row
+                blobs = dict(self.db.execute("SELECT name, data FROM snapshots WHERE scope=? AND gen=?", (sid, gen)))
+                files = None
+                if blobs:
+                    try:
+                        files = _Files.from_blobs(blobs)
+                        files.saved = True
+                    except ValueError:  # damaged: the rows say the same, more slowly, and a new snapshot follows
+                        files = None
+                if files is None:
+                    files = self._rows(sid)
+                files.gen = gen
+                return files
+            finally:
+                self.db.execute("COMMIT")
+
+    def _rows(self, sid: int) -> _Files:
+        paths: list[str] = []
+        ident: list[tuple] = []
+        times: list[tuple] = []
+        settled: list[int] = []
+        whole: list[int] = []
+        nbytes: list[int] = []
+        detail: list[int] = []
+        details: list[dict] = []
+        start = [0]
+        doc_id: list[str] = []
+        path: list[str] = []
+        title: list[str] = []
+        names: list[str] = []
+        length: list[int] = []
+        sha: list[str] = []
+        line: list[int] = []
+        ids: list[int] = []
+        rows = self.db.execute(
+            "SELECT f.path, f.sig, f.settled, f.whole, f.summary, d.id, d.doc_id, d.title, d.names, d.length, "
+            "d.sha256, d.line FROM files f LEFT JOIN docs d ON d.file = f.id WHERE f.scope = ? ORDER BY f.id, d.ord",
+            (sid,),
+        )
+        last = None
+        for p, sig, st, wh, summary, did, d_id, t, nm, ln, sh, li in rows:
+            if p != last:
+                if last is not None:
+                    start.append(len(doc_id))
+                last = p
+                paths.append(p)
+                i, tm = _unpack_sig(sig)
+                ident.append(i)
+                times.append(tm)
+                settled.append(st)
+                whole.append(wh)
+                if summary.isdigit():
+                    nbytes.append(int(summary))
+                    detail.append(-1)
+                else:
+                    s = json.loads(summary)
+                    nbytes.append(s.get("nbytes", 0))
+                    detail.append(len(details))
+                    details.append(s)
+            if did is not None:
+                doc_id.append(p if d_id == p else d_id)
+                path.append(p)
+                title.append(t)
+                names.append(nm)
+                length.append(ln)
+                sha.append(sh)
+                line.append(-1 if li is None else li)
+                ids.append(did)
+        if last is not None:
+            start.append(len(doc_id))
+        docs = DocColumns(
+            doc_id, path, title, names, length, np.frombuffer(bytes.fromhex("".join(sha)), np.uint8), line, ids
+        )
+        return _Files(
+            paths,
+            np.asarray(ident, dtype=np.uint64).reshape(-1, 2),
+            np.asarray(times, dtype=np.int64).reshape(-1, 3),
+            np.asarray(settled, dtype=bool),
+            np.asarray(whole, dtype=bool),
+            np.asarray(nbytes, dtype=np.int64),
+            np.asarray(detail, dtype=np.int64),
+            details,
+            np.asarray(start, dtype=np.int64),
+            docs,
+        )
 
     def counts(self, variants: Sequence[str]) -> list[tuple[str, int, int]]:
         """(run, document row id, count) for every document holding one of the runs ``variants``."""
@@ -260,12 +522,41 @@ class StatsStore:
             return self.db.execute(q, list(variants)).fetchall()
 
     # ---------------------------------------------------------------- writing
-    def put(self, scope: str, items: Sequence[tuple[str, _Entry, Sequence[Document]]]) -> None:
+    # Every write to a folder's files moves its generation and returns (generation before, after): a survey whose
+    # writes each began at the generation it knew holds columns equal to the store's, and may save them.
+    def _bump(self, sid: int) -> tuple[int, int]:
+        before = self.db.execute("SELECT gen FROM scopes WHERE id=?", (sid,)).fetchone()[0]
+        self.db.execute("UPDATE scopes SET gen=? WHERE id=?", (before + 1, sid))
+        return before, before + 1
+
+    def save(self, scope: str, files: _Files) -> bool:
+        """Keep ``files`` as the folder's snapshot, if they are of its current generation."""
+        if files.gen is None:
+            return False
+        blobs = files.blobs()
+        try:
+            with self._lock, self.db:
+                sid = self._scope_id(scope, create=True)
+                if self.db.execute("SELECT gen FROM scopes WHERE id=?", (sid,)).fetchone()[0] != files.gen:
+                    return False  # another process wrote meanwhile: its survey or the next one saves
+                self.db.execute("DELETE FROM snapshots WHERE scope=?", (sid,))
+                self.db.executemany(
+                    "INSERT INTO snapshots(scope, name, gen, data) VALUES(?,?,?,?)",
+                    [(sid, k, files.gen, v) for k, v in blobs.items()],
+                )
+        except sqlite3.Error:  # too large for a blob, a full disk: the rows still say it all
+            return False
+        files.saved = True
+        return True
+
+    def put(self, scope: str, items: Sequence[tuple[str, _Entry, Sequence[Document]]]) -> tuple[int, int]:
         """Store (path, entry, its documents) for each file, replacing what the store held for those paths; each
         entry's ``ids`` are set to its documents' new row ids."""
         postings: list[tuple[str, int, int]] = []
         with self._lock, self.db:
             sid = self._scope_id(scope, create=True)
+            assert sid is not None
+            gens = self._bump(sid)
             for path, entry, documents in items:
                 row = self.db.execute("SELECT id, sig FROM files WHERE scope=? AND path=?", (sid, path)).fetchone()
                 if row is not None and row[1] == entry.sig:
@@ -299,18 +590,26 @@ class StatsStore:
                 entry.ids = tuple(ids)
             postings.sort()  # in key order: the B-tree is appended to in runs, not split page by page
             self.db.executemany("INSERT INTO terms(term, doc, n) VALUES(?,?,?)", postings)
+        return gens
 
-    def settle(self, scope: str, path: str, entry: _Entry) -> None:
-        """Record a new signature for a file whose content (hash) is unchanged."""
+    def settle(self, scope: str, path: str, sig: str, settled: bool) -> tuple[int, int]:
+        """Record whether a file whose content (hash) is unchanged is now settled."""
         with self._lock, self.db:
+            sid = self._scope_id(scope, create=True)
+            assert sid is not None
+            gens = self._bump(sid)
             self.db.execute(
-                "UPDATE files SET sig=?, settled=? WHERE scope=(SELECT id FROM scopes WHERE scope=?) AND path=?",
-                (entry.sig, int(entry.settled), scope, path),
+                "UPDATE files SET sig=?, settled=? WHERE scope=? AND path=?", (sig, int(settled), sid, path)
             )
+        return gens
 
-    def drop(self, scope: str, paths: Iterable[str]) -> None:
+    def drop(self, scope: str, paths: Iterable[str]) -> tuple[int, int]:
         with self._lock, self.db:
-            self._drop(self._scope_id(scope, create=True), list(paths))
+            sid = self._scope_id(scope, create=True)
+            assert sid is not None
+            gens = self._bump(sid)
+            self._drop(sid, list(paths))
+        return gens
 
     def _drop(self, sid: int | None, paths: list[str]) -> None:
         dropped = 0
@@ -370,10 +669,10 @@ def _stat_of(doc: Document) -> DocStat:
 
 @dataclass
 class _Folder:
-    """What this process knows of one folder (scope): the entries of its files as last surveyed, that survey's
-    result and listing, and the watch on its directories once it is asked about again."""
+    """What this process knows of one folder (scope): its files as last surveyed, that survey's result and
+    listing, and the watch on its directories once it is asked about again."""
 
-    entries: dict[str, _Entry] = field(default_factory=dict)
+    files: _Files | None = None
     last: CorpusScan | None = None
     listing: tuple | None = None  # the last survey's (paths, skipped, problems) from listing the folder
     watch: FolderWatch | None = None
@@ -423,6 +722,31 @@ def survey_corpus(
         return _survey(root_path, root_real, settings, store, scope, folder, t0)
 
 
+def _stat_all(prefix: str, paths: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The stat signature of every path, as (device, inode) and (size, mtime_ns, ctime_ns) columns (what
+    ``lens._corpus._signature`` takes); a file that cannot be stat'ed gets none (size -1)."""
+    ident, times = array("Q"), array("q")
+    stat = os.stat
+    for p in paths:
+        try:
+            st = stat(prefix + p)
+        except OSError:
+            ident.extend(_NO_IDENT)
+            times.extend(_NO_TIMES)
+            continue
+        ident.extend((st.st_dev, st.st_ino))
+        times.extend((st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+    return (
+        np.asarray(ident, dtype=np.uint64).reshape(-1, 2),
+        np.asarray(times, dtype=np.int64).reshape(-1, 3),
+    )
+
+
+def _after(gen: int | None, gens: tuple[int, int]) -> int | None:
+    """The folder's generation after one of this survey's writes, while no other process has written to it."""
+    return gens[1] if gen is not None and gens[0] == gen else None
+
+
 def _survey(
     root_path: Path, root_real: str, settings: ReaderSettings, store: StatsStore, scope: str, folder: _Folder, t0: float
 ) -> CorpusScan:
@@ -436,60 +760,89 @@ def _survey(
     if folder.last is not None and settings.watch and not settings.follow_symlinks:  # asked about again
         folder.watch = folder.watch or FolderWatch()
         folder.watch.armed = folder.watch.watch(dirs)  # every directory listed was watched before the listing
-    if not folder.entries:  # this process's first survey of the folder: what the store holds
-        folder.entries = store.entries(scope)
+    old = folder.files if folder.files is not None else store.load(scope)
     prefix = os.path.join(root_path, "")
-    listed = set(paths)
-    gone = [p for p in folder.entries if p not in listed]
-    for p in gone:
-        del folder.entries[p]
-    if gone:
-        store.drop(scope, gone)
+    ident, times = _stat_all(prefix, paths)
+    n = len(paths)
+    # each listed file's row in what this process (or the store) knew, -1 if new
+    if old.paths == paths:
+        pos = np.arange(n, dtype=np.int64)
+    else:
+        index = dict(zip(old.paths, range(len(old))))
+        pos = np.fromiter((index.get(p, -1) for p in paths), dtype=np.int64, count=n)
+    known = np.flatnonzero(pos >= 0)
+    rows = pos[known]
+    same = np.zeros(n, dtype=bool)  # the signature is unchanged
+    same[known] = (old.ident[rows] == ident[known]).all(axis=1) & (old.times[rows] == times[known]).all(axis=1)
+    fresh = same.copy()  # ... and was settled when read: nothing to do
+    fresh[known] &= old.settled[rows]
+    gen = old.gen
+    listed = np.zeros(len(old), dtype=bool)
+    listed[rows] = True
+    gone = np.flatnonzero(~listed)
+    if len(gone):
+        gen = _after(gen, store.drop(scope, [old.paths[i] for i in gone.tolist()]))
+    settled = None  # old.settled, copied once a file settles by its content
     settled_before = time.time_ns() - _RACY_NS
+    src = pos.copy()  # where each listed file's row comes from: old's rows, then the files read now
     pending: list[tuple[str, _Entry, Sequence[Document]]] = []
+    chunks: list[_Files] = []
     pending_docs = changed = 0
-    for p in paths:
-        entry = folder.entries.get(p)
-        try:
-            st = os.stat(prefix + p)
-            sig, ctime = _pack_sig(_signature(st)), st.st_ctime_ns
-        except OSError:
-            sig, ctime = None, None
-        if entry is not None and sig == entry.sig:
-            if entry.settled:
-                continue
-            if entry.hash:  # changed moments before it was read: the content decides
+
+    def flush() -> None:
+        nonlocal gen, pending, pending_docs
+        gen = _after(gen, store.put(scope, pending))
+        chunks.append(_Files.of_entries([(p, e) for p, e, _ in pending]))  # columns: no object per file is kept
+        pending, pending_docs = [], 0
+
+    for k in np.flatnonzero(~fresh).tolist():
+        p = paths[k]
+        if same[k]:  # changed moments before it was read: the content decides
+            r = int(pos[k])
+            digest = old.file_hash(r)
+            if digest:
                 data = _read_bytes(prefix + p, settings.max_file_bytes, root_real)
-                if isinstance(data, bytes) and sha256_hex(data) == entry.hash:
-                    entry.settled = ctime is not None and ctime < settled_before
-                    store.settle(scope, p, entry)
+                if isinstance(data, bytes) and sha256_hex(data) == digest:
+                    if settled is None:
+                        settled = old.settled.copy()
+                    settled[r] = times[k, 2] < settled_before
+                    gen = _after(gen, store.settle(scope, p, old.sig(r), bool(settled[r])))
                     continue
         got: list = []
         res = _read_file(prefix + p, p, settings, root_real, got)
-        changed += 1
         entry = _Entry(
             _pack_sig(got[0]) if got else "",
             bool(got) and got[0][4] < settled_before,
             not _is_container(p),
-            _unpack_summary(_pack_summary(res.outcome())),  # the shared dict in the common case
+            res.outcome(),
             tuple(_stat_of(d) for d in res.documents),
             (),
         )
-        folder.entries[p] = entry
+        src[k] = len(old) + changed
+        changed += 1
         pending.append((p, entry, res.documents))
         pending_docs += len(res.documents)
         if len(pending) >= _BATCH or pending_docs >= _BATCH_DOCS:  # shards: thousands of documents per batch
-            store.put(scope, pending)
-            pending, pending_docs = [], 0
+            flush()
     if pending:
-        store.put(scope, pending)
-    if gone or changed:  # rows were dropped or replaced: perhaps enough orphaned postings to delete
+        flush()
+    if len(gone) or changed:  # rows were dropped or replaced: perhaps enough orphaned postings to delete
         store.compact()
+    base = old if settled is None else replace(old, settled=settled)
+    if not changed and not len(gone) and old.paths == paths:
+        files = base  # the same files (some perhaps settled now): the same documents' columns
+    else:
+        files = _Files.concat([base, *chunks]).take(src)
+    if files is not old:
+        files.gen, files.saved = gen, False
+    if not files.saved and files.gen is not None and store.path is not None:
+        store.save(scope, files)  # the next process loads these columns instead of every file's rows
+    folder.files = files
     listing = (paths, Counter(skipped), list(problems))
-    if not changed and not gone and folder.last is not None and folder.listing == listing:
+    if files is old and folder.last is not None and folder.listing == listing:
         scan = _again(folder.last, root_path, t0)  # the same listing, no file changed: the same statistics
     else:
-        scan = _scan_of(root_path, root_real, settings, store, folder, paths, skipped, problems, ignore_unread)
+        scan = _scan_of(root_path, root_real, settings, store, files, skipped, problems, ignore_unread)
     folder.last, folder.listing = scan, listing
     scan.seconds = time.perf_counter() - t0
     return scan
@@ -507,45 +860,42 @@ def _scan_of(
     root_real: str,
     settings: ReaderSettings,
     store: StatsStore,
-    folder: _Folder,
-    paths: list[str],
+    files: _Files,
     skipped: Counter,
     problems: list[str],
     ignore_unread: str | None,
 ) -> CorpusScan:
-    stats: list[DocStat] = []
-    ids: list[int] = []
-    files = nbytes = bad = 0
-    for p in paths:
-        e = folder.entries[p]
-        s = e.summary
-        if not tally(s, skipped, problems):
-            continue
-        files += 1
-        bad += s["bad"]
-        nbytes += s["nbytes"]
-        stats.extend(e.docs)
-        ids.extend(e.ids)
+    read = np.ones(len(files), dtype=bool)
+    bad = 0
+    for k in np.flatnonzero(files.detail >= 0).tolist():  # the few files whose reading was not trivial, in order
+        s = files.details[files.detail[k]]
+        if tally(s, skipped, problems):
+            bad += bool(s["bad"])
+        else:
+            read[k] = False
+    docs = files.docs
+    if not read.all() and np.diff(files.start)[~read].any():  # a skipped file's documents are not the scan's
+        docs = files.take(np.flatnonzero(read)).docs
     if store.note:
         problems.insert(0, store.note)
-    table = DocumentTable(root_path, root_real, settings, stats)
+    table = DocumentTable(root_path, root_real, settings, docs)
     return CorpusScan(
         root=root_path,
         documents=table,  # type: ignore[arg-type]
-        files=files,
-        bytes_read=nbytes,
+        files=int(read.sum()),
+        bytes_read=int(files.nbytes[read].sum()),
         skipped=skipped,
         problems=problems,
         bad_encoding=bad,
         ignore_unread=ignore_unread,
-        doc_stats=(stats, np.asarray(ids, dtype=np.int64), store),
+        doc_stats=(docs, docs.ids, store),
     )
 
 
 class DocumentTable(Sequence[Document]):
     """The surveyed documents, each read from its file when first asked for (a few files kept in memory)."""
 
-    def __init__(self, root: Path, root_real: str, settings: ReaderSettings, stats: list[DocStat]):
+    def __init__(self, root: Path, root_real: str, settings: ReaderSettings, stats: Sequence[DocStat]):
         self.root, self.root_real, self.settings, self.stats = root, root_real, settings, stats
         self._files: OrderedDict[str, dict[str, Document]] = OrderedDict()
         self._lock = threading.Lock()

@@ -248,13 +248,13 @@ def memory_signals(
 ) -> tuple[dict[str, dict[int, float]], int]:
     """Per requirement (``keys``: its :func:`memory_key`), the prior's memory signal from the eligible, similar
     entries whose document in ``view`` (a ``CorpusView``) is unchanged; and how many served entries were stale."""
-    by_id = {s.doc_id: i for i, s in enumerate(view.stats)}
+    by_id = dict(zip(view.stats.doc_id, range(len(view.stats))))
     signals: dict[str, dict[int, float]] = {}
     stale = 0
     for rid, key in keys.items():
         served = store.lookup(key, eligible, capacity=capacity)
         signal, n_stale = memory_signal(
-            (idx, idx is not None and view.stats[idx].sha256 == e.sha256, sim, e.posterior)
+            (idx, idx is not None and view.stats.sha256(idx) == e.sha256, sim, e.posterior)
             for e, sim in served
             for idx in [by_id.get(e.doc_id)]
         )

@@ -1,28 +1,28 @@
 """A corpus view: one survey of the folder with the lookups the prior needs, built once per state of the folder.
 
-Per document its statistics (``lens._filestats.DocStat``: title, names, length, sha256) and its row in the
-statistics store, where its term counts are; a title table (full title, title without "(disambiguation)", file
-stem) for maximal word n-gram title matches. The documents themselves are read only when asked for.
+Per document its statistics (``lens._columns.DocColumns``: title, names, length, sha256, column by column) and its
+row in the statistics store, where its term counts are; a title index (full title, title without
+"(disambiguation)", file stem) for maximal word n-gram title matches. The documents themselves are read only when
+asked for.
 
 ``CorpusView.of(scan)`` is how a question gets its view. The view is a pure function of the documents'
 statistics, so a process keeps the last view it built per folder and hands it out again when the new survey holds
-the very same statistics objects — which it does only for files whose stat signature is unchanged. Any added,
-removed or changed file gives other objects, and the view is rebuilt. Like the store this is a cache, not an
-index: every question still lists and stats the folder as it is now, and the view always equals the one built
-from reading every file.
+the very same columns — which a survey hands out again only when no file was added, removed or changed. Like the
+store this is a cache, not an index: every question still lists and stats the folder as it is now (or knows from
+the folder's watch that nothing moved), and the view always equals the one built from reading every file.
 """
 
 from __future__ import annotations
 
-import operator
 import os
 import time
 from typing import Sequence
 
 import numpy as np
 
+from lens._columns import NAMES_SEP, DocColumns, TitleIndex
 from lens._corpus import CorpusScan, Document
-from lens._filestats import NAMES_SEP, SUFFIXES, DocStat, StatsStore, _Entry, _stat_of
+from lens._filestats import SUFFIXES, StatsStore, _Entry, _stat_of
 from lens._terms import tokens
 
 __all__ = ["CorpusView"]
@@ -45,16 +45,16 @@ class CorpusView:
             store = StatsStore(None)
             entry = _Entry("", True, False, {}, [_stat_of(d) for d in scan.documents], ())
             store.put("", [("", entry, scan.documents)])
-            scan.doc_stats = (entry.docs, np.asarray(entry.ids, dtype=np.int64), store)
-        self.stats: list[DocStat]
+            columns = DocColumns.of(entry.docs, entry.ids)
+            scan.doc_stats = (columns, columns.ids, store)
+        self.stats: DocColumns
         self.stats, self._ids, self._store = scan.doc_stats
         self._id_order = np.argsort(self._ids, kind="stable")
         self._sorted_ids = self._ids[self._id_order]
         # document length in characters: BM25 only uses length relative to the average, so characters
         # serve as well as words and cost no pass over the text
-        self.lengths = np.fromiter((s.length for s in self.stats), dtype=np.float64, count=len(self.stats))
+        self.lengths = self.stats.length.astype(np.float64)
         self.avg_len = float(self.lengths.mean()) if len(self.stats) else 1.0
-        self._titles: dict[str, list[int]] | None = None
         self._title_keys: list[str] | None = None
 
     @classmethod
@@ -64,12 +64,7 @@ class CorpusView:
         key = os.path.realpath(scan.root)
         last = _LAST.get(key)
         new = scan.doc_stats[0] if scan.doc_stats is not None else None
-        if (
-            last is not None
-            and new is not None
-            and last._store is scan.doc_stats[2]
-            and (last.stats is new or (len(last.stats) == len(new) and all(map(operator.is_, last.stats, new))))
-        ):
+        if last is not None and new is not None and last._store is scan.doc_stats[2] and last.stats is new:
             last.scan = scan  # the newest scan's counts (files, bytes, seconds) for whoever reports them
             last.docs = scan.documents
             return last
@@ -85,31 +80,20 @@ class CorpusView:
 
     def title(self, index: int) -> str:
         """Document ``index``'s title, without reading it."""
-        return self.stats[index].title
+        return self.stats.title[index]
 
     # ---------------------------------------------------------------- titles
-    def _build_titles(self) -> None:
-        table: dict[str, list[int]] = {}
-        keys: list[str] = []
-        for i, d in enumerate(self.stats):
-            names = d.names.split(NAMES_SEP) if d.names else ()
-            keys.append(names[0] if names else "")
-            for name in names:
-                table.setdefault(name, []).append(i)
-        self._titles, self._title_keys = table, keys
-
     @property
-    def titles(self) -> dict[str, list[int]]:
+    def titles(self) -> TitleIndex:
         """Title key (full title, title without disambiguation, file stem) -> document indices."""
-        if self._titles is None:
-            self._build_titles()
-        return self._titles  # type: ignore[return-value]
+        return self.stats.titles
 
     @property
     def title_keys(self) -> list[str]:
+        """Each document's first title key ("" if it has none)."""
         if self._title_keys is None:
-            self._build_titles()
-        return self._title_keys  # type: ignore[return-value]
+            self._title_keys = [names.split(NAMES_SEP, 1)[0] for names in self.stats.names]
+        return self._title_keys
 
     def titles_in(self, text: str, *, deadline: float | None = None) -> dict[int, int]:
         """Documents whose title occurs as a *maximal* word n-gram of ``text``: index -> length in words.

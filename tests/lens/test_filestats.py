@@ -30,12 +30,14 @@ def _forget_process_memo() -> None:
 
 
 def _state(view: CorpusView) -> tuple:
+    titles = sorted((k, tuple(v)) for k, v in view.titles.items())
+    assert all(tuple(view.titles[k]) == v for k, v in titles)  # the hashed lookup finds what the names say
     return (
         [s.doc_id for s in view.stats],
         [s.sha256 for s in view.stats],
         view.term_counts(TERMS).tolist(),
         view.lengths.tolist(),
-        sorted((k, tuple(v)) for k, v in view.titles.items()),
+        titles,
     )
 
 
@@ -86,6 +88,51 @@ def test_a_new_process_takes_unchanged_files_from_the_store_without_reading_them
     assert _state(CorpusView.of(survey_corpus(folder))) == before and reads == []
 
 
+def _spy_rows(monkeypatch) -> list[int]:
+    calls: list[int] = []
+    real = StatsStore._rows
+    monkeypatch.setattr(StatsStore, "_rows", lambda self, sid: calls.append(sid) or real(self, sid))
+    return calls
+
+
+def test_a_new_process_loads_the_folders_columns_from_the_snapshot_not_from_every_files_rows(folder, monkeypatch):
+    monkeypatch.setattr(_filestats, "_RACY_NS", 0)
+    before = _state(CorpusView.of(survey_corpus(folder)))
+    _forget_process_memo()
+    rows = _spy_rows(monkeypatch)
+    assert _state(CorpusView.of(survey_corpus(folder))) == before and rows == []
+
+
+def test_a_damaged_snapshot_is_read_from_the_rows_and_saved_again(folder, monkeypatch):
+    monkeypatch.setattr(_filestats, "_RACY_NS", 0)
+    before = _state(CorpusView.of(survey_corpus(folder)))
+    store = next(iter(_filestats._STORES.values()))
+    with store.db:
+        store.db.execute("UPDATE snapshots SET data = x'0001' WHERE name = 'start'")
+    _forget_process_memo()
+    rows = _spy_rows(monkeypatch)
+    assert _state(CorpusView.of(survey_corpus(folder))) == before and len(rows) == 1
+    _forget_process_memo()
+    assert _state(CorpusView.of(survey_corpus(folder))) == before and len(rows) == 1  # the snapshot again
+
+
+def test_a_snapshot_older_than_another_processs_write_is_not_used(folder, monkeypatch):
+    monkeypatch.setattr(_filestats, "_RACY_NS", 0)
+    survey_corpus(folder)
+    store = next(iter(_filestats._STORES.values()))
+    scope = next(iter(_filestats._FOLDERS))[1]
+    other = StatsStore(store.path)  # another process drops a file's rows: the folder's generation moves on
+    other.drop(scope, ["a.txt"])
+    other.close()
+    _forget_process_memo()
+    rows = _spy_rows(monkeypatch)
+    reads = []
+    real = _filestats._read_file
+    monkeypatch.setattr(_filestats, "_read_file", lambda *a, **k: reads.append(a[1]) or real(*a, **k))
+    assert _state(CorpusView.of(survey_corpus(folder))) == _fresh(folder)
+    assert len(rows) == 1 and reads == ["a.txt"]  # the rows, in which a.txt is missing, so it is read again
+
+
 @pytest.mark.parametrize("new_process", [False, True])
 def test_an_edit_an_addition_and_a_deletion_are_each_seen_by_the_next_question(folder, monkeypatch, new_process):
     monkeypatch.setattr(_filestats, "_RACY_NS", 0)
@@ -127,15 +174,16 @@ def test_a_same_size_same_mtime_rewrite_is_seen(folder, monkeypatch):
 
 def test_a_file_read_moments_after_a_change_is_checked_by_its_content_next_time(folder, monkeypatch):
     survey_corpus(folder)  # every file was written within the last two seconds: none is settled
-    entries = next(iter(_filestats._FOLDERS.values())).entries
-    assert not entries["a.txt"].settled and entries["a.txt"].hash
+    folder_memo = next(iter(_filestats._FOLDERS.values()))
+    row = folder_memo.files.paths.index("a.txt")
+    assert not folder_memo.files.settled[row] and folder_memo.files.file_hash(row)
     reads = []
     real = _filestats._read_file
     monkeypatch.setattr(_filestats, "_read_file", lambda *a, **k: reads.append(a[1]) or real(*a, **k))
     monkeypatch.setattr(_filestats, "_RACY_NS", 0)
     survey_corpus(folder)
     # whole files: the same bytes, so their statistics stand (now settled); the container is read again
-    assert reads == ["wiki/wiki_00.bz2"] and entries["a.txt"].settled
+    assert reads == ["wiki/wiki_00.bz2"] and folder_memo.files.settled[folder_memo.files.paths.index("a.txt")]
 
 
 def test_a_corrupt_store_is_rebuilt(folder, tmp_path):

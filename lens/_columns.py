@@ -1,0 +1,197 @@
+"""A survey's per-document statistics column by column, and the title lookup built on them.
+
+A million documents as a million objects cost seconds to load and gigabytes to hold; as a few lists of strings and
+numpy arrays they load from the statistics store's snapshot in a fraction of that (:mod:`lens._filestats`).
+:class:`DocColumns` is a ``Sequence[DocStat]`` (an item is built when asked for) with the columns beside it;
+:class:`TitleIndex` maps a title key to the documents that go by it, as sorted CRC-32 hashes of the keys checked
+against the documents' names, so it needs no dictionary of a million keys.
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import Iterator, NamedTuple, Sequence
+
+import numpy as np
+
+__all__ = ["DocStat", "DocColumns", "TitleIndex", "NAMES_SEP"]
+
+NAMES_SEP = "\x1f"
+
+
+class DocStat(NamedTuple):
+    """One document as the prior sees it, without its text."""
+
+    doc_id: str
+    path: str
+    title: str
+    names: str  # Document.title_names joined by NAMES_SEP
+    length: int  # characters of the folded text
+    sha256: str
+    line: int | None
+
+
+def _key_hash(key: str) -> int:
+    return zlib.crc32(key.encode("utf-8", "surrogatepass"))
+
+
+class DocColumns(Sequence[DocStat]):
+    """Documents' statistics as columns: ``doc_id``, ``path``, ``title``, ``names`` (lists of str), ``length``,
+    ``line`` (-1: none) and ``ids`` (their rows in the store) as int64 arrays, ``sha`` as raw digests (n × 32)."""
+
+    __slots__ = ("doc_id", "path", "title", "names", "length", "sha", "line", "ids", "_titles")
+
+    def __init__(self, doc_id, path, title, names, length, sha, line, ids, titles: "TitleIndex | None" = None):
+        self.doc_id: list[str] = doc_id
+        self.path: list[str] = path
+        self.title: list[str] = title
+        self.names: list[str] = names
+        self.length: np.ndarray = np.asarray(length, dtype=np.int64)
+        self.sha: np.ndarray = np.asarray(sha, dtype=np.uint8).reshape(-1, 32)
+        self.line: np.ndarray = np.asarray(line, dtype=np.int64)
+        self.ids: np.ndarray = np.asarray(ids, dtype=np.int64)
+        self._titles = titles
+        n = len(doc_id)
+        if not (len(path) == len(title) == len(names) == len(self.length) == len(self.sha) == len(self.line) == n):
+            raise ValueError("document columns of different lengths")
+        if len(self.ids) != n:
+            raise ValueError("document row ids do not match the documents")
+
+    @classmethod
+    def of(cls, stats: Sequence[DocStat], ids: Sequence[int] = ()) -> "DocColumns":
+        """Columns of ``stats`` (``ids``: their rows in a store, default none: -1)."""
+        n = len(stats)
+        return cls(
+            [s.doc_id for s in stats],
+            [s.path for s in stats],
+            [s.title for s in stats],
+            [s.names for s in stats],
+            [s.length for s in stats],
+            np.frombuffer(b"".join(bytes.fromhex(s.sha256) for s in stats), dtype=np.uint8),
+            [-1 if s.line is None else s.line for s in stats],
+            ids if len(ids) else np.full(n, -1, dtype=np.int64),
+        )
+
+    @classmethod
+    def empty(cls) -> "DocColumns":
+        return cls([], [], [], [], [], np.zeros((0, 32), np.uint8), [], [])
+
+    def __len__(self) -> int:
+        return len(self.doc_id)
+
+    def __iter__(self) -> Iterator[DocStat]:
+        return (self[i] for i in range(len(self)))
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        line = int(self.line[i])
+        return DocStat(
+            self.doc_id[i],
+            self.path[i],
+            self.title[i],
+            self.names[i],
+            int(self.length[i]),
+            self.sha[i].tobytes().hex(),
+            None if line < 0 else line,
+        )
+
+    def sha256(self, i: int) -> str:
+        return self.sha[i].tobytes().hex()
+
+    def take(self, index: np.ndarray) -> "DocColumns":
+        """The documents at ``index``, in that order."""
+        at = index.tolist()
+        return DocColumns(
+            [self.doc_id[k] for k in at],
+            [self.path[k] for k in at],
+            [self.title[k] for k in at],
+            [self.names[k] for k in at],
+            self.length[index],
+            self.sha[index],
+            self.line[index],
+            self.ids[index],
+        )
+
+    @staticmethod
+    def concat(parts: Sequence["DocColumns"]) -> "DocColumns":
+        if len(parts) == 1:
+            return parts[0]
+        if not parts:
+            return DocColumns.empty()
+        return DocColumns(
+            [x for p in parts for x in p.doc_id],
+            [x for p in parts for x in p.path],
+            [x for p in parts for x in p.title],
+            [x for p in parts for x in p.names],
+            np.concatenate([p.length for p in parts]),
+            np.concatenate([p.sha for p in parts]),
+            np.concatenate([p.line for p in parts]),
+            np.concatenate([p.ids for p in parts]),
+        )
+
+    @property
+    def titles(self) -> "TitleIndex":
+        """Title key -> documents, built once per set of columns."""
+        if self._titles is None:
+            self._titles = TitleIndex.build(self.names)
+        return self._titles
+
+    def set_titles(self, titles: "TitleIndex") -> None:
+        """A title index built from these very columns (a snapshot's), so it need not be built again."""
+        if titles.names is not self.names:
+            raise ValueError("a title index of other documents")
+        self._titles = titles
+
+
+class TitleIndex:
+    """Title key -> indices of the documents going by it (ascending), like ``{key: [i, ...]}``: the CRC-32 of
+    every (key, document) pair sorted, a lookup checked against the candidates' names."""
+
+    __slots__ = ("hashes", "docs", "names")
+
+    def __init__(self, hashes: np.ndarray, docs: np.ndarray, names: list[str]):
+        self.hashes, self.docs, self.names = hashes, docs, names
+        if len(hashes) != len(docs):
+            raise ValueError("title hashes and documents of different lengths")
+
+    @classmethod
+    def build(cls, names: list[str]) -> "TitleIndex":
+        keys: list[int] = []
+        docs: list[int] = []
+        for i, joined in enumerate(names):
+            if joined:
+                for key in joined.split(NAMES_SEP):
+                    keys.append(_key_hash(key))
+                    docs.append(i)
+        hashes = np.asarray(keys, dtype=np.uint32)
+        order = np.argsort(hashes, kind="stable")  # documents stay ascending within one hash
+        return cls(hashes[order], np.asarray(docs, dtype=np.int64)[order], names)
+
+    def get(self, key: str, default=None):
+        h = np.uint32(_key_hash(key))  # of the array's type: a Python int would cast the whole array per lookup
+        lo = int(np.searchsorted(self.hashes, h, "left"))
+        if lo == len(self.hashes) or self.hashes[lo] != h:
+            return default
+        hi = int(np.searchsorted(self.hashes, h, "right"))
+        # ascending within one hash; a document twice if two of its names share the hash
+        found = list(dict.fromkeys(d for d in self.docs[lo:hi].tolist() if key in self.names[d].split(NAMES_SEP)))
+        return found or default
+
+    def __getitem__(self, key: str) -> list[int]:
+        found = self.get(key)
+        if found is None:
+            raise KeyError(key)
+        return found
+
+    def __contains__(self, key: str) -> bool:
+        return self.get(key) is not None
+
+    def items(self) -> Iterator[tuple[str, list[int]]]:
+        """Every (key, documents), in no particular order (for tests and inspection: builds a dictionary)."""
+        table: dict[str, list[int]] = {}
+        for i, joined in enumerate(self.names):
+            if joined:
+                for key in joined.split(NAMES_SEP):
+                    table.setdefault(key, []).append(i)
+        return iter(table.items())

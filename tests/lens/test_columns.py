@@ -1,0 +1,45 @@
+"""Document statistics as columns: an item is the statistics it was built from, and the hashed title index finds
+exactly the documents whose names hold a key, even when keys share a hash."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lens import _columns
+from lens._columns import NAMES_SEP, DocColumns, DocStat, TitleIndex
+
+STATS = [
+    DocStat("a.txt", "a.txt", "Bass", NAMES_SEP.join(["bass", "a"]), 10, "ab" * 32, None),
+    DocStat(
+        "w.bz2:3", "w.bz2", "Bass (disambiguation)", NAMES_SEP.join(["bass disambiguation", "bass"]), 7, "cd" * 32, 3
+    ),
+    DocStat("c.txt", "c.txt", "", "", 0, "ef" * 32, None),
+]
+
+
+def test_an_item_of_the_columns_is_the_statistics_they_were_built_from():
+    cols = DocColumns.of(STATS, [5, 6, 7])
+    assert list(cols) == STATS and cols[1:] == STATS[1:] and cols.sha256(2) == "ef" * 32
+    assert cols.take(np.asarray([2, 0])).ids.tolist() == [7, 5] and list(cols.take(np.asarray([2, 0]))) == [
+        STATS[2],
+        STATS[0],
+    ]
+    assert list(DocColumns.concat([cols.take(np.asarray([0])), cols.take(np.asarray([1, 2]))])) == STATS
+
+
+def _as_dict(index: TitleIndex) -> dict:
+    return {k: v for k, v in index.items()}
+
+
+def test_the_title_index_finds_the_documents_each_key_names(monkeypatch):
+    index = TitleIndex.build([s.names for s in STATS])
+    assert _as_dict(index) == {"bass": [0, 1], "a": [0], "bass disambiguation": [1]}
+    assert all(index[k] == v for k, v in _as_dict(index).items())
+    assert index.get("quill") is None and "quill" not in index and index.get("", [9]) == [9]
+
+
+def test_keys_sharing_a_hash_are_told_apart_by_the_names(monkeypatch):
+    monkeypatch.setattr(_columns, "_key_hash", lambda key: 7)  # every key collides
+    index = TitleIndex.build([s.names for s in STATS])
+    assert index["bass"] == [0, 1] and index["a"] == [0] and index["bass disambiguation"] == [1]
+    assert index.get("quill") is None
