@@ -203,6 +203,8 @@ def _ignored(rel_path: str, patterns: list[str]) -> bool:
 
 
 _NAME = operator.attrgetter("name")
+_SCANDIR_FD = os.scandir in os.supports_fd
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 def _list_files(
@@ -213,20 +215,26 @@ def _list_files(
     root_real: str | None = None,
     patterns: list[str] | None = None,
     dirs: list[str] | None = None,
+    sigs: tuple | None = None,
 ) -> list[str]:
     """Relative posix paths of the candidate files, sorted; skip reasons counted in ``skipped``. ``root_real``:
     the folder's real path (default: resolved now); ``patterns``: what to ignore (default: the .lensignore's);
-    ``dirs``: where the directories listed are appended (their paths as walked)."""
+    ``dirs``: where the directories listed are appended (their paths as walked); ``sigs``: two ``array``s
+    ('Q', 'q') each listed file's stat signature is appended to, as (device, inode) and (size, mtime_ns,
+    ctime_ns) — (0, 0) and (-1, -1, -1) for a file that could not be stat'ed — taken relative to its open
+    directory while it is listed (no second walk of every path)."""
     out: list[str] = []
     root_real = root_real or _folder_real(root)
     if patterns is None:
         patterns, unread = _ignore_patterns(root, root_real)
         problems.extend([unread] if unread else [])
 
+    ident, times = sigs if sigs is not None else (None, None)
+
     def walk(dir_path: str, rel: str, seen: set[str]) -> None:
         try:
-            with os.scandir(dir_path) as it:
-                entries = sorted(it, key=_NAME)
+            # listed through an open descriptor: a file's stat then resolves one name, not its whole path
+            fd = os.open(dir_path, _DIR_FLAGS) if _SCANDIR_FD else None
         except FileNotFoundError:
             skipped["vanished"] += 1
             return
@@ -234,42 +242,66 @@ def _list_files(
             skipped["unreadable"] += 1
             problems.append(f"{rel or '.'}: cannot list folder: {exc.strerror or exc}")
             return
-        if dirs is not None:
-            dirs.append(dir_path)
-        for entry in entries:
-            name = entry.name
-            rel_path = f"{rel}/{name}" if rel else name
-            if name.startswith("."):
-                skipped["hidden"] += 1
-                continue
-            if patterns and _ignored(rel_path, patterns):
-                skipped["ignored"] += 1
-                continue
+        try:
             try:
-                if entry.is_symlink():
-                    target = os.path.realpath(entry.path)
-                    if not _within(target, root_real):
-                        skipped["symlink_outside"] += 1
-                        continue
-                    if not settings.follow_symlinks and os.path.isdir(target):
-                        skipped["symlink_dir"] += 1
-                        continue
-                if entry.is_dir(follow_symlinks=True):
-                    real = os.path.realpath(entry.path)
-                    if real in seen:  # a loop through symlinks
-                        continue
-                    walk(entry.path, rel_path, seen | {real})
-                elif entry.is_file(follow_symlinks=True):
-                    if _suffix(name) in BINARY_SUFFIXES and not _is_container(name):
-                        skipped["binary"] += 1
-                        continue
-                    out.append(rel_path)
-                else:
-                    skipped["not_regular"] += 1
+                with os.scandir(dir_path if fd is None else fd) as it:
+                    entries = sorted(it, key=_NAME)
             except FileNotFoundError:
                 skipped["vanished"] += 1
-            except OSError:
+                return
+            except OSError as exc:
                 skipped["unreadable"] += 1
+                problems.append(f"{rel or '.'}: cannot list folder: {exc.strerror or exc}")
+                return
+            if dirs is not None:
+                dirs.append(dir_path)
+            for entry in entries:
+                name = entry.name
+                rel_path = f"{rel}/{name}" if rel else name
+                if name.startswith("."):
+                    skipped["hidden"] += 1
+                    continue
+                if patterns and _ignored(rel_path, patterns):
+                    skipped["ignored"] += 1
+                    continue
+                try:
+                    if entry.is_symlink():
+                        target = os.path.realpath(os.path.join(dir_path, name))
+                        if not _within(target, root_real):
+                            skipped["symlink_outside"] += 1
+                            continue
+                        if not settings.follow_symlinks and os.path.isdir(target):
+                            skipped["symlink_dir"] += 1
+                            continue
+                    if entry.is_dir(follow_symlinks=True):
+                        full = os.path.join(dir_path, name)
+                        real = os.path.realpath(full)
+                        if real in seen:  # a loop through symlinks
+                            continue
+                        walk(full, rel_path, seen | {real})
+                    elif entry.is_file(follow_symlinks=True):
+                        if _suffix(name) in BINARY_SUFFIXES and not _is_container(name):
+                            skipped["binary"] += 1
+                            continue
+                        out.append(rel_path)
+                        if ident is not None:
+                            try:
+                                st = entry.stat()
+                            except OSError:
+                                ident.extend((0, 0))
+                                times.extend((-1, -1, -1))
+                            else:
+                                ident.extend((st.st_dev, st.st_ino))
+                                times.extend((st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+                    else:
+                        skipped["not_regular"] += 1
+                except FileNotFoundError:
+                    skipped["vanished"] += 1
+                except OSError:
+                    skipped["unreadable"] += 1
+        finally:
+            if fd is not None:
+                os.close(fd)
 
     walk(str(root), "", {root_real})
     return out

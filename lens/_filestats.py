@@ -722,26 +722,6 @@ def survey_corpus(
         return _survey(root_path, root_real, settings, store, scope, folder, t0)
 
 
-def _stat_all(prefix: str, paths: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """The stat signature of every path, as (device, inode) and (size, mtime_ns, ctime_ns) columns (what
-    ``lens._corpus._signature`` takes); a file that cannot be stat'ed gets none (size -1)."""
-    ident, times = array("Q"), array("q")
-    stat = os.stat
-    for p in paths:
-        try:
-            st = stat(prefix + p)
-        except OSError:
-            ident.extend(_NO_IDENT)
-            times.extend(_NO_TIMES)
-            continue
-        ident.extend((st.st_dev, st.st_ino))
-        times.extend((st.st_size, st.st_mtime_ns, st.st_ctime_ns))
-    return (
-        np.asarray(ident, dtype=np.uint64).reshape(-1, 2),
-        np.asarray(times, dtype=np.int64).reshape(-1, 3),
-    )
-
-
 def _after(gen: int | None, gens: tuple[int, int]) -> int | None:
     """The folder's generation after one of this survey's writes, while no other process has written to it."""
     return gens[1] if gen is not None and gens[0] == gen else None
@@ -756,13 +736,15 @@ def _survey(
     patterns, ignore_unread = _ignore_patterns(root_path, root_real)
     problems: list[str] = [ignore_unread] if ignore_unread else []
     dirs: list[str] = []
-    paths = _list_files(root_path, settings, skipped, problems, root_real, patterns, dirs)
+    sigs = (array("Q"), array("q"))  # each listed file's signature: (device, inode), (size, mtime_ns, ctime_ns)
+    paths = _list_files(root_path, settings, skipped, problems, root_real, patterns, dirs, sigs)
     if folder.last is not None and settings.watch and not settings.follow_symlinks:  # asked about again
         folder.watch = folder.watch or FolderWatch()
         folder.watch.armed = folder.watch.watch(dirs)  # every directory listed was watched before the listing
     old = folder.files if folder.files is not None else store.load(scope)
     prefix = os.path.join(root_path, "")
-    ident, times = _stat_all(prefix, paths)
+    ident = np.asarray(sigs[0], dtype=np.uint64).reshape(-1, 2)
+    times = np.asarray(sigs[1], dtype=np.int64).reshape(-1, 3)
     n = len(paths)
     # each listed file's row in what this process (or the store) knew, -1 if new
     if old.paths == paths:
