@@ -15,6 +15,12 @@ content hash on the next survey. Documents are read into memory only when the ag
 one transaction per batch). It is a cache, never an index to keep fresh: a corrupt store is rebuilt, a store
 that cannot be written is replaced by one in memory (the scan's notes say so), and whatever it holds, a survey
 gives the statistics that reading every file now would give.
+
+A process holds a folder's files as columns (:class:`_Files`: lists of paths, titles and names, numpy arrays of
+signatures, lengths, digests and row ids — no object per file or document), and the store keeps the same columns
+as the folder's **snapshot**, tagged with the folder's generation, which every write to the folder's rows moves: a
+new process loads the snapshot when its generation is current (a few reads instead of a row per document) and
+the rows otherwise (a survey that knows it saw every write saves a new snapshot).
 """
 
 from __future__ import annotations
@@ -814,7 +820,9 @@ def _survey(
     if not changed and not len(gone) and old.paths == paths:
         files = base  # the same files (some perhaps settled now): the same documents' columns
     else:
-        files = _Files.concat([base, *chunks]).take(src)
+        pool = _Files.concat([base, *chunks])
+        in_order = len(src) == len(pool) and bool(np.all(src == np.arange(len(src))))
+        files = pool if in_order and pool is not base else pool.take(src)  # (a first survey: in order already)
     if files is not old:
         files.gen, files.saved = gen, False
     if not files.saved and files.gen is not None and store.path is not None:
