@@ -10,6 +10,7 @@ against the documents' names, so it needs no dictionary of a million keys.
 from __future__ import annotations
 
 import zlib
+from array import array
 from typing import Iterator, NamedTuple, Sequence
 
 import numpy as np
@@ -157,8 +158,7 @@ class TitleIndex:
 
     @classmethod
     def build(cls, names: list[str]) -> "TitleIndex":
-        keys: list[int] = []
-        docs: list[int] = []
+        keys, docs = array("I"), array("q")  # machine integers: millions of keys cost no object each
         for i, joined in enumerate(names):
             if joined:
                 for key in joined.split(NAMES_SEP):

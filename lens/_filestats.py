@@ -63,9 +63,10 @@ __all__ = ["StatsStore", "DocStat", "DocumentTable", "survey_corpus", "default_s
 SUFFIXES = ("s", "es", "ed", "ing", "ly", "er", "ers")
 _RUN = re.compile(r"[^\W_]+")  # a maximal run of str.isalnum() characters
 _RACY_NS = 2_000_000_000  # a file changed this close to its reading is checked by content next time
-_BATCH = 20_000  # files per write transaction, at most (larger batches touch each B-tree page fewer times)
-_BATCH_DOCS = 50_000  # documents held for one write transaction, at most (≈ 100 MB of text)
+_BATCH = 5_000  # files per write transaction, at most (larger batches touch each B-tree page fewer times, but hold more)
+_BATCH_DOCS = 20_000  # documents held for one write transaction, at most (≈ 40 MB of text)
 _SCHEMA = 3
+_PART = 100_000  # strings per part of a snapshot's string column
 _COMPACT_AT = 0.25  # orphaned postings are deleted once the documents dropped since exceed this share of the live ones
 
 
@@ -259,8 +260,9 @@ class _Files:
         "title_docs": (np.int64, 0),
     }
 
-    def blobs(self) -> dict[str, bytes]:
-        """The columns as named byte strings (numpy arrays as their bytes, lists of strings as JSON)."""
+    def blobs(self) -> Iterator[tuple[str, bytes]]:
+        """The columns as named byte strings (numpy arrays as their bytes, lists of strings as JSON), one at a
+        time: a million documents' columns are never all encoded at once."""
         d = self.docs
         titles = d.titles
         arrays = {
@@ -278,24 +280,36 @@ class _Files:
             "title_hashes": titles.hashes,
             "title_docs": titles.docs,
         }
-        out = {k: np.ascontiguousarray(v, dtype=self._ARRAYS[k][0]).tobytes() for k, v in arrays.items()}
+        for k, v in arrays.items():
+            yield k, np.ascontiguousarray(v, dtype=self._ARRAYS[k][0]).tobytes()
         # a document's id is its file's path unless it is a record of a container: 0 stands for "the path"
         doc_ids = [0 if i is p or i == p else i for i, p in zip(d.doc_id, d.path)]
         for k, v in (("paths", self.paths), ("doc_id", doc_ids), ("title", d.title), ("names", d.names)):
-            out[k] = json.dumps(v).encode("ascii")  # ASCII JSON: a lone surrogate survives
-        out["details"] = json.dumps(self.details).encode("ascii")
-        return out
+            for i in range(0, max(len(v), 1), _PART):  # in parts: no encoding of a million strings at once
+                yield f"{k}.{i // _PART:06d}", json.dumps(v[i : i + _PART]).encode("ascii")  # a lone surrogate survives
+        yield "details", json.dumps(self.details).encode("ascii")
 
     @classmethod
-    def from_blobs(cls, blobs: dict[str, bytes]) -> "_Files":
-        """The columns of :meth:`blobs`; ValueError if any is missing or of the wrong size."""
+    def from_blobs(cls, blobs: Iterable[tuple[str, bytes]]) -> "_Files":
+        """The columns of :meth:`blobs` (decoded one at a time); ValueError if any is missing or of the wrong
+        size."""
+        got: dict = {}
         try:
-            a = {}
-            for k, (dtype, width) in cls._ARRAYS.items():
-                x = np.frombuffer(blobs[k], dtype=dtype)
-                a[k] = x.reshape(-1, width) if width else x
-            paths, doc_ids, title, names = (json.loads(blobs[k]) for k in ("paths", "doc_id", "title", "names"))
-            details = json.loads(blobs["details"])
+            for k, data in blobs:
+                if k in cls._ARRAYS:
+                    dtype, width = cls._ARRAYS[k]
+                    x = np.frombuffer(data, dtype=dtype)
+                    got[k] = x.reshape(-1, width) if width else x
+                else:
+                    got[k] = json.loads(data)
+            for k in ("paths", "doc_id", "title", "names"):  # its parts, in order
+                parts = sorted(name for name in got if name.startswith(f"{k}."))
+                if not parts:
+                    raise KeyError(k)
+                got[k] = [x for name in parts for x in got.pop(name)]
+            a = {k: got[k] for k in cls._ARRAYS}
+            paths, doc_ids, title, names, details = (got[k] for k in ("paths", "doc_id", "title", "names", "details"))
+            del got
         except (KeyError, ValueError, UnicodeDecodeError) as exc:
             raise ValueError(f"snapshot unreadable: {exc}") from None
         n, start = len(paths), a["start"]
@@ -434,9 +448,9 @@ class StatsStore:
                     files.gen = 0
                     return files
                 sid, gen = row
-                blobs = dict(self.db.execute("SELECT name, data FROM snapshots WHERE scope=? AND gen=?", (sid, gen)))
                 files = None
-                if blobs:
+                if self.db.execute("SELECT 1 FROM snapshots WHERE scope=? AND gen=? LIMIT 1", (sid, gen)).fetchone():
+                    blobs = self.db.execute("SELECT name, data FROM snapshots WHERE scope=? AND gen=?", (sid, gen))
                     try:
                         files = _Files.from_blobs(blobs)
                         files.saved = True
@@ -539,7 +553,6 @@ class StatsStore:
         """Keep ``files`` as the folder's snapshot, if they are of its current generation."""
         if files.gen is None:
             return False
-        blobs = files.blobs()
         try:
             with self._lock, self.db:
                 sid = self._scope_id(scope, create=True)
@@ -548,7 +561,7 @@ class StatsStore:
                 self.db.execute("DELETE FROM snapshots WHERE scope=?", (sid,))
                 self.db.executemany(
                     "INSERT INTO snapshots(scope, name, gen, data) VALUES(?,?,?,?)",
-                    [(sid, k, files.gen, v) for k, v in blobs.items()],
+                    ((sid, k, files.gen, v) for k, v in files.blobs()),
                 )
         except sqlite3.Error:  # too large for a blob, a full disk: the rows still say it all
             return False
@@ -828,7 +841,8 @@ def _survey(
     if not files.saved and files.gen is not None and store.path is not None:
         store.save(scope, files)  # the next process loads these columns instead of every file's rows
     folder.files = files
-    listing = (paths, Counter(skipped), list(problems))
+    # the files' own list of paths: equal to the listing's, whose strings are then freed (a million of them)
+    listing = (files.paths, Counter(skipped), list(problems))
     if files is old and folder.last is not None and folder.listing == listing:
         scan = _again(folder.last, root_path, t0)  # the same listing, no file changed: the same statistics
     else:
