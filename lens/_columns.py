@@ -32,6 +32,14 @@ class DocStat(NamedTuple):
     line: int | None
 
 
+def _keys(names: list[str]) -> Iterator[tuple[str, int]]:
+    """(title key, document index) for every name of every document."""
+    for i, joined in enumerate(names):
+        if joined:
+            for key in joined.split(NAMES_SEP):
+                yield key, i
+
+
 def _key_hash(key: str) -> int:
     return zlib.crc32(key.encode("utf-8", "surrogatepass"))
 
@@ -159,11 +167,9 @@ class TitleIndex:
     @classmethod
     def build(cls, names: list[str]) -> "TitleIndex":
         keys, docs = array("I"), array("q")  # machine integers: millions of keys cost no object each
-        for i, joined in enumerate(names):
-            if joined:
-                for key in joined.split(NAMES_SEP):
-                    keys.append(_key_hash(key))
-                    docs.append(i)
+        for key, i in _keys(names):
+            keys.append(_key_hash(key))
+            docs.append(i)
         hashes = np.asarray(keys, dtype=np.uint32)
         order = np.argsort(hashes, kind="stable")  # documents stay ascending within one hash
         return cls(hashes[order], np.asarray(docs, dtype=np.int64)[order], names)
@@ -190,8 +196,6 @@ class TitleIndex:
     def items(self) -> Iterator[tuple[str, list[int]]]:
         """Every (key, documents), in no particular order (for tests and inspection: builds a dictionary)."""
         table: dict[str, list[int]] = {}
-        for i, joined in enumerate(self.names):
-            if joined:
-                for key in joined.split(NAMES_SEP):
-                    table.setdefault(key, []).append(i)
+        for key, i in _keys(self.names):
+            table.setdefault(key, []).append(i)
         return iter(table.items())

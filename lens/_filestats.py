@@ -109,15 +109,14 @@ def _unpack_sig(text: str) -> tuple[tuple[int, int], tuple[int, int, int]]:
 _TRIVIAL = {"skip": None, "bad": False, "malformed": 0, "oversized": 0, "problems": []}
 
 
+def _trivial(summary: dict) -> bool:
+    """Whether a file's reading outcome is its byte count alone (read, nothing skipped, no problem)."""
+    return all(summary.get(k, v) == v for k, v in _TRIVIAL.items())
+
+
 def _pack_summary(summary: dict) -> str:
     """A file's reading outcome: its byte count alone in the common case, JSON otherwise."""
-    if all(summary.get(k, v) == v for k, v in _TRIVIAL.items()):
-        return str(summary.get("nbytes", 0))
-    return json.dumps(summary)
-
-
-def _unpack_summary(text: str) -> dict:
-    return json.loads(text) if not text.isdigit() else _TRIVIAL | {"nbytes": int(text)}
+    return str(summary.get("nbytes", 0)) if _trivial(summary) else json.dumps(summary)
 
 
 # --------------------------------------------------------------------------- one folder's files, as columns
@@ -157,7 +156,7 @@ class _Files:
             ident.append(i)
             times.append(t)
             nbytes.append(e.summary.get("nbytes", 0))
-            if _pack_summary(e.summary).isdigit():
+            if _trivial(e.summary):
                 detail.append(-1)
             else:
                 detail.append(len(details))
@@ -180,10 +179,6 @@ class _Files:
 
     def __len__(self) -> int:
         return len(self.paths)
-
-    def summary(self, i: int) -> dict:
-        d = int(self.detail[i])
-        return self.details[d] if d >= 0 else _TRIVIAL | {"nbytes": int(self.nbytes[i])}
 
     def sig(self, i: int) -> str:
         if self.times[i, 0] < 0:
@@ -448,15 +443,11 @@ class StatsStore:
                     files.gen = 0
                     return files
                 sid, gen = row
-                files = None
-                if self.db.execute("SELECT 1 FROM snapshots WHERE scope=? AND gen=? LIMIT 1", (sid, gen)).fetchone():
-                    blobs = self.db.execute("SELECT name, data FROM snapshots WHERE scope=? AND gen=?", (sid, gen))
-                    try:
-                        files = _Files.from_blobs(blobs)
-                        files.saved = True
-                    except ValueError:  # damaged: the rows say the same, more slowly, and a new snapshot follows
-                        files = None
-                if files is None:
+                blobs = self.db.execute("SELECT name, data FROM snapshots WHERE scope=? AND gen=?", (sid, gen))
+                try:
+                    files = _Files.from_blobs(blobs)
+                    files.saved = True
+                except ValueError:  # none of this generation, or damaged: the rows say the same, more slowly
                     files = self._rows(sid)
                 files.gen = gen
                 return files
