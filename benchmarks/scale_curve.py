@@ -22,7 +22,8 @@ store of its own under ``--work``:
   each one) over the same folder (warm page cache); the store's size on disk.
 - ``cold``: a new process's first question with the store kept (what each ``lens ask`` pays), then one question
   after rewriting 1 % of the files (an appended line for one file per article; the same bytes rewritten for a
-  shard, which still has to be read again), after which the files are restored.
+  shard, which still has to be read again), after which the files are restored. The files to edit (every 100th
+  of the sorted listing) are listed by the parent, so the child's peak memory is the question's, not the list's.
 
 Reported: medians, the ratios lens / rg, the scan rate (documents/s) each implies, peak RSS, store bytes.
 """
@@ -48,8 +49,8 @@ from lens import CorpusView, Prior, content_terms, load_config
 from lens.parts import survey_corpus
 from lens.parts import capitalised_spans
 
-folder, rg, shards, questions, store, mode = (
-    sys.argv[1], sys.argv[2], sys.argv[3] == "1", json.loads(sys.argv[4]), sys.argv[5], sys.argv[6])
+folder, rg, shards, questions, store, mode, edits = (
+    sys.argv[1], sys.argv[2], sys.argv[3] == "1", json.loads(sys.argv[4]), sys.argv[5], sys.argv[6], sys.argv[7])
 cfg = load_config("deep", env={})
 cfg.reader.max_container_bytes = 1 << 40  # shards are read whole here
 cfg.reader.stats_store = store
@@ -89,8 +90,7 @@ if mode == "first":
 else:
     scan, a, b = question(questions[0])
     out.update(cold={"survey": a, "total": a + b}, rss_cold_mib=rss())
-    paths = sorted(str(p) for p in Path(folder).rglob("*") if p.is_file())
-    edited = paths[:: 100]
+    edited = json.loads(Path(edits).read_text(encoding="utf-8"))  # chosen by the parent: not in this peak RSS
     saved = {p: Path(p).read_bytes() for p in edited}
     try:
         for p, data in saved.items():
@@ -173,11 +173,13 @@ def main(argv: list[str] | None = None) -> int:
         built_s = time.perf_counter() - t0
         for layout in args.layouts.split(","):
             r = {}
+            edits = Path(args.work) / f"edits-n{size}-{layout}.json"  # every 100th file, listed here, not by the child
+            edits.write_text(json.dumps(sorted(str(p) for p in (root / layout).rglob("*") if p.is_file())[::100]))
             for mode in ("first", "cold"):
                 store = str(Path(args.work) / f"stats-n{size}-{layout}.sqlite")
                 p = subprocess.run(
                     [sys.executable, "-c", CHILD, str(root / layout), rg, "1" if layout == "shards" else "0"]
-                    + [json.dumps(questions), store, mode],
+                    + [json.dumps(questions), store, mode, str(edits)],
                     capture_output=True,
                     text=True,
                     check=True,

@@ -44,6 +44,26 @@ def _key_hash(key: str) -> int:
     return zlib.crc32(key.encode("utf-8", "surrogatepass"))
 
 
+def pick_strings(lists: Sequence[list[str]], index: np.ndarray) -> list[str]:
+    """``[joined[i] for i in index]`` of the lists one after another, through an array of references: no integer
+    object per item, no joined list."""
+    if len(lists) == 1 and len(index) == len(lists[0]) and np.array_equal(index, np.arange(len(index))):
+        return lists[0]
+    refs = np.empty(sum(len(x) for x in lists), dtype=object)
+    at = 0
+    for x in lists:
+        refs[at : at + len(x)] = x
+        at += len(x)
+    return refs[index].tolist()
+
+
+def pick_array(arrays: Sequence[np.ndarray], index: np.ndarray) -> np.ndarray:
+    """``np.concatenate(arrays)[index]``, the joined copy made only when there is more than one array."""
+    if len(arrays) == 1:
+        return arrays[0][index]
+    return np.concatenate(arrays)[index]
+
+
 class DocColumns(Sequence[DocStat]):
     """Documents' statistics as columns: ``doc_id``, ``path``, ``title``, ``names`` (lists of str), ``length``,
     ``line`` (-1: none) and ``ids`` (their rows in the store) as int64 arrays, ``sha`` as raw digests (n × 32)."""
@@ -110,33 +130,31 @@ class DocColumns(Sequence[DocStat]):
 
     def take(self, index: np.ndarray) -> "DocColumns":
         """The documents at ``index``, in that order."""
-        at = index.tolist()
-        return DocColumns(
-            [self.doc_id[k] for k in at],
-            [self.path[k] for k in at],
-            [self.title[k] for k in at],
-            [self.names[k] for k in at],
-            self.length[index],
-            self.sha[index],
-            self.line[index],
-            self.ids[index],
-        )
+        return DocColumns.gather([self], index)
 
     @staticmethod
     def concat(parts: Sequence["DocColumns"]) -> "DocColumns":
         if len(parts) == 1:
             return parts[0]
+        return DocColumns.gather(parts, np.arange(sum(len(p) for p in parts), dtype=np.int64))
+
+    @staticmethod
+    def gather(parts: Sequence["DocColumns"], index: np.ndarray) -> "DocColumns":
+        """The documents at ``index`` of the parts one after another, in that order — without building that
+        concatenation: one column at a time is joined and picked from."""
         if not parts:
-            return DocColumns.empty()
+            parts = [DocColumns.empty()]
+        path = pick_strings([p.path for p in parts], index)
+        ids = all(p.doc_id is p.path for p in parts)  # a document's id is its path: one list, as in the parts
         return DocColumns(
-            [x for p in parts for x in p.doc_id],
-            [x for p in parts for x in p.path],
-            [x for p in parts for x in p.title],
-            [x for p in parts for x in p.names],
-            np.concatenate([p.length for p in parts]),
-            np.concatenate([p.sha for p in parts]),
-            np.concatenate([p.line for p in parts]),
-            np.concatenate([p.ids for p in parts]),
+            path if ids else pick_strings([p.doc_id for p in parts], index),
+            path,
+            pick_strings([p.title for p in parts], index),
+            pick_strings([p.names for p in parts], index),
+            pick_array([p.length for p in parts], index),
+            pick_array([p.sha for p in parts], index),
+            pick_array([p.line for p in parts], index),
+            pick_array([p.ids for p in parts], index),
         )
 
     @property

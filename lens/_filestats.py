@@ -33,6 +33,7 @@ import threading
 import time
 from array import array
 from collections import Counter, OrderedDict
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
@@ -40,7 +41,7 @@ from typing import Iterable, Iterator, Sequence
 import numpy as np
 from platformdirs import user_cache_dir
 
-from lens._columns import NAMES_SEP, DocColumns, DocStat, TitleIndex
+from lens._columns import NAMES_SEP, DocColumns, DocStat, TitleIndex, pick_array, pick_strings
 from lens._config import ReaderSettings
 from lens._corpus import (
     CorpusScan,
@@ -66,6 +67,7 @@ _RACY_NS = 2_000_000_000  # a file changed this close to its reading is checked 
 _BATCH = 5_000  # files per write transaction, at most (larger: fewer B-tree page writes, more memory)
 _BATCH_DOCS = 20_000  # documents held for one write transaction, at most (≈ 40 MB of text)
 _SCHEMA = 3
+_CACHE_KIB = -65536  # SQLite page cache while writing (negative: KiB), 64 MiB: large batches insert without thrashing
 _PART = 100_000  # strings per part of a snapshot's string column
 _COMPACT_AT = 0.25  # orphaned postings are deleted once the documents dropped since exceed this share of the live ones
 
@@ -190,52 +192,47 @@ class _Files:
         a, b = int(self.start[i]), int(self.start[i + 1])
         return self.docs.sha256(a) if self.whole[i] and b > a else ""
 
-    @staticmethod
-    def concat(parts: Sequence["_Files"]) -> "_Files":
-        parts = [p for p in parts if len(p)] or [_Files.empty()]
-        if len(parts) == 1:
-            return parts[0]
-        details: list[dict] = []
-        detail, start = [], [np.zeros(1, np.int64)]
-        for p in parts:
-            detail.append(np.where(p.detail >= 0, p.detail + len(details), -1))
-            details.extend(p.details)
-            start.append(p.start[1:] + start[-1][-1])
-        return _Files(
-            [x for p in parts for x in p.paths],
-            np.concatenate([p.ident for p in parts]),
-            np.concatenate([p.times for p in parts]),
-            np.concatenate([p.settled for p in parts]),
-            np.concatenate([p.whole for p in parts]),
-            np.concatenate([p.nbytes for p in parts]),
-            np.concatenate(detail),
-            details,
-            np.concatenate(start),
-            DocColumns.concat([p.docs for p in parts]),
-        )
-
     def take(self, rows: np.ndarray) -> "_Files":
         """Files ``rows``, in that order, with their documents."""
-        a, b = self.start[rows], self.start[rows + 1]
-        counts = b - a
+        return _Files.gather([self], rows)
+
+    @staticmethod
+    def gather(parts: Sequence["_Files"], rows: np.ndarray) -> "_Files":
+        """Files ``rows`` of the parts one after another, in that order, with their documents — without building
+        that concatenation (a million files' columns are not held twice over)."""
+        parts = list(parts) or [_Files.empty()]
+        # every part's files and documents numbered on from the part before
+        doc_at = np.cumsum([0] + [len(p.docs) for p in parts])
+        first = np.concatenate([p.start[:-1] + doc_at[k] for k, p in enumerate(parts)])  # each file's first document
+        counts = np.concatenate([np.diff(p.start) for p in parts])[rows]
         start = np.zeros(len(rows) + 1, dtype=np.int64)
         np.cumsum(counts, out=start[1:])
-        doc_rows = np.repeat(a - start[:-1], counts) + np.arange(start[-1], dtype=np.int64)
-        detail = self.detail[rows]
+        doc_rows = np.repeat(first[rows] - start[:-1], counts) + np.arange(start[-1], dtype=np.int64)
+        details: list[dict] = []
+        detail = []
+        for p in parts:  # a summary's index in the parts' details one after another
+            detail.append(np.where(p.detail >= 0, p.detail + len(details), -1))
+            details.extend(p.details)
+        detail = pick_array(detail, rows)
         used = detail >= 0
         kept = detail[used].tolist()
         detail[used] = np.arange(len(kept))
+        paths = pick_strings([p.paths for p in parts], rows)
+        docs = DocColumns.gather([p.docs for p in parts], doc_rows)
+        if docs.path == paths:  # one document per file, named by its path: one list of paths, not two
+            docs.path = paths
+            docs.doc_id = paths if docs.doc_id == paths else docs.doc_id
         return _Files(
-            [self.paths[i] for i in rows.tolist()],
-            self.ident[rows],
-            self.times[rows],
-            self.settled[rows],
-            self.whole[rows],
-            self.nbytes[rows],
+            paths,
+            pick_array([p.ident for p in parts], rows),
+            pick_array([p.times for p in parts], rows),
+            pick_array([p.settled for p in parts], rows),
+            pick_array([p.whole for p in parts], rows),
+            pick_array([p.nbytes for p in parts], rows),
             detail,
-            [self.details[d] for d in kept],
+            [details[d] for d in kept],
             start,
-            self.docs.take(doc_rows),
+            docs,
         )
 
     # ---------------------------------------------------------------- the store's snapshot of a folder
@@ -363,7 +360,7 @@ class StatsStore:
         try:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
-            db.execute("PRAGMA cache_size=-65536")  # 64 MiB of pages: large batches insert without thrashing
+            db.execute(f"PRAGMA cache_size={_CACHE_KIB}")
             version = self._init(db).execute("SELECT value FROM meta WHERE key='schema'").fetchone()
             if version is None or int(version[0]) != _SCHEMA:
                 raise sqlite3.DatabaseError(f"schema {version} is not {_SCHEMA}")
@@ -423,8 +420,6 @@ class StatsStore:
         self.db.close()
 
     # ---------------------------------------------------------------- reading
-
-    # ---------------------------------------------------------------- reading
     def _scope_id(self, scope: str, *, create: bool) -> int | None:
         if create:  # another process may be adding the same scope at this moment
             self.db.execute("INSERT OR IGNORE INTO scopes(scope) VALUES(?)", (scope,))
@@ -443,9 +438,10 @@ class StatsStore:
                     files.gen = 0
                     return files
                 sid, gen = row
-                blobs = self.db.execute("SELECT name, data FROM snapshots WHERE scope=? AND gen=?", (sid, gen))
                 try:
-                    files = _Files.from_blobs(blobs)
+                    with self._blob_pages():
+                        blobs = self.db.execute("SELECT name, data FROM snapshots WHERE scope=? AND gen=?", (sid, gen))
+                        files = _Files.from_blobs(blobs)
                     files.saved = True
                 except ValueError:  # none of this generation, or damaged: the rows say the same, more slowly
                     files = self._rows(sid)
@@ -453,6 +449,17 @@ class StatsStore:
                 return files
             finally:
                 self.db.execute("COMMIT")
+
+    @contextmanager
+    def _blob_pages(self) -> Iterator[None]:
+        """A snapshot's blobs pass through few cached pages (each is read or written once), and the pages the
+        writes before cached are handed back: a million documents' snapshot is not held twice."""
+        self.db.execute("PRAGMA cache_size=-2048")
+        try:
+            yield
+        finally:
+            self.db.execute(f"PRAGMA cache_size={_CACHE_KIB}")
+            self.db.execute("PRAGMA shrink_memory")
 
     def _rows(self, sid: int) -> _Files:
         paths: list[str] = []
@@ -545,7 +552,7 @@ class StatsStore:
         if files.gen is None:
             return False
         try:
-            with self._lock, self.db:
+            with self._lock, self._blob_pages(), self.db:
                 sid = self._scope_id(scope, create=True)
                 if self.db.execute("SELECT gen FROM scopes WHERE id=?", (sid,)).fetchone()[0] != files.gen:
                     return False  # another process wrote meanwhile: its survey or the next one saves
@@ -758,6 +765,7 @@ def _survey(
     n = len(paths)
     # each listed file's row in what this process (or the store) knew, -1 if new
     if old.paths == paths:
+        paths = old.paths  # the same names: the listing's own strings (a million of them) are freed now
         pos = np.arange(n, dtype=np.int64)
     else:
         index = dict(zip(old.paths, range(len(old))))
@@ -824,9 +832,8 @@ def _survey(
     if not changed and not len(gone) and old.paths == paths:
         files = base  # the same files (some perhaps settled now): the same documents' columns
     else:
-        pool = _Files.concat([base, *chunks])
-        in_order = len(src) == len(pool) and bool(np.all(src == np.arange(len(src))))
-        files = pool if in_order and pool is not base else pool.take(src)  # (a first survey: in order already)
+        files = _Files.gather([base, *chunks], src)
+        chunks.clear()  # their columns are in files now
     if files is not old:
         files.gen, files.saved = gen, False
     if not files.saved and files.gen is not None and store.path is not None:

@@ -29,14 +29,19 @@ class PriorScore:
 
 
 def _bm25(
-    counts: np.ndarray, lengths: np.ndarray, avg_len: float, weights: np.ndarray, k1: float, b: float
+    hits: tuple[np.ndarray, np.ndarray], lengths: np.ndarray, avg_len: float, weights: np.ndarray, k1: float, b: float
 ) -> np.ndarray:
-    n_docs = counts.shape[0]
+    """BM25 of every document from the term counts of those with any (``CorpusView.term_hits``); the others
+    score 0, exactly as their rows of zeros would."""
+    rows, counts = hits
+    n_docs = len(lengths)
     df = (counts > 0).sum(axis=0)
     idf = np.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
-    norm = k1 * (1.0 - b + b * lengths / max(avg_len, 1e-9))
+    norm = k1 * (1.0 - b + b * lengths[rows] / max(avg_len, 1e-9))
     tf = counts * (k1 + 1.0) / (counts + norm[:, None])
-    return (tf * (idf * weights)[None, :]).sum(axis=1)
+    out = np.zeros(n_docs)
+    out[rows] = (tf * (idf * weights)[None, :]).sum(axis=1)
+    return out
 
 
 class Prior:
@@ -78,13 +83,11 @@ class Prior:
         terms = list(dict.fromkeys(cue_terms + q_terms))
         if not terms:
             terms = list(dict.fromkeys(tokens(question)))[:8]
-        counts = view.term_counts(terms)
-        signals: dict[str, np.ndarray] = {
-            "lexical": s.lexical_weight * self._lexical(counts, terms, cue_terms, q_terms)
-        }
+        hits = view.term_hits(terms)
+        signals: dict[str, np.ndarray] = {"lexical": s.lexical_weight * self._lexical(hits, terms, cue_terms, q_terms)}
         total = signals["lexical"]
         if not self.lexical_only:
-            signals["title"] = s.title_weight * self._title(question, cues, terms, counts)
+            signals["title"] = s.title_weight * self._title(question, cues, terms, hits)
             total = total + signals["title"]
             signals["layout"] = s.layout_weight * self._layout(total, terms, limit)
             total = total + signals["layout"]
@@ -102,20 +105,24 @@ class Prior:
         ]
 
     # ---------------------------------------------------------------- signals
-    def _lexical(self, counts: np.ndarray, terms: list[str], cue_terms: list[str], q_terms: list[str]) -> np.ndarray:
+    def _lexical(
+        self, hits: tuple[np.ndarray, np.ndarray], terms: list[str], cue_terms: list[str], q_terms: list[str]
+    ) -> np.ndarray:
         """BM25 of the terms, a term only the cues name weighted up; scaled so the best document has 1."""
         s = self.settings
         weights = np.array([s.cue_term_weight if t in set(cue_terms) and t not in set(q_terms) else 1.0 for t in terms])
-        lexical = _bm25(counts, self.view.lengths, self.view.avg_len, weights, s.bm25_k1, s.bm25_b)
+        lexical = _bm25(hits, self.view.lengths, self.view.avg_len, weights, s.bm25_k1, s.bm25_b)
         top_lex = float(lexical.max()) if lexical.size else 0.0
         return lexical / top_lex if top_lex > 0 else lexical
 
-    def _title(self, question: str, cues: list[str], terms: list[str], counts: np.ndarray) -> np.ndarray:
+    def _title(
+        self, question: str, cues: list[str], terms: list[str], hits: tuple[np.ndarray, np.ndarray]
+    ) -> np.ndarray:
         """Titles named in the question or cues (as specific as the name), then fuzzy name matches."""
         view, s = self.view, self.settings
         title = np.zeros(len(view))
         named = " \n ".join([question, *cues])
-        df = (counts > 0).sum(axis=0)
+        df = (hits[1] > 0).sum(axis=0)
         idf = np.log(1.0 + (len(view) - df + 0.5) / (df + 0.5))
         idf_of = {t: float(idf[j]) / max(float(idf.max()), 1e-9) for j, t in enumerate(terms)}
         capitalised = {w for span in capitalised_spans(named) for w in tokens(span)}

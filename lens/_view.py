@@ -128,23 +128,34 @@ class CorpusView:
     # ---------------------------------------------------------------- term counts
     def term_counts(self, terms: Sequence[str]) -> np.ndarray:
         """Matrix [documents × terms]: how often each term occurs as a word of its own, or with a folded suffix
-        ("film" counts "films", "filmed"), in each document."""
+        ("film" counts "films", "filmed"), in each document (dense: for inspection; the prior uses
+        :meth:`term_hits`)."""
         counts = np.zeros((len(self.stats), len(terms)), dtype=np.float64)
+        rows, hits = self.term_hits(terms)
+        counts[rows] = hits
+        return counts
+
+    def term_hits(self, terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """The documents in which any of ``terms`` occurs (ascending indices) and their rows of
+        :meth:`term_counts`: the only rows that are not zero, so a million documents cost no dense matrix."""
+        none = (np.zeros(0, dtype=np.int64), np.zeros((0, len(terms)), dtype=np.float64))
         if not terms or not self.stats:
-            return counts
+            return none
         columns: dict[str, list[int]] = {}
         for j, term in enumerate(terms):
             for form in (term, *(term + suffix for suffix in SUFFIXES)):
                 columns.setdefault(form, []).append(j)
         rows = self._store.counts(list(columns))
         if not rows:
-            return counts
+            return none
         ids = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
         at = np.minimum(np.searchsorted(self._sorted_ids, ids), len(self._sorted_ids) - 1)
-        mine = self._sorted_ids[at] == ids  # rows of other folders in a shared store are not this view's
-        index = self._id_order[at]
-        for k in np.flatnonzero(mine):
+        mine = np.flatnonzero(self._sorted_ids[at] == ids)  # rows of other folders in a shared store: not this view's
+        index = self._id_order[at[mine]]
+        docs, row_of = np.unique(index, return_inverse=True)
+        hits = np.zeros((len(docs), len(terms)), dtype=np.float64)
+        for k, r in zip(mine.tolist(), row_of.tolist()):
             term, _, n = rows[k]
             for j in columns[term]:
-                counts[index[k], j] += n
-        return counts
+                hits[r, j] += n
+        return docs, hits

@@ -27,6 +27,19 @@ def test_an_item_of_the_columns_is_the_statistics_they_were_built_from():
     assert list(DocColumns.concat([cols.take(np.asarray([0])), cols.take(np.asarray([1, 2]))])) == STATS
 
 
+def test_gathering_from_several_parts_is_picking_from_their_concatenation():
+    cols = DocColumns.of(STATS, [5, 6, 7])
+    parts = [cols.take(np.asarray([0])), DocColumns.empty(), cols.take(np.asarray([1, 2]))]
+    for index in ([2, 0, 1], [1], [], [0, 1, 2], [2, 2, 0]):
+        got = DocColumns.gather(parts, np.asarray(index, dtype=np.int64))
+        assert list(got) == [STATS[i] for i in index] and got.ids.tolist() == [[5, 6, 7][i] for i in index]
+    named = DocColumns.of([s._replace(doc_id=s.path) for s in STATS])
+    named.doc_id = named.path  # ids that are the paths: one list, kept one list
+    picked = DocColumns.gather([named, named], np.asarray([4, 0], dtype=np.int64))
+    assert picked.doc_id is picked.path and picked.path == ["w.bz2", "a.txt"]
+    assert _columns.pick_strings([["x", "y"], ["z"]], np.asarray([2, 0], dtype=np.int64)) == ["z", "x"]
+
+
 def _as_dict(index: TitleIndex) -> dict:
     return {k: v for k, v in index.items()}
 

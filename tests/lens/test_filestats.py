@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from lens import CorpusView, _filestats, scan_corpus
@@ -388,3 +389,24 @@ def test_a_repeated_survey_reports_what_this_listing_skipped(folder, monkeypatch
     again = survey_corpus(folder, settings)
     assert again.skipped["hidden"] == first.skipped["hidden"] + 1
     assert again.stats() | {"seconds": 0, "mb_per_s": 0} == scan_corpus(folder).stats() | {"seconds": 0, "mb_per_s": 0}
+
+
+def test_files_gathered_from_parts_keep_each_files_signature_documents_and_outcome(folder):
+    shard = folder / "wiki" / "wiki_01.bz2"
+    shard.write_bytes(bz2.compress(b'{"id": "9", "title": "Cape Quill", "text": "Cape Quill."}\nnot json\n'))
+    (folder / "e.txt").write_bytes(b"")
+    survey_corpus(folder)
+    (files,) = [f.files for (_, scope), f in _filestats._FOLDERS.items() if scope.startswith(f"{folder.resolve()}\x00")]
+    n = len(files)
+    assert n == 6 and (files.detail >= 0).any() and (np.diff(files.start) == 2).any()  # containers, an outcome
+
+    def row(f, i):
+        docs = f.docs[int(f.start[i]) : int(f.start[i + 1])]
+        outcome = f.details[f.detail[i]] if f.detail[i] >= 0 else None
+        return f.paths[i], f.sig(i), bool(f.settled[i]), bool(f.whole[i]), int(f.nbytes[i]), outcome, docs
+
+    parts = [files.take(np.arange(0, 2)), _filestats._Files.empty(), files.take(np.arange(2, n))]
+    for order in ([5, 0, 3, 1, 4, 2], [3, 3], [], list(range(n))):
+        got = _filestats._Files.gather(parts, np.asarray(order, dtype=np.int64))
+        assert [row(got, k) for k in range(len(got))] == [row(files, i) for i in order]
+        assert got.start[0] == 0 and got.start[-1] == len(got.docs)

@@ -136,6 +136,16 @@ def test_term_counts_shape_with_no_terms_or_no_documents(small, tmp_path):
     assert empty.term_counts(["bass"]).shape == (0, 1)
 
 
+def test_term_hits_are_the_rows_of_the_term_counts_that_are_not_zero(small):
+    terms = ["bass", "gutierrez", "heron", "quill"]
+    counts = small.term_counts(terms)
+    rows, hits = small.term_hits(terms)
+    assert rows.tolist() == np.flatnonzero(counts.any(axis=1)).tolist() and len(rows) >= 2
+    assert hits.tolist() == counts[rows].tolist()
+    none, empty = small.term_hits(["heron"])
+    assert none.tolist() == [] and empty.shape == (0, 1)
+
+
 def test_titles_in_keeps_only_maximal_title_matches(small):
     electoral, bass = index_of(small, "Electoral district of Bass"), index_of(small, "Bass")
     assert small.titles_in("Who holds the Electoral district of Bass now?") == {electoral: 4}
