@@ -133,12 +133,6 @@ class DocColumns(Sequence[DocStat]):
         return DocColumns.gather([self], index)
 
     @staticmethod
-    def concat(parts: Sequence["DocColumns"]) -> "DocColumns":
-        if len(parts) == 1:
-            return parts[0]
-        return DocColumns.gather(parts, np.arange(sum(len(p) for p in parts), dtype=np.int64))
-
-    @staticmethod
     def gather(parts: Sequence["DocColumns"], index: np.ndarray) -> "DocColumns":
         """The documents at ``index`` of the parts one after another, in that order — without building that
         concatenation: one column at a time is joined and picked from."""

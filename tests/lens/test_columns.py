@@ -24,7 +24,8 @@ def test_an_item_of_the_columns_is_the_statistics_they_were_built_from():
         STATS[2],
         STATS[0],
     ]
-    assert list(DocColumns.concat([cols.take(np.asarray([0])), cols.take(np.asarray([1, 2]))])) == STATS
+    halves = [cols.take(np.asarray([0])), cols.take(np.asarray([1, 2]))]
+    assert list(DocColumns.gather(halves, np.arange(3))) == STATS
 
 
 def test_gathering_from_several_parts_is_picking_from_their_concatenation():
