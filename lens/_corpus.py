@@ -216,13 +216,16 @@ def _list_files(
     patterns: list[str] | None = None,
     dirs: list[str] | None = None,
     sigs: tuple | None = None,
+    known: Sequence[str] = (),
 ) -> list[str]:
     """Relative posix paths of the candidate files, sorted; skip reasons counted in ``skipped``. ``root_real``:
     the folder's real path (default: resolved now); ``patterns``: what to ignore (default: the .lensignore's);
     ``dirs``: where the directories listed are appended (their paths as walked); ``sigs``: two ``array``s
     ('Q', 'q') each listed file's stat signature is appended to, as (device, inode) and (size, mtime_ns,
     ctime_ns) — (0, 0) and (-1, -1, -1) for a file that could not be stat'ed — taken relative to its open
-    directory while it is listed (no second walk of every path)."""
+    directory while it is listed (no second walk of every path); ``known``: the last listing's paths, whose
+    strings are handed out again where the same path comes at the same place (a million paths are then not held
+    twice)."""
     out: list[str] = []
     root_real = root_real or _folder_real(root)
     if patterns is None:
@@ -283,7 +286,8 @@ def _list_files(
                         if _suffix(name) in BINARY_SUFFIXES and not _is_container(name):
                             skipped["binary"] += 1
                             continue
-                        out.append(rel_path)
+                        k = len(out)
+                        out.append(known[k] if k < len(known) and known[k] == rel_path else rel_path)
                         if ident is not None:
                             try:
                                 st = entry.stat()

@@ -754,18 +754,19 @@ def _survey(
     problems: list[str] = [ignore_unread] if ignore_unread else []
     dirs: list[str] = []
     sigs = (array("Q"), array("q"))  # each listed file's signature: (device, inode), (size, mtime_ns, ctime_ns)
-    paths = _list_files(root_path, settings, skipped, problems, root_real, patterns, dirs, sigs)
+    old = folder.files if folder.files is not None else store.load(scope)
+    # a path listed where it was last time is the known string again: the listing holds no second million
+    paths = _list_files(root_path, settings, skipped, problems, root_real, patterns, dirs, sigs, old.paths)
     if folder.last is not None and settings.watch and not settings.follow_symlinks:  # asked about again
         folder.watch = folder.watch or FolderWatch()
         folder.watch.armed = folder.watch.watch(dirs)  # every directory listed was watched before the listing
-    old = folder.files if folder.files is not None else store.load(scope)
     prefix = os.path.join(root_path, "")
     ident = np.asarray(sigs[0], dtype=np.uint64).reshape(-1, 2)
     times = np.asarray(sigs[1], dtype=np.int64).reshape(-1, 3)
     n = len(paths)
     # each listed file's row in what this process (or the store) knew, -1 if new
     if old.paths == paths:
-        paths = old.paths  # the same names: the listing's own strings (a million of them) are freed now
+        paths = old.paths  # the same names: one list of them
         pos = np.arange(n, dtype=np.int64)
     else:
         index = dict(zip(old.paths, range(len(old))))

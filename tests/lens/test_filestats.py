@@ -410,3 +410,18 @@ def test_files_gathered_from_parts_keep_each_files_signature_documents_and_outco
         got = _filestats._Files.gather(parts, np.asarray(order, dtype=np.int64))
         assert [row(got, k) for k in range(len(got))] == [row(files, i) for i in order]
         assert got.start[0] == 0 and got.start[-1] == len(got.docs)
+
+
+def test_a_listing_hands_out_the_known_path_strings_where_the_same_path_comes_at_the_same_place(folder):
+    from collections import Counter
+
+    from lens._corpus import _list_files
+
+    first = _list_files(folder, ReaderSettings(), Counter(), [])
+    known = [p.encode().decode() for p in first]  # equal strings, other objects
+    again = _list_files(folder, ReaderSettings(), Counter(), [], known=known)
+    assert again == first and all(a is k for a, k in zip(again, known))
+    (folder / "a0.txt").write_text("A0\nNew.\n")  # listed second: every path after it has moved one place
+    moved = _list_files(folder, ReaderSettings(), Counter(), [], known=known)
+    assert moved == ["a.txt", "a0.txt", *first[1:]] and moved[0] is known[0]
+    assert not any(m is k for m, k in zip(moved[1:], known))
