@@ -220,8 +220,9 @@ class _Files:
         paths = pick_strings([p.paths for p in parts], rows)
         docs = DocColumns.gather([p.docs for p in parts], doc_rows)
         if docs.path == paths:  # one document per file, named by its path: one list of paths, not two
+            if docs.doc_id is docs.path or docs.doc_id == paths:
+                docs.doc_id = paths
             docs.path = paths
-            docs.doc_id = paths if docs.doc_id == paths else docs.doc_id
         return _Files(
             paths,
             pick_array([p.ident for p in parts], rows),

@@ -28,6 +28,12 @@ class PriorScore:
     signals: Mapping[str, float]
 
 
+def _idf(counts: np.ndarray, n_docs: int) -> np.ndarray:
+    """BM25's idf of each term (column of ``counts``: the documents with any of the terms) among ``n_docs``."""
+    df = (counts > 0).sum(axis=0)
+    return np.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+
+
 def _bm25(
     hits: tuple[np.ndarray, np.ndarray], lengths: np.ndarray, avg_len: float, weights: np.ndarray, k1: float, b: float
 ) -> np.ndarray:
@@ -35,8 +41,7 @@ def _bm25(
     score 0, exactly as their rows of zeros would."""
     rows, counts = hits
     n_docs = len(lengths)
-    df = (counts > 0).sum(axis=0)
-    idf = np.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+    idf = _idf(counts, n_docs)
     norm = k1 * (1.0 - b + b * lengths[rows] / max(avg_len, 1e-9))
     tf = counts * (k1 + 1.0) / (counts + norm[:, None])
     out = np.zeros(n_docs)
@@ -122,8 +127,7 @@ class Prior:
         view, s = self.view, self.settings
         title = np.zeros(len(view))
         named = " \n ".join([question, *cues])
-        df = (hits[1] > 0).sum(axis=0)
-        idf = np.log(1.0 + (len(view) - df + 0.5) / (df + 0.5))
+        idf = _idf(hits[1], len(view))
         idf_of = {t: float(idf[j]) / max(float(idf.max()), 1e-9) for j, t in enumerate(terms)}
         capitalised = {w for span in capitalised_spans(named) for w in tokens(span)}
         for idx, n_words in view.titles_in(named, deadline=self.deadline).items():
