@@ -9,7 +9,8 @@
 FROZEN_COMMIT=${1:?usage: source benchmarks/frozen.sh COMMIT}
 FROZEN_SITE=/tmp/frozen-$FROZEN_COMMIT-site
 if [ ! -d "$FROZEN_SITE/lens" ]; then
-  git worktree add -f "/tmp/frozen-$FROZEN_COMMIT" "$FROZEN_COMMIT" && \
+  { [ "$(git -C "/tmp/frozen-$FROZEN_COMMIT" rev-parse HEAD 2>/dev/null)" = "$FROZEN_COMMIT" ] || \
+    git worktree add -f "/tmp/frozen-$FROZEN_COMMIT" "$FROZEN_COMMIT"; } && \
   .venv/bin/pip install -q --no-deps --no-build-isolation --target "$FROZEN_SITE" "/tmp/frozen-$FROZEN_COMMIT" || return 1
 fi
 git show "$FROZEN_COMMIT:pyproject.toml" | .venv/bin/python -c '
