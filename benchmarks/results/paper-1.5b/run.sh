@@ -23,18 +23,33 @@ source benchmarks/chunks.sh
 COMMON="--questions $Q --concurrency 1 --index-dir $IDX --no-progress \
   --set llm.cache=false --set budget.question_timeout_s=1200 --set llm.call_timeout_s=300"
 FIVE=lens,react,bm25,hybrid,closed
-stage() {  # stage SUBFOLDER FIRST LAST BY SYSTEMS [extra run flags...]
-  local sub=$1 first=$2 last=$3 systems=$4; shift 4
+# Hybrid-RAG's dense vectors are not bit-identical across CPUs, and every session may get a fresh host (indexes
+# under $WORK are lost with it): a stage's hybrid arm therefore runs all of the stage's questions in one call,
+# after arms.py has moved hybrid rows bound to another host's index aside (superseded/, see arms.py). The other
+# arms' indexes (BM25) rebuild bit-identically and go chunk by chunk; arms that already hold a chunk are skipped.
+run_arms() {  # run_arms SUBFOLDER LIMIT SYSTEMS [extra run flags...]
+  local sub=$1 k=$2 systems=$3; shift 3
+  echo "== $(date -u +%T) $sub limit $k: $systems"
+  .venv/bin/lens bench run $COMMON --systems $systems --limit $k --out $R/$sub "$@"; echo "rc=$?"
+  .venv/bin/lens bench judge $R/$sub > /dev/null; echo "judge rc=$?"
+  git checkout -q -- "$R/$sub/run.lock" 2>/dev/null  # the lock names this host's process: not a result
+  commit "paper-scale tables: $sub through question $k, $systems ($(count $sub) rows)"
+}
+stage() {  # stage SUBFOLDER FIRST LAST SYSTEMS INDEX_SNAPSHOT [extra run flags...]
+  local sub=$1 first=$2 last=$3 systems=$4 index_snapshot=$5 todo; shift 5
+  if [ -n "$(arms todo $R/$sub $last hybrid)" ] && [[ ",$systems," == *,hybrid,* ]]; then
+    arms rebind-hybrid $R/$sub $index_snapshot $IDX || exit 1
+    run_arms $sub $last hybrid "$@"
+  fi
   for k in $(seq $first 25 $last); do
-    echo "== $(date -u +%T) $sub limit $k"
-    .venv/bin/lens bench run $COMMON --systems $systems --limit $k --out $R/$sub "$@"; echo "rc=$?"
-    .venv/bin/lens bench judge $R/$sub > /dev/null; echo "judge rc=$?"
-    commit "paper-scale tables: $sub through question $k ($(count $sub) rows)"
+    todo=$(arms todo $R/$sub $k ${systems/hybrid,/})
+    [ -z "$todo" ] || run_arms $sub $k $todo "$@"
   done
 }
-stage d500 25 250 $FIVE,gold-passages --snapshot $S/D500
-stage d125 25 125 $FIVE --snapshot $S/D125
-stage d250 25 250 $FIVE --snapshot $S/D250
-stage stale-d125-d250 25 125 $FIVE --snapshot $S/D250 --stale-from $S/D125
-stage d500 275 500 $FIVE,gold-passages --snapshot $S/D500
+arms() { .venv/bin/python benchmarks/results/paper-1.5b/arms.py "$@"; }
+stage d500 25 250 $FIVE,gold-passages $S/D500 --snapshot $S/D500
+stage d125 25 125 $FIVE $S/D125 --snapshot $S/D125
+stage d250 25 250 $FIVE $S/D250 --snapshot $S/D250
+stage stale-d125-d250 25 125 $FIVE $S/D125 --snapshot $S/D250 --stale-from $S/D125
+stage d500 275 500 $FIVE,gold-passages $S/D500 --snapshot $S/D500
 echo "== $(date -u +%T) finished"
