@@ -42,8 +42,7 @@ def todo(run_dir: Path, k: int, systems: list[str]) -> list[str]:
 
 def rebind_hybrid(run_dir: Path, index_snapshot: Path, index_dir: Path) -> None:
     from harness.bench.systems.corpus import SnapshotCorpus  # the frozen code (PYTHONPATH)
-    from harness.bench.systems.indexes import IndexStore
-    from harness.bench.systems.registry import ArmSettings, _encoder, prepare_indexes
+    from harness.bench.systems.registry import ArmSettings, prepare_indexes
 
     lines = _lines(run_dir / "rows.jsonl")
     hybrid = [(line, r) for line, r in lines if r["system"] == "hybrid"]
@@ -52,14 +51,10 @@ def rebind_hybrid(run_dir: Path, index_snapshot: Path, index_dir: Path) -> None:
         return
     entry = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))["systems"]["hybrid"]
     bound = entry["params"]["index_hash"]
-    corpus = SnapshotCorpus.load(index_snapshot)
-    settings = ArmSettings()  # run.sh passes no arm settings: the defaults, as `lens bench run` uses them
-    built = prepare_indexes(("hybrid",), corpus, index_dir, settings)["dense"][1]
-    store = IndexStore(index_dir)
-    here = [
-        store.load_bm25(corpus.checksum)[0].index_hash,
-        store.load_dense(corpus.checksum, _encoder(settings))[0].index_hash,
-    ]
+    # run.sh passes no arm settings: the defaults, as `lens bench run` uses them; a loaded index is hash-verified
+    builds = prepare_indexes(("hybrid",), SnapshotCorpus.load(index_snapshot), index_dir, ArmSettings())
+    here = [builds["bm25"][0].index_hash, builds["dense"][0].index_hash]
+    built = builds["dense"][1]
     print(
         f"{run_dir.name}: hybrid rows bind index {[h[:12] for h in bound]}, this host's is {[h[:12] for h in here]}"
         f" ({'built now' if built else 'loaded'})"
