@@ -30,14 +30,18 @@ FIVE=lens,react,bm25,hybrid,closed
 run_arms() {  # run_arms SUBFOLDER LIMIT SYSTEMS [extra run flags...]
   local sub=$1 k=$2 systems=$3; shift 3
   echo "== $(date -u +%T) $sub limit $k: $systems"
-  .venv/bin/lens bench run $COMMON --systems $systems --limit $k --out $R/$sub "$@"; echo "rc=$?"
+  local rc
+  .venv/bin/lens bench run $COMMON --systems $systems --limit $k --out $R/$sub "$@"; rc=$?; echo "rc=$rc"
   .venv/bin/lens bench judge $R/$sub > /dev/null; echo "judge rc=$?"
   git checkout -q -- "$R/$sub/run.lock" 2>/dev/null  # the lock names this host's process: not a result
   commit "paper-scale tables: $sub through question $k, $systems ($(count $sub) rows)"
+  # rc 1: endpoint failures left some questions to retry (the next call does); 2 or more: the run could not go
+  # on (refused binding, stopped run, interrupt), and every later call would fail the same way
+  [ $rc -lt 2 ] || { echo "run.sh: lens bench run failed (rc $rc) on $sub limit $k; rerun to resume" >&2; exit $rc; }
 }
 stage() {  # stage SUBFOLDER FIRST LAST SYSTEMS INDEX_SNAPSHOT [extra run flags...]
   local sub=$1 first=$2 last=$3 systems=$4 index_snapshot=$5 todo; shift 5
-  if [ -n "$(arms todo $R/$sub $last hybrid)" ] && [[ ",$systems," == *,hybrid,* ]]; then
+  if [[ ",$systems," == *,hybrid,* ]] && [ -n "$(arms todo $R/$sub $last hybrid)" ]; then
     arms rebind-hybrid $R/$sub $index_snapshot $IDX || exit 1
     run_arms $sub $last hybrid "$@"
   fi
