@@ -33,7 +33,6 @@ run_arms() {  # run_arms SUBFOLDER LIMIT SYSTEMS [extra run flags...]
   local rc
   .venv/bin/lens bench run $COMMON --systems $systems --limit $k --out $R/$sub "$@"; rc=$?; echo "rc=$rc"
   .venv/bin/lens bench judge $R/$sub > /dev/null; echo "judge rc=$?"
-  git checkout -q -- "$R/$sub/run.lock" 2>/dev/null  # the lock names this host's process: not a result
   commit "paper-scale tables: $sub through question $k, $systems ($(count $sub) rows)"
   # rc 1: endpoint failures left some questions to retry (the next call does); 2 or more: the run could not go
   # on (refused binding, stopped run, interrupt), and every later call would fail the same way
