@@ -44,7 +44,7 @@ from rapidfuzz import fuzz
 
 from harness.bench.judge import cohen_kappa, load_verdicts
 from harness.bench.lifecycle import lifecycle_table
-from harness.bench.metrics import FAILURE_CLASSES, bootstrap_ci, exact_match, mcnemar_exact, normalize_answer
+from harness.bench.metrics import FAILURE_CLASSES, Interval, bootstrap_ci, exact_match, mcnemar_exact, normalize_answer
 from harness.bench.run_store import read_rows, read_run_manifest
 from lens import LensError
 
@@ -736,17 +736,34 @@ def _mcnemar_table(g: Group, ids: list[str], resamples: int, seed: int) -> Table
                     str(t.b),
                     str(t.c),
                     f"{t.p_value:.4f}",
-                    "—" if ci is None else f"{100 * ci.mean:+.1f} [{100 * ci.low:+.1f}, {100 * ci.high:+.1f}]",
+                    _interval(ci),
+                    _interval(_evrec_difference(g, a, b, ids, resamples, seed)),
                 ]
             )
     return Table(
         f"mcnemar__{_group_slug(g)}",
-        f"Paired tests on EM, {_where(g)} (n={len(ids)})",
-        "Exact two-sided McNemar on per-question EM (b = only the first system correct, c = only the second) and a "
-        "paired percentile bootstrap interval of the EM difference (pp).",
-        ["Pair", "EM A", "EM B", "b", "c", "p", "ΔEM pp [95% CI]"],
+        f"Paired tests on EM and evidence recall, {_where(g)} (n={len(ids)})",
+        "Exact two-sided McNemar on per-question EM (b = only the first system correct, c = only the second) and "
+        "paired percentile bootstrap intervals of the EM and Ev.Rec differences (pp; Ev.Rec only where both systems "
+        "read the corpus).",
+        ["Pair", "EM A", "EM B", "b", "c", "p", "ΔEM pp [95% CI]", "ΔEv.Rec pp [95% CI]"],
         pairs,
     )
+
+
+def _interval(ci: Interval | None) -> str:
+    return "—" if ci is None else f"{100 * ci.mean:+.1f} [{100 * ci.low:+.1f}, {100 * ci.high:+.1f}]"
+
+
+def _evrec_difference(g: Group, a: str, b: str, ids: Sequence[str], resamples: int, seed: int) -> Interval | None:
+    """Paired bootstrap of Ev.Rec(a) − Ev.Rec(b) over the questions both have a recall for; None when either
+    system reads no corpus (Closed-Book has no evidence trace)."""
+    if not (g.systems[a].get("reads_corpus", True) and g.systems[b].get("reads_corpus", True)):
+        return None
+    va = [g.rows[a][q]["scores"]["ev_rec"] for q in ids]
+    vb = [g.rows[b][q]["scores"]["ev_rec"] for q in ids]
+    diff = [float(x) - float(y) for x, y in zip(va, vb) if x is not None and y is not None]
+    return bootstrap_ci(diff, resamples=resamples, seed=seed) if diff else None
 
 
 def _failure_table(g: Group, ids: list[str]) -> Table:

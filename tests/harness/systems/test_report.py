@@ -11,7 +11,7 @@ import respx
 
 from harness.bench.datasets import load_questions
 from harness.bench.executor import LocalExecutor
-from harness.bench.report import ReportError, build_report
+from harness.bench.report import ReportError, build_report, group_runs, load_run
 from harness.bench.runner import plan_run, run_benchmark
 from harness.bench.samples import draw_samples, write_samples
 from lens._llm import LLMClient
@@ -151,6 +151,14 @@ def test_cost_table_has_mcnemar_and_bootstrap_intervals(runs, tmp_path):
     mc = next(t for t in result.tables if t.name.startswith("mcnemar__"))
     pair = next(r for r in mc.rows if r[0] == "BM25-RAG vs Closed-Book")
     assert pair[3:6] == ["0", "1", "1.0000"]
+    assert mc.headers[-1] == "ΔEv.Rec pp [95% CI]" and pair[-1] == "—"  # Closed-Book has no evidence trace
+    # LENS vs BM25-RAG: the paired Ev.Rec difference is the mean of the per-question differences
+    g = group_runs([load_run(runs["d6"])])[0]
+    ids = g.common_ids()
+    ev = {s: [g.rows[s][q]["scores"]["ev_rec"] for q in ids] for s in ("lens", "bm25")}
+    mean = 100 * sum(a - b for a, b in zip(ev["lens"], ev["bm25"])) / len(ids)
+    lens_bm25 = next(r for r in mc.rows if r[0] == "LENS vs BM25-RAG")
+    assert lens_bm25[-1].startswith(f"{mean:+.1f} [")
 
 
 def test_a_missing_reference_refuses_the_staleness_table(runs, tmp_path):
