@@ -162,7 +162,35 @@ class Group:
         model = self.manifest.get("model")
         if model:
             parts.append(f"model {model}")
+        parts.extend(self._budget_and_code())
         return " · ".join(parts)
+
+    def _budget_and_code(self) -> list[str]:
+        """The budgets every system ran under (from the run's configuration) and the code that ran: the git
+        commits the runner recorded, else the note that only the rows' system hashes bind it."""
+        config = self.manifest.get("config") or {}
+        budget, llm = config.get("budget") or {}, config.get("llm") or {}
+        parts = []
+        if budget:
+            parts.append(
+                f"preset {config.get('preset', '—')}, budget {_count(budget.get('max_rounds'))} rounds / "
+                f"{_count(budget.get('max_files'))} files / {_count(budget.get('max_tokens_per_query'))} tokens / "
+                f"{_count(budget.get('question_timeout_s'))} s per question, {_count(llm.get('call_timeout_s'))} s "
+                f"per call, temperature {_count(llm.get('temperature'))}"
+            )
+        commits = sorted({c for e in self.manifest.get("sessions") or [] if (c := e.get("git_commit"))})
+        if commits:
+            parts.append("code: commit " + ", ".join(f"`{c[:12]}`" for c in commits))
+        else:
+            parts.append("code: no git commit recorded (each row's `system_hash` fingerprints its arm's code)")
+        return parts
+
+
+def _count(x: Any) -> str:
+    """A configured number as written in a caption: 128,000 and 1,200 rather than 128000 and 1200.0."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return "—" if x is None else str(x)
+    return f"{int(x):,}" if float(x).is_integer() else f"{x:,}"
 
 
 def load_run(path: str | os.PathLike[str]) -> Run:

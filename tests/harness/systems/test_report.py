@@ -159,6 +159,9 @@ def test_cost_table_has_mcnemar_and_bootstrap_intervals(runs, tmp_path):
     mean = 100 * sum(a - b for a, b in zip(ev["lens"], ev["bm25"])) / len(ids)
     lens_bm25 = next(r for r in mc.rows if r[0] == "LENS vs BM25-RAG")
     assert lens_bm25[-1].startswith(f"{mean:+.1f} [")
+    # every table's caption names the budgets the systems ran under and the code that ran
+    assert "budget 2 rounds / 4 files / 16,000 tokens / 120 s per question, 60 s per call" in g.binding_line()
+    assert "code: commit" in g.binding_line() or "code: no git commit recorded" in g.binding_line()
 
 
 def test_a_missing_reference_refuses_the_staleness_table(runs, tmp_path):
