@@ -44,7 +44,7 @@ from rapidfuzz import fuzz
 
 from harness.bench.judge import cohen_kappa, load_verdicts
 from harness.bench.lifecycle import lifecycle_table
-from harness.bench.metrics import FAILURE_CLASSES, Interval, bootstrap_ci, exact_match, mcnemar_exact, normalize_answer
+from harness.bench.metrics import FAILURE_CLASSES, bootstrap_ci, exact_match, mcnemar_exact, normalize_answer
 from harness.bench.run_store import read_rows, read_run_manifest
 from lens import LensError
 
@@ -754,8 +754,8 @@ def _mcnemar_table(g: Group, ids: list[str], resamples: int, seed: int) -> Table
             xa = [bool(g.rows[a][q]["scores"]["em"]) for q in ids]
             xb = [bool(g.rows[b][q]["scores"]["em"]) for q in ids]
             t = mcnemar_exact(xa, xb)
-            diff = [float(x) - float(y) for x, y in zip(xa, xb)]
-            ci = bootstrap_ci(diff, resamples=resamples, seed=seed) if diff else None
+            reads = g.systems[a].get("reads_corpus", True) and g.systems[b].get("reads_corpus", True)
+            ev_a, ev_b = ([g.rows[s][q]["scores"]["ev_rec"] for q in ids] for s in (a, b))
             pairs.append(
                 [
                     f"{SYSTEM_LABELS.get(a, a)} vs {SYSTEM_LABELS.get(b, b)}",
@@ -764,8 +764,8 @@ def _mcnemar_table(g: Group, ids: list[str], resamples: int, seed: int) -> Table
                     str(t.b),
                     str(t.c),
                     f"{t.p_value:.4f}",
-                    _interval(ci),
-                    _interval(_evrec_difference(g, a, b, ids, resamples, seed)),
+                    _paired_difference(xa, xb, resamples, seed),
+                    _paired_difference(ev_a, ev_b, resamples, seed) if reads else "—",
                 ]
             )
     return Table(
@@ -779,19 +779,14 @@ def _mcnemar_table(g: Group, ids: list[str], resamples: int, seed: int) -> Table
     )
 
 
-def _interval(ci: Interval | None) -> str:
-    return "—" if ci is None else f"{100 * ci.mean:+.1f} [{100 * ci.low:+.1f}, {100 * ci.high:+.1f}]"
-
-
-def _evrec_difference(g: Group, a: str, b: str, ids: Sequence[str], resamples: int, seed: int) -> Interval | None:
-    """Paired bootstrap of Ev.Rec(a) − Ev.Rec(b) over the questions both have a recall for; None when either
-    system reads no corpus (Closed-Book has no evidence trace)."""
-    if not (g.systems[a].get("reads_corpus", True) and g.systems[b].get("reads_corpus", True)):
-        return None
-    va = [g.rows[a][q]["scores"]["ev_rec"] for q in ids]
-    vb = [g.rows[b][q]["scores"]["ev_rec"] for q in ids]
-    diff = [float(x) - float(y) for x, y in zip(va, vb) if x is not None and y is not None]
-    return bootstrap_ci(diff, resamples=resamples, seed=seed) if diff else None
+def _paired_difference(xs: Sequence[Any], ys: Sequence[Any], resamples: int, seed: int) -> str:
+    """Mean of the per-question differences x − y in pp with its 95 % paired percentile bootstrap interval, over
+    the questions where both values exist (a score of None is left out); "—" when no question has both."""
+    diff = [float(x) - float(y) for x, y in zip(xs, ys) if x is not None and y is not None]
+    if not diff:
+        return "—"
+    ci = bootstrap_ci(diff, resamples=resamples, seed=seed)
+    return f"{100 * ci.mean:+.1f} [{100 * ci.low:+.1f}, {100 * ci.high:+.1f}]"
 
 
 def _failure_table(g: Group, ids: list[str]) -> Table:
@@ -991,12 +986,12 @@ def _stale_paired_table(
         return None, []
 
     def delta(s: str, key: str) -> str:
-        pairs = [(stale.rows[s][i]["scores"][key], ref.rows[s][i]["scores"][key]) for i in ids]
-        diff = [float(a) - float(b) for a, b in pairs if a is not None and b is not None]
-        if not diff:
-            return "—"
-        ci = bootstrap_ci(diff, resamples=resamples, seed=seed)
-        return f"{100 * ci.mean:+.1f} [{100 * ci.low:+.1f}, {100 * ci.high:+.1f}]"
+        return _paired_difference(
+            [stale.rows[s][i]["scores"][key] for i in ids],
+            [ref.rows[s][i]["scores"][key] for i in ids],
+            resamples,
+            seed,
+        )
 
     rows = []
     for s in systems:
@@ -1157,13 +1152,8 @@ def _versus_full(base: Group, g: Group, order: Sequence[str], resamples: int, se
     full_ev = [base.rows["lens"][i]["scores"]["ev_rec"] for i in order]
     em = [bool(g.rows["lens"][i]["scores"]["em"]) for i in order]
     t = mcnemar_exact(full_em, em)
-    test, ci = f"{t.b}:{t.c}, p={t.p_value:.3f}", "—"
     ev = [g.rows["lens"][i]["scores"]["ev_rec"] for i in order]
-    diff = [float(a) - float(b) for a, b in zip(full_ev, ev) if a is not None and b is not None]
-    if diff:
-        c = bootstrap_ci(diff, resamples=resamples, seed=seed)
-        ci = f"{100 * c.mean:+.1f} [{100 * c.low:+.1f}, {100 * c.high:+.1f}]"
-    return test, ci
+    return f"{t.b}:{t.c}, p={t.p_value:.3f}", _paired_difference(full_ev, ev, resamples, seed)
 
 
 # --------------------------------------------------------------------------- plots

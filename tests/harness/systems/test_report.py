@@ -161,7 +161,12 @@ def test_cost_table_has_mcnemar_and_bootstrap_intervals(runs, tmp_path):
     assert lens_bm25[-1].startswith(f"{mean:+.1f} [")
     # every table's caption names the budgets the systems ran under and the code that ran
     assert "budget 2 rounds / 4 files / 16,000 tokens / 120 s per question, 60 s per call" in g.binding_line()
-    assert "code: commit" in g.binding_line() or "code: no git commit recorded" in g.binding_line()
+    g.manifest["sessions"] = [{"git_commit": "0b86278a8788945944d9222ed88387f6490a86dc"}, {"git_commit": None}]
+    assert g.binding_line().endswith("code: commit `0b86278a8788`")
+    g.manifest["sessions"] = [{"git_commit": None}]  # a frozen install outside any checkout records none
+    assert g.binding_line().endswith(
+        "code: no git commit recorded (each row's `system_hash` fingerprints its arm's code)"
+    )
 
 
 def test_a_missing_reference_refuses_the_staleness_table(runs, tmp_path):
