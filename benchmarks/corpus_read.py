@@ -80,7 +80,7 @@ def find_lens() -> list[str]:
     here = Path(sys.executable).with_name("lens")
     if here.exists():
         return [str(here)]
-    return [sys.executable, "-m", "lens._cli"]
+    return [sys.executable, "-m", "lens.faces._cli"]
 
 
 def timed(cmd: list[str], ok_codes=(0,)) -> tuple[float, str]:

@@ -35,7 +35,7 @@ def _sets(extra: list[str]) -> list[str]:
 
 
 def _cli(question: str, folder: Path, base_url: str, model: str, extra: list[str]) -> tuple[float, dict]:
-    argv = [sys.executable, "-m", "lens._cli", "ask", question, str(folder), "--json", "--no-trace"]
+    argv = [sys.executable, "-m", "lens.faces._cli", "ask", question, str(folder), "--json", "--no-trace"]
     argv += ["--base-url", base_url, "--model", model, *_sets(extra)]
     t0 = time.perf_counter()
     p = subprocess.run(argv, capture_output=True, text=True, check=True, env={**os.environ})
@@ -50,7 +50,8 @@ async def _mcp(
 
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "lens._cli", "mcp", "--root", str(folder), "--base-url", base_url, "--model", model] + _sets(extra),
+        args=["-m", "lens.faces._cli", "mcp", "--root", str(folder), "--base-url", base_url, "--model", model]
+        + _sets(extra),
         env={k: v for k, v in os.environ.items() if k in ("OPENAI_API_KEY", "LENS_API_KEY", "PYTHONPATH")},
     )
     walls, results = [], []

@@ -10,7 +10,7 @@ first). Every pair is then read by each protocol through the library's own promp
 - ``yesno``: a pointwise yes/no judgement per (requirement, window); score P(yes) from the first token's top
   log-probabilities;
 - ``choice``: the window's sentences numbered, the model names the sentence that states the fact (0: none) and
-  its value; score 1 − P(0) over the number tokens (``lens._reading``);
+  its value; score 1 − P(0) over the number tokens (``lens.loop._reading``);
 - ``minilm``: the bundled MiniLM's best cosine similarity between the requirement and a window sentence (no LLM).
 
 A bridge requirement's cues are filled with the value of its source requirement's best ``choice`` reading (the

@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     from lens import CorpusView, Prior, content_terms, load_config
     from lens.parts import capitalised_spans
 
-    if Path(lens.__file__).with_name("_filestats.py").exists():
+    if any(Path(lens.__file__).parent.rglob("_filestats.py")):
         from lens.parts import survey_corpus as read_folder
     else:  # a commit before the statistics store
         from lens import scan_corpus as read_folder

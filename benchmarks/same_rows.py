@@ -192,7 +192,7 @@ def run_one(args, endpoint: Endpoint, systems: str, limit: int, sets: list[str],
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "run"
-        cmd = [sys.executable, "-m", "lens._cli", "bench", "run", "--snapshot", args.snapshot]
+        cmd = [sys.executable, "-m", "lens.faces._cli", "bench", "run", "--snapshot", args.snapshot]
         cmd += ["--questions", args.questions, "--systems", systems, "--out", str(out)]
         cmd += ["--limit", str(limit), "--concurrency", "1", "--no-progress", "--base-url", endpoint.base_url]
         cmd += ["--model", "scripted", "--preset", preset, "--set", "llm.cache=false", "--set", "llm.max_retries=0"]

@@ -25,19 +25,19 @@ _EXPORTS = {
     "load_config": "lens._config",
     "available_presets": "lens._config",
     # the warm-reuse memory
-    "MemoryStore": "lens._memory",
-    "MemoryEntry": "lens._memory",
-    "Eligibility": "lens._memory",
+    "MemoryStore": "lens.memory._memory",
+    "MemoryEntry": "lens.memory._memory",
+    "Eligibility": "lens.memory._memory",
     # the LLM endpoint
-    "LLMClient": "lens._llm",
-    "LLMResponse": "lens._llm",
-    "open_client": "lens._llm",
+    "LLMClient": "lens.llm._llm",
+    "LLMResponse": "lens.llm._llm",
+    "open_client": "lens.llm._llm",
     # errors
     "LensError": "lens._errors",
     "ConfigError": "lens._config",
-    "LLMError": "lens._llm",
-    "LLMUnavailableError": "lens._llm",
-    "EndpointRefusedError": "lens._llm",
+    "LLMError": "lens.llm._llm",
+    "LLMUnavailableError": "lens.llm._llm",
+    "EndpointRefusedError": "lens.llm._llm",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

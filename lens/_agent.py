@@ -16,25 +16,25 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Sequence
 
-from lens._answer import Answered, answer, consolidated
-from lens._budget import Budget
 from lens._config import LensConfig, load_config
-from lens._corpus import CorpusScan
-from lens._cost import CostMeter
 from lens._errors import LensError
 from lens._files import is_inside
-from lens._filestats import survey_corpus
-from lens._llm import LLMClient, open_client
-from lens._loop import Loop, LoopState, Observer, explore
-from lens._memory import Eligibility, MemoryLogError, MemoryStore, all_past, memory_key, memory_signals
-from lens._prior import Prior
 from lens._progress import ProgressCallback
-from lens._record import record as record_stage
-from lens._record import result, statuses
-from lens._requirements import Decomposition, decompose
 from lens._result import AskResult
-from lens._run import QuestionRun
-from lens._view import CorpusView
+from lens.answer._answer import Answered, answer, consolidated
+from lens.llm._cost import CostMeter
+from lens.llm._llm import LLMClient, open_client
+from lens.loop._budget import Budget
+from lens.loop._loop import Loop, LoopState, Observer, explore
+from lens.loop._run import QuestionRun
+from lens.memory._memory import Eligibility, MemoryLogError, MemoryStore, all_past, memory_key, memory_signals
+from lens.memory._record import record as record_stage
+from lens.memory._record import result, statuses
+from lens.prior._prior import Prior
+from lens.question._requirements import Decomposition, decompose
+from lens.reader._corpus import CorpusScan
+from lens.reader._filestats import survey_corpus
+from lens.reader._view import CorpusView
 
 __all__ = ["Agent", "ask", "MAX_QUESTION_CHARS", "Pipeline"]
 

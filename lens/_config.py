@@ -164,7 +164,7 @@ class PriorSettings(_Section):
     )
 
 
-# The reading's features (see lens._grading): the score exists only where the endpoint returns token
+# The reading's features (see lens.loop._grading): the score exists only where the endpoint returns token
 # log-probabilities; log_rank is the prior's own information, the baseline a reading's evidence is measured against.
 READING_FEATURES = ("score", "found", "value", "subject_window", "log_rank")
 LOGPROB_FEATURES = ("score",)

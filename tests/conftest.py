@@ -13,7 +13,7 @@ def _no_user_config(monkeypatch):
 @pytest.fixture(autouse=True)
 def _own_stats_store(monkeypatch, tmp_path_factory):
     """Each test's file statistics in a store of its own (never the developer's user cache); closed after it."""
-    from lens import _filestats
+    from lens.reader import _filestats
 
     folder = tmp_path_factory.mktemp("stats")
     monkeypatch.setattr(_filestats, "default_store_path", lambda: folder / "stats.sqlite")

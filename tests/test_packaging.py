@@ -45,10 +45,15 @@ def test_the_wheel_carries_prompts_configs_and_both_packages(tmp_path):
         assert f"harness/prompts/{prompt.name}" in names and f"lens/prompts/{prompt.name}" not in names
     for config in ROOT.joinpath("harness", "configs").glob("*.toml"):
         assert f"harness/configs/{config.name}" in names and f"lens/configs/{config.name}" not in names
-    assert {"lens/_cli.py", "harness/bench/runner.py", "harness/audit/cli.py", "harness/retrieval/bm25.py"} <= names
+    assert {
+        "lens/faces/_cli.py",
+        "harness/bench/runner.py",
+        "harness/audit/cli.py",
+        "harness/retrieval/bm25.py",
+    } <= names
     entry = next(n for n in names if n.endswith("entry_points.txt"))
     entries = zipfile.ZipFile(wheel).read(entry).decode()
-    assert "lens = lens._cli:main" in entries
+    assert "lens = lens.faces._cli:main" in entries
     assert "[lens.commands]" in entries and "bench = harness.bench.cli:add_bench_parser" in entries
 
 
@@ -118,7 +123,7 @@ def test_the_library_alone_installs_answers_and_names_the_bench_extra(tmp_path):
         [
             str(venv / "bin" / "python"),
             "-c",
-            f"import lens, lens._agent, lens._llm, sys; print([m for m in {HEAVY!r} if m in sys.modules])",
+            f"import lens, lens._agent, lens.llm._llm, sys; print([m for m in {HEAVY!r} if m in sys.modules])",
         ],
         capture_output=True,
         text=True,
@@ -132,7 +137,7 @@ def test_lens_ask_imports_none_of_the_harness_dependencies(tmp_path):
     from .harness.systems.scripted_llm import Responder, StubServer
 
     code = (
-        "import sys; from lens._cli import main; rc = main(sys.argv[1:]); "
+        "import sys; from lens.faces._cli import main; rc = main(sys.argv[1:]); "
         f"print('HEAVY', [m for m in {HEAVY!r} + ('harness',) if m in sys.modules]); sys.exit(rc)"
     )
     with StubServer(Responder()) as server:

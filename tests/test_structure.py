@@ -60,6 +60,12 @@ def test_no_import_inside_a_function_in_harness_but_optional_extras():
     assert _function_imports("harness") == []
 
 
+def _private(module: str) -> bool:
+    """A private lens module: any part of its dotted name under ``lens`` begins with an underscore."""
+    parts = module.split(".")
+    return parts[0] == "lens" and any(p.startswith("_") for p in parts[1:])
+
+
 def test_the_harness_imports_no_private_lens_module():
     private = []
     for path in sorted((ROOT / "harness").rglob("*.py")):
@@ -71,5 +77,59 @@ def test_the_harness_imports_no_private_lens_module():
                 if isinstance(node, ast.ImportFrom) and node.level == 0
                 else []
             )
-            private += [f"{path.relative_to(ROOT)}:{node.lineno} {n}" for n in names if n.startswith("lens._")]
+            private += [f"{path.relative_to(ROOT)}:{node.lineno} {n}" for n in names if _private(n)]
     assert private == []
+
+
+# The stages of a question, lowest first: a module may import its own room and the rooms before it, never one after
+# (the foundations are the top-level modules every stage uses; ``lens`` and ``lens.parts`` resolve names lazily).
+ROOMS = [
+    ("lens._errors", "lens._files", "lens._terms", "lens._progress", "lens._result"),
+    ("lens._config",),
+    ("lens.llm",),
+    ("lens.reader",),
+    ("lens.question",),
+    ("lens.prior",),
+    ("lens.loop",),
+    ("lens.answer",),
+    ("lens.memory",),
+    ("lens._agent",),
+    ("lens.faces",),
+]
+
+
+def _room(module: str) -> int | None:
+    for rank, prefixes in enumerate(ROOMS):
+        if any(module == p or module.startswith(p + ".") for p in prefixes):
+            return rank
+    return None
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def test_every_lens_module_is_in_a_room():
+    modules = [_module_name(p) for p in sorted((ROOT / "lens").rglob("*.py"))]
+    assert [m for m in modules if _room(m) is None and m not in ("lens", "lens.parts")] == []
+
+
+def test_the_stages_import_only_themselves_and_the_stages_before_them():
+    backward = []
+    for path in sorted((ROOT / "lens").rglob("*.py")):
+        here = _room(_module_name(path))
+        if here is None:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                targets = [node.module] if node.module != "lens" else [f"lens.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            else:
+                continue
+            for target in targets:
+                there = _room(target)
+                if there is not None and there > here:
+                    backward.append(f"{path.relative_to(ROOT)}:{node.lineno} imports {target}")
+    assert backward == []

@@ -6,7 +6,7 @@
 labels (``gold_answer``, ``gold_titles``, ``scores``, ``type``, ``level``): those keys are not looked at.
 
 What one question confirmed becomes that question's warm-reuse memory entries, exactly the fields
-``lens._memory.new_entry`` takes (requirement text, path, doc id, sentence and line range, observed value, the
+``lens.memory._memory.new_entry`` takes (requirement text, path, doc id, sentence and line range, observed value, the
 sha256 of the file content read). Two row layouts are read, best first:
 
 1. ``prediction.details["memory_entries"]`` — the entries the agent itself would append (``Agent._remember``):

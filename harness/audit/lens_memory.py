@@ -1,7 +1,7 @@
 """LENS warm-reuse memory under PIT and Future views — cheap mode: the prior's candidate recall, no LLM.
 
 At anchor ``i`` (the question arriving at stream position ``i``) and for each view, the memory is read **the way
-``lens.Agent.ask`` reads it** and fed to the **production prior** (``lens._prior.Prior.score``):
+``lens.Agent.ask`` reads it** and fed to the **production prior** (``lens.prior._prior.Prior.score``):
 
 1. for every requirement of the anchor's own decomposition (from its bench row), look the memory up with the
    requirement's ``lens.memory_key`` (requirement text, then the question), through the view's eligibility predicate, at the agent's capacity (default 32 entries per
@@ -257,7 +257,7 @@ class LookupTable:
         Em = sparse.csr_matrix((np.ones(er.size), (er, ec)), shape=(len(entries), V))
         inter = np.asarray((Q @ Em.T).todense(), dtype=np.float64).reshape(len(texts), len(entries))
         denom = np.sqrt((q_size[:, None] * e_size[None, :]).astype(np.float64))
-        # the same float operations as lens._memory.similarity: |a ∩ b| / sqrt(|a| * |b|), 0 for an empty side
+        # the same float operations as lens.memory._memory.similarity: |a ∩ b| / sqrt(|a| * |b|), 0 for an empty side
         sims = np.divide(inter, denom, out=np.zeros_like(inter), where=denom > 0)
         pos = np.broadcast_to(log.entry_pos[None, :].astype(np.float64), sims.shape)
         idx = np.broadcast_to(np.arange(len(entries), dtype=np.float64)[None, :], sims.shape)

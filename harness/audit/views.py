@@ -63,7 +63,7 @@ class MemoryView:
 
     def at(self, anchor_pos: int) -> Callable[[Any], bool]:
         """This view at one anchor as an entry predicate ``entry -> bool`` over any entry with a ``position``
-        (the form ``lens._memory.MemoryStore.lookup`` takes as its ``Eligibility``)."""
+        (the form ``lens.memory._memory.MemoryStore.lookup`` takes as its ``Eligibility``)."""
         return lambda entry: self.eligible(anchor_pos, entry.position)
 
     def __repr__(self) -> str:

@@ -1,7 +1,7 @@
 """``lens calibrate fit``: the reading model of one served model, fitted on labelled readings.
 
 The baseline is a logistic fit of the window label on log(1 + prior rank): what the belief already holds. The
-reading model adds the reading's features (``lens._grading``) with the baseline's log-odds as an offset and an
+reading model adds the reading's features (``lens.loop._grading``) with the baseline's log-odds as an offset and an
 L2 penalty on what they add (their coefficients and the constant shift), fitted twice: with the log-probability
 score and without it (an endpoint that returns none). The penalty is the one with the lowest held-out log loss
 (cross-validation by question, whole questions per fold), so a reading that carries no evidence beyond the rank

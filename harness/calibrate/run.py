@@ -1,7 +1,7 @@
 """``lens calibrate run``: labelled readings of the served model on questions set aside from every evaluation.
 
 For each question, the agent's own pieces run as ``lens ask`` runs them — the decomposition call, the prior over
-the article pool, the production reading (``lens._reading``) through the loop's ``read`` — over each requirement's
+the article pool, the production reading (``lens.loop._reading``) through the loop's ``read`` — over each requirement's
 ``windows`` best candidate windows by prior belief (the windows the loop reads first), first-hop requirements
 before the bridge requirements whose cues their confirmed values fill in (the loop's own ``settle``). Every
 reading is labelled at the window (``harness.calibrate.labels``) and one row per question is appended to

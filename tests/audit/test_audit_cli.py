@@ -12,7 +12,7 @@ import pytest
 
 from harness.audit.config import AuditConfigError, load_audit_config
 from harness.audit.rows import read_rows
-from lens._cli import main
+from lens.faces._cli import main
 
 
 def test_audit_registration_imports_nothing_heavy():

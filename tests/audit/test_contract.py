@@ -8,7 +8,7 @@ from pathlib import Path
 
 from harness.audit.contract import check_run
 from harness.audit.manifest import file_record
-from lens._cli import main
+from lens.faces._cli import main
 
 
 def _copy(run: Path, tmp_path: Path) -> Path:

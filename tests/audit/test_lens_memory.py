@@ -37,7 +37,7 @@ from harness.audit.rows import RowTable, read_rows
 from harness.audit.views import PIT, Future, FutureH, Stateless, standard_views
 from harness.streams import random_stream
 from harness.workloads import Request
-from lens._memory import MemoryStore, memory_key
+from lens.memory._memory import MemoryStore, memory_key
 
 NAMES = [
     ("brannock", "velmora", "quillon"),
@@ -647,7 +647,7 @@ def test_questions_file_must_be_the_one_the_run_was_bound_to(bench, tmp_path):
 
 
 def test_lens_audit_cli_run_check_report(bench, tmp_path, capsys):
-    from lens._cli import main
+    from lens.faces._cli import main
 
     run, snap, qfile = bench
     cfg = write_config(tmp_path, tmp_path / "nowhere", tmp_path / "nothing.json", kinds='["random"]', per=2)

@@ -75,7 +75,7 @@ def oracle(n_groups: int = 5, per_group: int = 6, bridge_for: str | None = None)
 @pytest.fixture
 def client():
     from lens._config import LLMSettings
-    from lens._llm import LLMClient
+    from lens.llm._llm import LLMClient
 
     c = LLMClient(base_url=BASE_URL, model=MODEL, settings=LLMSettings(retry_backoff_s=0, max_retries=0))
     yield c
@@ -99,8 +99,8 @@ def agent_config(capacity: int = 4):
 @pytest.mark.parametrize("view", [PIT(), FutureH(3), Future()], ids=lambda v: v.label)
 def test_cheap_mode_gives_the_prior_exactly_what_the_agent_does(tmp_path, client, monkeypatch, view):
     from lens._agent import Agent
-    from lens._memory import MemoryStore
-    from lens._prior import Prior
+    from lens.memory._memory import MemoryStore
+    from lens.prior._prior import Prior
 
     run_dir, snap, _ = lm.build_bench(tmp_path / "bench")
     run = load_lens_run(run_dir)

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lens._cli import main
+from lens.faces._cli import main
 
 # ---------------------------------------------------------------- reference (official rules, written plainly)
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from lens._cli import main
+from lens.faces._cli import main
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:

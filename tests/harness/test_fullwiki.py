@@ -123,7 +123,7 @@ def test_id_lists_are_read_in_every_documented_form(tmp_path):
 
 
 def test_the_cli_prepares_and_reports(fw_data, capsys):
-    from lens._cli import main
+    from lens.faces._cli import main
 
     code = main(
         [

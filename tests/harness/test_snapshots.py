@@ -262,7 +262,7 @@ def test_bz2_shards_hold_the_same_articles_and_grow_append_only(tmp_path, small_
 
 
 def test_shards_are_read_by_the_raw_corpus_reader(tmp_path, small_data):
-    from lens._corpus import scan_corpus
+    from lens.reader._corpus import scan_corpus
 
     questions, articles = _load(small_data)
     out = tmp_path / "snap"
@@ -293,7 +293,7 @@ def test_line_ranges_map_back_to_sentence_ids():
 
 def test_reader_sentences_map_back_to_the_gold_sentence_ids(tmp_path, small_data):
     """Other code cites (path, line range); the map must land on HotpotQA sent_ids."""
-    from lens._corpus import scan_corpus
+    from lens.reader._corpus import scan_corpus
 
     questions, articles = _load(small_data)
     out = tmp_path / "snap"
@@ -373,7 +373,7 @@ def test_name_assignment_does_not_depend_on_title_order():
 
 
 def test_hostile_titles_become_one_flat_folder_the_reader_reads_in_full(tmp_path):
-    from lens._corpus import scan_corpus
+    from lens.reader._corpus import scan_corpus
 
     # every hostile title is a distinct pool article (exact titles), cited as gold by its own question
     pool = [Article(f"h{k}", t, (f"About {k}.", f"More about {k}.")) for k, t in enumerate(HOSTILE)]

@@ -80,7 +80,7 @@ def test_no_private_library_module_is_imported(tree):
         f"{p.relative_to(ROOT)}:{line} imports {name}"
         for p in files
         for line, name in _all_imports(p)
-        if name.startswith("lens._")
+        if name.split(".")[0] == "lens" and any(x.startswith("_") for x in name.split(".")[1:])
     ]
     assert not found, "use `lens` or `lens.parts` (add the name there):\n" + "\n".join(found)
 

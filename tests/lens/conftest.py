@@ -16,9 +16,9 @@ import httpx
 import pytest
 import respx
 
-from lens._cache import ResponseCache
 from lens._config import LLMSettings
-from lens._llm import LLMClient
+from lens.llm._cache import ResponseCache
+from lens.llm._llm import LLMClient
 
 BASE_URL = "http://llm.test/v1"
 CHAT_URL = f"{BASE_URL}/chat/completions"

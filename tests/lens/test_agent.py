@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from lens._agent import MAX_QUESTION_CHARS, Agent
 from lens._config import ReadingModel, load_config
 from lens._errors import LensError
-from lens._memory import MemoryLogError, MemoryStore, all_past, new_entry
+from lens.memory._memory import MemoryLogError, MemoryStore, all_past, new_entry
 
 from .conftest import BASE_URL, CHAT_URL, MODEL
 from .scripted_oracle import Rule, ScriptedOracle
@@ -400,7 +400,7 @@ def _entry(position: int, requirement: str, path: str = "a.txt", sha: str = "0" 
 
 
 def test_an_ineligible_entry_is_never_read(tmp_path, monkeypatch):
-    import lens._memory as mem
+    import lens.memory._memory as mem
 
     store = MemoryStore(tmp_path / "m", capacity=32)
     store.append(
@@ -502,7 +502,7 @@ def test_a_question_with_a_lone_surrogate_is_one_error_before_any_call(make_clie
 
 
 def test_memory_folder_inside_the_document_folder_is_refused(lights):
-    from lens._cli import main
+    from lens.faces._cli import main
 
     assert main(["ask", "q?", str(lights), "--memory", str(lights / "mem"), "--base-url", BASE_URL]) == 2
     assert not (lights / "mem").exists()

@@ -28,7 +28,7 @@ def test_lens_ask_on_the_demo_corpus_cites_the_right_file():
         [
             sys.executable,
             "-m",
-            "lens._cli",
+            "lens.faces._cli",
             "ask",
             "Who was the first keeper of Calder Point Light?",
             str(DEMO),

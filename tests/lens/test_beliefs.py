@@ -1,4 +1,4 @@
-"""Unit tests for lens/_beliefs.py: the Bayes update with calibrated (tpr, fpr) likelihoods, the per-requirement
+"""Unit tests for lens/loop/_beliefs.py: the Bayes update with calibrated (tpr, fpr) likelihoods, the per-requirement
 GLR, the β(t, δ) threshold and the min-GLR stopping rule of the loop.
 
 Expected numbers are computed by hand from the module docstring:
@@ -18,9 +18,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lens._beliefs import ELSEWHERE, Belief, beta
 from lens._config import LensConfig, ReadingModel
-from lens._stop import StopReason
+from lens.loop._beliefs import ELSEWHERE, Belief, beta
+from lens.loop._stop import StopReason
 
 STRONG = ReadingModel.from_rates(0.8, 0.1)
 
@@ -278,10 +278,10 @@ def test_beta_matches_formula():
 def _stuck_loop(beliefs: dict[str, Belief]):
     """A Loop over given beliefs with no windows left and no expansion allowed: ``run`` can only say
     "certified" (every requirement's GLR clears the threshold) or "candidates"."""
-    from lens._budget import Budget
-    from lens._cost import CostMeter
-    from lens._loop import Loop, LoopState
-    from lens._requirements import Decomposition, Requirement
+    from lens.llm._cost import CostMeter
+    from lens.loop._budget import Budget
+    from lens.loop._loop import Loop, LoopState
+    from lens.question._requirements import Decomposition, Requirement
 
     cfg = LensConfig()
     reqs = [Requirement(rid, f"fact {rid}") for rid in beliefs]

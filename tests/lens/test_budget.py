@@ -1,4 +1,4 @@
-"""Unit tests for lens/_budget.py: oracle calls ≤ c0 + c1·L from two pools (fixed c0, c1 per round run), the
+"""Unit tests for lens/loop/_budget.py: oracle calls ≤ c0 + c1·L from two pools (fixed c0, c1 per round run), the
 round limit, the token limit (pre-call estimate against what responses were charged) and the wall-clock
 deadline."""
 
@@ -9,9 +9,9 @@ import time
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lens._budget import Budget
 from lens._config import BudgetSettings
-from lens._cost import CostMeter
+from lens.llm._cost import CostMeter
+from lens.loop._budget import Budget
 
 
 def make(**kw) -> Budget:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from lens._cli import main
+from lens.faces._cli import main
 
 from .conftest import BASE_URL, completion, error
 
@@ -33,7 +33,7 @@ HEAVY = (
 
 def run_lens(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-c", "import sys; from lens._cli import main; sys.exit(main())", *args],
+        [sys.executable, "-c", "import sys; from lens.faces._cli import main; sys.exit(main())", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -43,7 +43,7 @@ def run_lens(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
 def test_help_works_without_importing_heavy_modules():
     probe = (
         "import json, sys\n"
-        "from lens._cli import main\n"
+        "from lens.faces._cli import main\n"
         "try:\n"
         "    main(['--help'])\n"
         "except SystemExit as e:\n"

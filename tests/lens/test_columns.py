@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from lens import _columns
-from lens._columns import NAMES_SEP, DocColumns, DocStat, TitleIndex
+from lens.reader import _columns
+from lens.reader._columns import NAMES_SEP, DocColumns, DocStat, TitleIndex
 
 STATS = [
     DocStat("a.txt", "a.txt", "Bass", NAMES_SEP.join(["bass", "a"]), 10, "ab" * 32, None),

@@ -1,4 +1,4 @@
-"""Unit tests for lens/_consolidation.py: from per-requirement beliefs to the evidence set E*.
+"""Unit tests for lens/answer/_consolidation.py: from per-requirement beliefs to the evidence set E*.
 
 A certified requirement contributes its verified span in its favoured window, widened by one sentence each side
 inside the window ("confirmed"); other documents are admitted by weight up to ``max_docs`` with their most
@@ -16,14 +16,14 @@ import hashlib
 import pytest
 
 from lens import CorpusView
-from lens._beliefs import Belief
-from lens._consolidation import consolidate
-from lens._corpus import scan_corpus
-from lens._grading import Reading
-from lens._loop import LoopState
-from lens._requirements import Decomposition, Requirement
 from lens._result import Evidence
-from lens._windows import Window
+from lens.answer._consolidation import consolidate
+from lens.loop._beliefs import Belief
+from lens.loop._grading import Reading
+from lens.loop._loop import LoopState
+from lens.question._requirements import Decomposition, Requirement
+from lens.reader._corpus import scan_corpus
+from lens.reader._windows import Window
 
 
 def _article(title: str, n: int) -> str:

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-import lens._corpus as corpus
+import lens.reader._corpus as corpus
 from lens._config import ReaderSettings
-from lens._corpus import CorpusError, read_document, scan_corpus, split_sentences
 from lens._errors import LensError
+from lens.reader._corpus import CorpusError, read_document, scan_corpus, split_sentences
 
 
 def write(root: Path, rel: str, data: str | bytes) -> Path:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lens._corpus import scan_corpus
+from lens.reader._corpus import scan_corpus
 
 CORPORA = Path(__file__).resolve().parents[2] / "corpora"
 DEMO = CORPORA / "demo"

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-import lens._embedded as embedded
+import lens.llm._embedded as embedded
 from lens._config import load_config
-from lens._embedded import EmbeddedServer, EmbeddedUnavailableError, LocalModel, assemble_model
 from lens._errors import LensError
-from lens._llm import open_client
+from lens.llm._embedded import EmbeddedServer, EmbeddedUnavailableError, LocalModel, assemble_model
+from lens.llm._llm import open_client
 
 CHUNKS = [b"GGUF-part-one|", b"part-two|" * 100, b"part-three"]
 
@@ -212,7 +212,7 @@ def test_a_server_that_exits_is_reported_with_its_exit_code(fake_model, tmp_path
 
 def test_a_server_that_dies_after_readiness_is_named_by_the_client(fake_model, tmp_path, monkeypatch):
     from lens._config import LLMSettings
-    from lens._llm import LLMClient, LLMUnavailableError
+    from lens.llm._llm import LLMClient, LLMUnavailableError
 
     launcher, pidfile = _fake_launcher(tmp_path, "die-after-ready", monkeypatch)
     server = EmbeddedServer("fake-model", cache_dir=tmp_path / "cache", launcher=launcher, startup_timeout_s=30)

@@ -19,8 +19,8 @@ import time
 import pytest
 
 from lens._config import LLMSettings, load_config
-from lens._embedded import EmbeddedServer, embedded_server
-from lens._llm import LLMClient, open_client
+from lens.llm._embedded import EmbeddedServer, embedded_server
+from lens.llm._llm import LLMClient, open_client
 
 pytestmark = [
     pytest.mark.live,
@@ -81,7 +81,7 @@ def test_open_client_with_no_endpoint_starts_the_embedded_model(tmp_path):
         assert client.backend.startswith("embedded")
     finally:
         client.close()
-        from lens._embedded import stop_all
+        from lens.llm._embedded import stop_all
 
         stop_all()
 
@@ -90,7 +90,7 @@ def _owner_script(body: str) -> str:
     return textwrap.dedent(
         f"""
         import sys, time
-        from lens._embedded import embedded_server
+        from lens.llm._embedded import embedded_server
         server = embedded_server({SMALL!r}, n_ctx=2048, n_threads=None, startup_timeout_s=240)
         print(server.process.pid, flush=True)
         """
@@ -153,7 +153,7 @@ def test_llm_check_reports_backend_model_answer_and_speeds():
         [
             sys.executable,
             "-c",
-            "import sys; from lens._cli import main; sys.exit(main())",
+            "import sys; from lens.faces._cli import main; sys.exit(main())",
             "llm",
             "check",
             "--json",

@@ -13,8 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from lens._cli import main
 from lens._config import load_config
+from lens.faces._cli import main
 
 from .conftest import BASE_URL, completion, error
 

@@ -14,9 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lens import CorpusView, _filestats, scan_corpus
+from lens import CorpusView, scan_corpus
 from lens._config import ReaderSettings
-from lens._filestats import StatsStore, survey_corpus
+from lens.reader import _filestats
+from lens.reader._filestats import StatsStore, survey_corpus
 
 TERMS = ["quill", "lighthouse", "harbor", "cape", "tower", "gutierrez", "x2", "snake"]
 
@@ -234,7 +235,7 @@ _CHILD = """
 import json, sys
 from lens import CorpusView
 from lens._config import ReaderSettings
-from lens._filestats import survey_corpus
+from lens.reader._filestats import survey_corpus
 view = CorpusView.of(survey_corpus(sys.argv[1], ReaderSettings(stats_store=sys.argv[2])))
 print(json.dumps([[s.doc_id for s in view.stats], view.term_counts(sys.argv[3:]).tolist()]))
 """
@@ -415,7 +416,7 @@ def test_files_gathered_from_parts_keep_each_files_signature_documents_and_outco
 def test_a_listing_hands_out_the_known_path_strings_where_the_same_path_comes_at_the_same_place(folder):
     from collections import Counter
 
-    from lens._corpus import _list_files
+    from lens.reader._corpus import _list_files
 
     first = _list_files(folder, ReaderSettings(), Counter(), [])
     known = [p.encode().decode() for p in first]  # equal strings, other objects

@@ -14,10 +14,10 @@ import httpx
 import pytest
 import respx
 
-from lens._cache import ResponseCache, request_key
 from lens._config import LLMSettings, load_config
-from lens._cost import CostMeter
-from lens._llm import LLMClient, LLMFormatError, LLMRequestError, open_client
+from lens.llm._cache import ResponseCache, request_key
+from lens.llm._cost import CostMeter
+from lens.llm._llm import LLMClient, LLMFormatError, LLMRequestError, open_client
 
 from .conftest import BASE_URL, CHAT_URL, MODEL, completion, error, with_full_disk
 

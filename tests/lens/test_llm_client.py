@@ -13,9 +13,9 @@ import httpx
 import pytest
 from pydantic import BaseModel
 
-from lens._cost import CostMeter
 from lens._errors import LensError
-from lens._llm import (
+from lens.llm._cost import CostMeter
+from lens.llm._llm import (
     LLMDeadlineError,
     LLMError,
     LLMFormatError,

@@ -20,7 +20,7 @@ from mcp import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
 
 from lens._errors import LensError  # noqa: E402
-from lens._mcp import Roots  # noqa: E402
+from lens.faces._mcp import Roots  # noqa: E402
 
 from ..harness.systems.scripted_llm import Responder, StubServer  # noqa: E402
 
@@ -50,7 +50,7 @@ def _payload(result) -> dict:
 async def _session(root: Path, base_url: str, script, env: dict[str, str] | None = None):
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "lens._cli", "mcp", "--root", str(root), "--base-url", base_url, "--model", "test-model"]
+        args=["-m", "lens.faces._cli", "mcp", "--root", str(root), "--base-url", base_url, "--model", "test-model"]
         + ["--set", "llm.cache=false"],
         env={
             "OPENAI_API_KEY": "test-key",
@@ -209,7 +209,7 @@ def test_live_an_ask_through_the_mcp_server_with_the_embedded_model():
     demo = Path(__file__).resolve().parents[2] / "corpora" / "demo"
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "lens._cli", "mcp", "--root", str(demo), "--preset", "fast", "--set", "llm.cache=false"],
+        args=["-m", "lens.faces._cli", "mcp", "--root", str(demo), "--preset", "fast", "--set", "llm.cache=false"],
         env={k: v for k, v in os.environ.items() if k in ("HOME", "PATH", "HF_HUB_OFFLINE", "PYTHONPATH")},
     )
 

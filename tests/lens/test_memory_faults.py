@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import respx
 
-from lens._cli import main
-from lens._memory import MemoryLogError, MemoryStore, new_entry
+from lens.faces._cli import main
+from lens.memory._memory import MemoryLogError, MemoryStore, new_entry
 
 from .conftest import BASE_URL, CHAT_URL, MODEL, with_full_disk
 from .scripted_oracle import Rule, ScriptedOracle

@@ -1,4 +1,4 @@
-"""Unit tests for lens/_prior.py: the corpus view's lookups (word-start term counts with suffix folding, maximal
+"""Unit tests for lens/prior/_prior.py: the corpus view's lookups (word-start term counts with suffix folding, maximal
 title n-grams, title keys) and the no-LLM prior over it (title, BM25 lexical, accent folding, memory, limit,
 the lexical-only ablation), plus a regression test that pins the prior's ranking on a small fixed corpus.
 
@@ -17,8 +17,8 @@ import pytest
 
 from lens import CorpusView, Prior
 from lens._config import PriorSettings
-from lens._corpus import scan_corpus
 from lens._terms import title_key
+from lens.reader._corpus import scan_corpus
 
 
 def _slug(title: str) -> str:
@@ -580,8 +580,8 @@ def _state(view: CorpusView, terms: list[str]) -> tuple:
 def test_an_unchanged_folder_gets_its_view_back_and_any_change_rebuilds_it(tmp_path, monkeypatch):
     import time
 
-    from lens import _filestats
-    from lens._filestats import survey_corpus
+    from lens.reader import _filestats
+    from lens.reader._filestats import survey_corpus
 
     monkeypatch.setattr(_filestats, "_RACY_NS", 0)  # settle even files written a moment ago
     (tmp_path / "a.txt").write_text("Quill Point\nQuill Point is a cape in the north.\n", encoding="utf-8")
@@ -615,8 +615,8 @@ def test_a_scan_of_documents_in_memory_gets_a_fresh_view(tmp_path):
 
 
 def test_views_of_different_folders_are_kept_apart(tmp_path, monkeypatch):
-    from lens import _filestats
-    from lens._filestats import survey_corpus
+    from lens.reader import _filestats
+    from lens.reader._filestats import survey_corpus
 
     monkeypatch.setattr(_filestats, "_RACY_NS", 0)
     for name, title in (("one", "Quill Point"), ("two", "Harbor Town")):

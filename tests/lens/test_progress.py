@@ -92,7 +92,7 @@ def _folder(tmp_path: Path) -> Path:
 
 def _ask(folder: Path, base_url: str, *extra: str, tty: bool) -> tuple[str, str]:
     """Run ``lens ask`` in a child process; stderr on a pseudo-terminal when ``tty``. Returns (stdout, stderr)."""
-    argv = [sys.executable, "-m", "lens._cli", "ask", "Who was the keeper of the harbour light?", str(folder)]
+    argv = [sys.executable, "-m", "lens.faces._cli", "ask", "Who was the keeper of the harbour light?", str(folder)]
     argv += ["--base-url", base_url, "--model", "test-model", "--set", "llm.cache=false", *extra]
     env = {**os.environ, "OPENAI_API_KEY": "test-key"}
     if not tty:
@@ -141,7 +141,7 @@ def test_ctrl_c_stops_cleanly_and_shows_the_partial_cost(tmp_path):
     responder = Responder()
     responder.delay = 1.0
     with StubServer(responder) as server:
-        argv = [sys.executable, "-m", "lens._cli", "ask", "Who was the keeper of the harbour light?", str(folder)]
+        argv = [sys.executable, "-m", "lens.faces._cli", "ask", "Who was the keeper of the harbour light?", str(folder)]
         argv += ["--base-url", server.base_url, "--model", "test-model", "--set", "llm.cache=false"]
         p = subprocess.Popen(
             argv,

@@ -18,11 +18,11 @@ from hypothesis import strategies as st
 
 from lens._agent import Agent
 from lens._config import FEATURE_RANGE, READING_FEATURES, UNCALIBRATED, ReadingModel, load_config
-from lens._corpus import Document
-from lens._grading import reading_features
-from lens._memory import MemoryStore
-from lens._reading import Judgement, read_window, reading_messages
-from lens._windows import windows_for
+from lens.loop._grading import reading_features
+from lens.loop._reading import Judgement, read_window, reading_messages
+from lens.memory._memory import MemoryStore
+from lens.reader._corpus import Document
+from lens.reader._windows import windows_for
 
 from .conftest import BASE_URL, CHAT_URL, MODEL, completion, error
 from .test_agent import BRIDGE_Q, bridge_oracle

@@ -1,8 +1,8 @@
-"""Unit tests for lens/_requirements.py: bridge references in a fact's text."""
+"""Unit tests for lens/question/_requirements.py: bridge references in a fact's text."""
 
 from __future__ import annotations
 
-from lens._requirements import DECOMPOSITION_TOKENS, Requirement, decompose
+from lens.question._requirements import DECOMPOSITION_TOKENS, Requirement, decompose
 
 BRIDGE = Requirement("R2", "In what Texas town did #R1 occur?", depends_on="R1")
 TEXTS = {"R1": "Where was Rosemary Willis seen in the grass?", "R2": BRIDGE.text}

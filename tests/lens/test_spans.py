@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from lens._spans import answer_span
+from lens.answer._spans import answer_span
 
 EVIDENCE = [
     "The Australian Labour Party won the 1910 election. The race ran over 25 laps of the circuit.",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from lens._commands import stop_words
-from lens._stop import Stop, StopReason
+from lens.faces._commands import stop_words
+from lens.loop._stop import Stop, StopReason
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Unit tests for lens/_synthesis.py: answers computed in code from verified values (dates, numbers, "both"/"same"
+"""Unit tests for lens/answer/_synthesis.py: answers computed in code from verified values (dates, numbers, "both"/"same"
 yes/no questions; left to the model when values don't parse), answer cleaning, the yes/no and shortening
 tests, the synthesis/coverage/shortening prompts (document text fenced as data in ``<passage>`` tags) and the
 lenient parsing of the model's replies."""
@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from lens._requirements import Decomposition, Requirement
 from lens._result import Evidence
-from lens._synthesis import (
+from lens.answer._synthesis import (
     CoverageReply,
     ShortenReply,
     SynthesisReply,
@@ -21,6 +20,7 @@ from lens._synthesis import (
     shorten_messages,
     synthesis_messages,
 )
+from lens.question._requirements import Decomposition, Requirement
 
 
 def comparison(*entities: str, intent: str = "comparison", attr: str = "value") -> Decomposition:

@@ -1,4 +1,4 @@
-"""Unit tests for lens/_values.py: parsing dates and numbers, reading the comparison a question asks for,
+"""Unit tests for lens/question/_values.py: parsing dates and numbers, reading the comparison a question asks for,
 computing it in code (earlier/later, larger/smaller, "both"/"same" yes/no), and the answer-type checks."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lens._values import Comparison, answer_type, compare, comparison_of, fits_type, parse_date, parse_number
+from lens.question._values import Comparison, answer_type, compare, comparison_of, fits_type, parse_date, parse_number
 
 EARLIEST = Comparison("date", "min")
 LATEST = Comparison("date", "max")

@@ -6,7 +6,7 @@ hence the same model, per-call timeout (``llm.call_timeout_s``) and per-question
 
 ``answer`` never raises for a question-level failure (timeout, malformed reply, rate limit after retries, a
 bug in one question's path): the prediction comes back with ``error`` set and whatever the system had. When a
-call failed because of the endpoint (``lens._llm.is_endpoint_failure``: auth, unknown model, 429/5xx or timeouts
+call failed because of the endpoint (``lens.llm._llm.is_endpoint_failure``: auth, unknown model, 429/5xx or timeouts
 after retries), or the endpoint rejected every call of the question with one and the same request error (HTTP
 400/413/422: a setting it does not accept), the prediction is marked ``endpoint_failure``: the runner logs it as a
 failed attempt and retries the question on resume, since it says nothing about the system. Only

@@ -37,8 +37,13 @@ def _digest(entries: list[tuple[str, bytes]]) -> str:
 
 
 def _py_files(package: str) -> list[tuple[str, bytes]]:
-    root = resources.files(package)
-    return [(f"{package}/{p.name}", p.read_bytes()) for p in root.iterdir() if p.name.endswith(".py")]
+    """Every ``.py`` file of ``package`` and its sub-packages, named by its path under the package."""
+    root = Path(str(resources.files(package)))
+    return [
+        (f"{package}/{p.relative_to(root).as_posix()}", p.read_bytes())
+        for p in sorted(root.rglob("*.py"))
+        if "__pycache__" not in p.parts
+    ]
 
 
 def _prompts(package: str, names: tuple[str, ...] | None = None) -> list[tuple[str, bytes]]:
@@ -57,7 +62,8 @@ def code_fingerprint(system: str) -> str:
     else:
         lens_root = Path(str(resources.files("lens")))
         entries = _py_files("harness.bench.systems") + _py_files("harness.retrieval")
-        lens_files = ("_llm.py", "_prompts.py", "_cost.py") + (("_spans.py",) if system == "bm25-span" else ())
+        lens_files = ("llm/_llm.py", "llm/_prompts.py", "llm/_cost.py")
+        lens_files += ("answer/_spans.py",) if system == "bm25-span" else ()
         entries += [(f"lens/{n}", (lens_root / n).read_bytes()) for n in lens_files]
         entries += _prompts("harness.prompts", _BASELINE_PROMPTS[system])
     return _digest(entries)[:16]

@@ -11,7 +11,7 @@ import respx
 from harness.bench.datasets import load_articles, load_questions
 from harness.bench.snapshots import build_snapshots, plan_snapshots
 from lens._config import load_config
-from lens._llm import LLMClient
+from lens.llm._llm import LLMClient
 
 from .scripted_llm import Responder, respx_side_effect
 

@@ -9,7 +9,7 @@ import sys
 
 def test_parsing_bench_commands_imports_no_runner_systems_or_models():
     code = (
-        "import sys, json; from lens._cli import build_parser; p = build_parser();"
+        "import sys, json; from lens.faces._cli import build_parser; p = build_parser();"
         "p.parse_args(['bench', 'run', '--snapshot', 'D', '--questions', 'q', '--out', 'o']);"
         "p.parse_args(['bench', 'report', 'r']); p.parse_args(['bench', 'lifecycle', '--snapshots', 's', '--index-dir', 'i']);"
         "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
@@ -31,7 +31,7 @@ def test_parsing_bench_commands_imports_no_runner_systems_or_models():
 
 
 def test_unknown_systems_are_a_one_line_error(tmp_path, capsys):
-    from lens._cli import main
+    from lens.faces._cli import main
 
     rc = main(
         [

@@ -42,7 +42,7 @@ def test_the_cli_builds_in_a_child_process_and_writes_json(bench_data, tmp_path)
         [
             sys.executable,
             "-m",
-            "lens._cli",
+            "lens.faces._cli",
             "bench",
             "lifecycle",
             "--snapshots",

@@ -181,7 +181,7 @@ def test_ray_rows_equal_local_rows_and_a_killed_worker_resumes_cleanly(bench_dat
 
 
 def test_the_cli_names_the_extra_and_refuses_a_stray_ray_address(bench_data, tmp_path, capsys):
-    from lens._cli import main
+    from lens.faces._cli import main
 
     code = main(
         [
@@ -210,7 +210,7 @@ def _bench_run(bench_data, out: Path, env: dict[str, str], *ray_address: str) ->
     """``lens bench run --executor ray`` of one closed-book question in a process of its own, answered by a loopback
     fake endpoint; ``ray_address``: ``--ray-address HOST:PORT`` (none: a local cluster)."""
     with StubServer(Responder()) as server:
-        cmd = [sys.executable, "-m", "lens._cli", "bench", "run", "--snapshot", str(bench_data["D6"])]
+        cmd = [sys.executable, "-m", "lens.faces._cli", "bench", "run", "--snapshot", str(bench_data["D6"])]
         cmd += ["--questions", str(bench_data["questions"]), "--systems", "closed", "--limit", "1"]
         cmd += ["--executor", "ray", "--concurrency", "1", "--out", str(out), "--no-progress"]
         cmd += ["--base-url", server.base_url, "--model", "m", *ray_address]
@@ -286,5 +286,7 @@ def test_the_embedded_model_runs_as_one_server_per_node(bench_data, cluster, tmp
 
 def _server_pids() -> set[int]:
     return {
-        p.pid for p in psutil.process_iter(["cmdline"]) if "lens._embedded_server" in " ".join(p.info["cmdline"] or [])
+        p.pid
+        for p in psutil.process_iter(["cmdline"])
+        if "lens.llm._embedded_server" in " ".join(p.info["cmdline"] or [])
     }

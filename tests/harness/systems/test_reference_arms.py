@@ -14,7 +14,7 @@ from harness.bench.report import build_report
 from harness.bench.run_store import read_rows, read_run_manifest
 from harness.bench.runner import plan_run, run_benchmark
 from harness.bench.systems.registry import parse_systems, uses_gold
-from lens._llm import LLMClient
+from lens.llm._llm import LLMClient
 
 from .conftest import BASE_URL, make_config
 from .scripted_llm import Responder, respx_side_effect

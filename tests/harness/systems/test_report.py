@@ -14,7 +14,7 @@ from harness.bench.executor import LocalExecutor
 from harness.bench.report import ReportError, build_report, group_runs, load_run
 from harness.bench.runner import plan_run, run_benchmark
 from harness.bench.samples import draw_samples, write_samples
-from lens._llm import LLMClient
+from lens.llm._llm import LLMClient
 
 from .conftest import BASE_URL, make_config
 from .scripted_llm import Responder, respx_side_effect
@@ -197,7 +197,7 @@ def test_the_same_rows_twice_are_refused(runs, tmp_path):
 
 
 def test_the_cli_exits_1_when_a_table_is_refused_and_0_otherwise(runs, tmp_path, capsys):
-    from lens._cli import main
+    from lens.faces._cli import main
 
     assert main(["bench", "report", str(runs["stale"]), "--out", str(tmp_path / "a"), "--resamples", "100"]) == 1
     assert "refused: Table 5" in capsys.readouterr().err

@@ -24,7 +24,7 @@ from harness.bench.runner import plan_run, run_benchmark
 from harness.bench.samples import draw_samples, write_samples
 from harness.bench.snapshots import read_manifest
 from harness.bench.systems import ArmSettings
-from lens._llm import LLMClient
+from lens.llm._llm import LLMClient
 
 from .conftest import BASE_URL, make_config
 from .scripted_llm import Responder, StubServer
@@ -227,7 +227,7 @@ def _clean_env() -> dict[str, str]:
 
 
 def _cli(bench_data, out, base_url, *, snapshot="D12", sets=("llm.max_retries=0",), extra=()):
-    cmd = [sys.executable, "-m", "lens._cli", "bench", "run", "--snapshot", str(bench_data[snapshot])]
+    cmd = [sys.executable, "-m", "lens.faces._cli", "bench", "run", "--snapshot", str(bench_data[snapshot])]
     cmd += ["--questions", str(bench_data["questions"]), "--systems", ",".join(FAST), "--out", str(out)]
     cmd += ["--base-url", base_url, "--preset", "fast", "--concurrency", "2", "--no-progress", *extra]
     for item in sets:
@@ -456,7 +456,7 @@ def test_a_module_that_fails_to_import_stops_the_run_and_writes_no_row(
 def test_a_second_run_on_a_busy_folder_exits_2_naming_the_holder_and_no_row_is_doubled(
     endpoint, responder, client, config, bench_data, tmp_path, capsys
 ):
-    from lens._cli import main
+    from lens.faces._cli import main
 
     out = tmp_path / "run"
     responder.delay = 0.05

@@ -61,7 +61,7 @@ def test_a_bridge_question_gets_a_first_hop_and_a_dependent_requirement(bench_da
 
 
 def test_the_cli_writes_rows_summary_and_table(bench_data, tmp_path, capsys):
-    from lens._cli import main
+    from lens.faces._cli import main
 
     sample = tmp_path / "sample"
     assert (

@@ -123,7 +123,7 @@ def test_without_memory_nothing_is_read_or_written(tmp_path, endpoint):
 
 
 def test_the_cli_runs_a_stream(tmp_path, endpoint, capsys):
-    from lens._cli import main
+    from lens.faces._cli import main
 
     w = _workload(tmp_path)
     code = main(
@@ -213,7 +213,7 @@ def test_the_pit_audit_reads_a_stream_run_with_its_workload_labels(tmp_path, end
 
 def test_with_and_without_memory_compare_on_the_same_stream(tmp_path, endpoint, capsys):
     from harness.bench.stream import compare_memory
-    from lens._cli import main
+    from lens.faces._cli import main
 
     wl = load_beir(_workload(tmp_path))
     order = build_stream(wl, "random", 3)

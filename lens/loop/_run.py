@@ -7,12 +7,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from lens._budget import Budget
 from lens._config import LLMSettings
-from lens._cost import CostMeter
-from lens._llm import LLMClient
-from lens._oracle import budgeted_call
 from lens._progress import Progress, ProgressCallback
+from lens.llm._cost import CostMeter
+from lens.llm._llm import LLMClient
+from lens.loop._budget import Budget
+from lens.loop._oracle import budgeted_call
 
 __all__ = ["QuestionRun"]
 

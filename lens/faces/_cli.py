@@ -72,7 +72,7 @@ def build_parser(*, groups: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--memory", metavar="DIR", help="warm-reuse memory folder (read and appended)")
     p.add_argument("--no-trace", action="store_true", help="omit the round-by-round trace from --json")
     add_config_args(p)
-    _handler(p, "lens._commands:ask")
+    _handler(p, "lens.faces._commands:ask")
 
     # lens llm check
     p = sub.add_parser("llm", help="LLM backend commands")
@@ -80,7 +80,7 @@ def build_parser(*, groups: bool = True) -> argparse.ArgumentParser:
     q = llm_sub.add_parser("check", help="round-trip a short prompt; report backend, model and tokens/s")
     q.add_argument("--json", action="store_true")
     add_config_args(q)
-    _handler(q, "lens._commands:llm_check")
+    _handler(q, "lens.faces._commands:llm_check")
 
     # lens corpus stats
     p = sub.add_parser("corpus", help="raw-corpus commands")
@@ -89,7 +89,7 @@ def build_parser(*, groups: bool = True) -> argparse.ArgumentParser:
     q.add_argument("path")
     q.add_argument("--json", action="store_true")
     q.add_argument("--follow-symlinks", action="store_true", help="follow symlinked folders inside PATH")
-    _handler(q, "lens._commands:corpus_stats")
+    _handler(q, "lens.faces._commands:corpus_stats")
 
     # lens mcp
     p = sub.add_parser(
@@ -105,7 +105,7 @@ def build_parser(*, groups: bool = True) -> argparse.ArgumentParser:
         help="a folder clients may ask about (repeatable; default: the working directory)",
     )
     add_config_args(p)
-    _handler(p, "lens._mcp:serve")
+    _handler(p, "lens.faces._mcp:serve")
 
     # command groups of other packages (the harness: bench, audit) register themselves
     if groups:

@@ -6,11 +6,11 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from lens._budget import Budget
 from lens._config import LLMSettings
-from lens._cost import CostMeter
-from lens._llm import LLMDeadlineError, LLMError, LLMUnavailableError, refusal
-from lens._windows import estimate_tokens
+from lens.llm._cost import CostMeter
+from lens.llm._llm import LLMDeadlineError, LLMError, LLMUnavailableError, refusal
+from lens.loop._budget import Budget
+from lens.reader._windows import estimate_tokens
 
 
 @dataclass

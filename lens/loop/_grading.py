@@ -1,6 +1,6 @@
 """Graded readings: the features of one reading and the likelihood ratio it moves a window's belief by.
 
-A reading (``lens._reading``) judges one window for one requirement. Its features (``READING_FEATURES``):
+A reading (``lens.loop._reading``) judges one window for one requirement. Its features (``READING_FEATURES``):
 ``score`` the clipped logit of P(some sentence states the fact) from the token log-probabilities (only where the
 endpoint returns them); ``found`` the oracle named a sentence; ``value`` it gave a value verified in the text;
 ``subject_window`` the requirement's subject is named in the window; ``log_rank`` log(1 + the rank of the window's
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from lens._config import LOGPROB_FEATURES, READING_FEATURES
-from lens._reading import Judgement
 from lens._terms import content_terms, normalise, tokens
+from lens.loop._reading import Judgement
 
 __all__ = ["READING_FEATURES", "LOGPROB_FEATURES", "Reading", "reading_features", "subject_named"]
 

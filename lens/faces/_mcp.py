@@ -31,10 +31,10 @@ from typing import Any, Sequence
 from lens import __version__
 from lens._agent import Agent
 from lens._config import LensConfig, config_from_args
-from lens._corpus import scan_corpus
 from lens._errors import LensError
-from lens._llm import open_client
 from lens._progress import Progress
+from lens.llm._llm import open_client
+from lens.reader._corpus import scan_corpus
 
 __all__ = ["Roots", "build_server", "ask_payload", "serve"]
 

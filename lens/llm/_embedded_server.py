@@ -1,7 +1,7 @@
 """The embedded model's server process: llama.cpp's own C++ OpenAI-compatible server, through ``xllamacpp``.
 
-Run as ``python -m lens._embedded_server --model GGUF --alias NAME --port N --ctx N --threads N``. The parent
-(:mod:`lens._embedded`) starts it on a loopback port and stops it with SIGTERM. ``xllamacpp`` ships llama.cpp
+Run as ``python -m lens.llm._embedded_server --model GGUF --alias NAME --port N --ctx N --threads N``. The parent
+(:mod:`lens.llm._embedded`) starts it on a loopback port and stops it with SIGTERM. ``xllamacpp`` ships llama.cpp
 prebuilt for the x86-64 baseline that every AVX2 machine runs (SSE3, SSSE3, AVX, AVX2, F16C, FMA, BMI2; no
 AVX-512, no AMX), so the same wheel works on any such host whatever extra features its CPU reports, and
 nothing is compiled at install time.
@@ -22,7 +22,7 @@ RUNTIME_TAG = "LENS-RUNTIME "
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m lens._embedded_server")
+    ap = argparse.ArgumentParser(prog="python -m lens.llm._embedded_server")
     ap.add_argument("--model", required=True)
     ap.add_argument("--alias", required=True)
     ap.add_argument("--port", type=int, required=True)

@@ -14,7 +14,7 @@ from rapidfuzz import fuzz, process
 
 from lens._config import PriorSettings
 from lens._terms import STOPWORDS, base_title, capitalised_spans, content_terms, title_key, tokens
-from lens._view import CorpusView
+from lens.reader._view import CorpusView
 
 __all__ = ["PriorScore", "Prior", "merge_round_robin"]
 

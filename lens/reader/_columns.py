@@ -1,7 +1,7 @@
 """A survey's per-document statistics column by column, and the title lookup built on them.
 
 A million documents as a million objects cost seconds to load and gigabytes to hold; as a few lists of strings and
-numpy arrays they load from the statistics store's snapshot in a fraction of that (:mod:`lens._filestats`).
+numpy arrays they load from the statistics store's snapshot in a fraction of that (:mod:`lens.reader._filestats`).
 :class:`DocColumns` is a ``Sequence[DocStat]`` (an item is built when asked for) with the columns beside it;
 :class:`TitleIndex` maps a title key to the documents that go by it, as sorted CRC-32 hashes of the keys checked
 against the documents' names, so it needs no dictionary of a million keys.

@@ -18,11 +18,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from lens._corpus import Document
-from lens._prompts import fence_passage, render
 from lens._terms import STOPWORDS, find_span, normalise, tokens
-from lens._values import fits_type
-from lens._windows import Window
+from lens.llm._prompts import fence_passage, render
+from lens.question._values import fits_type
+from lens.reader._corpus import Document
+from lens.reader._windows import Window
 
 __all__ = [
     "Judgement",

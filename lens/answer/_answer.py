@@ -6,13 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from lens._config import LensConfig
-from lens._consolidation import consolidate
-from lens._loop import Loop, LoopState
 from lens._result import Evidence
-from lens._run import QuestionRun
-from lens._spans import answer_span
-from lens._stop import Stop, StopReason
-from lens._synthesis import (
+from lens.answer._consolidation import consolidate
+from lens.answer._spans import answer_span
+from lens.answer._synthesis import (
     CoverageReply,
     ShortenReply,
     SynthesisReply,
@@ -23,7 +20,10 @@ from lens._synthesis import (
     shorten_messages,
     synthesis_messages,
 )
-from lens._values import comparison_of
+from lens.loop._loop import Loop, LoopState
+from lens.loop._run import QuestionRun
+from lens.loop._stop import Stop, StopReason
+from lens.question._values import comparison_of
 
 __all__ = ["Answered", "answer", "consolidated"]
 

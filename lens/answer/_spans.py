@@ -10,8 +10,8 @@ from typing import Sequence
 
 from rapidfuzz import fuzz
 
-from lens._synthesis import is_yes_no_question
 from lens._terms import fold
+from lens.answer._synthesis import is_yes_no_question
 
 __all__ = ["AnswerSpan", "answer_span"]
 

@@ -29,11 +29,11 @@ from platformdirs import user_cache_dir
 from pydantic import BaseModel, ValidationError
 from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
-from lens._cache import ResponseCache, request_key
 from lens._config import LensConfig, LLMSettings
-from lens._cost import CostMeter
-from lens._embedded import embedded_server
 from lens._errors import LensError
+from lens.llm._cache import ResponseCache, request_key
+from lens.llm._cost import CostMeter
+from lens.llm._embedded import embedded_server
 
 __all__ = [
     "LLMClient",

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lens._beliefs import ELSEWHERE
 from lens._files import sha256_hex
-from lens._loop import LoopState
 from lens._result import Evidence
+from lens.loop._beliefs import ELSEWHERE
+from lens.loop._loop import LoopState
 
 __all__ = ["consolidate"]
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lens._corpus import Document
 from lens._terms import tokens
+from lens.reader._corpus import Document
 
 __all__ = ["Window", "windows_for", "estimate_tokens"]
 

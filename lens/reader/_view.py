@@ -1,6 +1,6 @@
 """A corpus view: one survey of the folder with the lookups the prior needs, built once per state of the folder.
 
-Per document its statistics (``lens._columns.DocColumns``: title, names, length, sha256, column by column) and its
+Per document its statistics (``lens.reader._columns.DocColumns``: title, names, length, sha256, column by column) and its
 row in the statistics store, where its term counts are; a title index (full title, title without
 "(disambiguation)", file stem) for maximal word n-gram title matches. The documents themselves are read only when
 asked for.
@@ -20,10 +20,10 @@ from typing import Sequence
 
 import numpy as np
 
-from lens._columns import NAMES_SEP, DocColumns, TitleIndex
-from lens._corpus import CorpusScan, Document
-from lens._filestats import SUFFIXES, StatsStore, _Entry, _stat_of
 from lens._terms import tokens
+from lens.reader._columns import NAMES_SEP, DocColumns, TitleIndex
+from lens.reader._corpus import CorpusScan, Document
+from lens.reader._filestats import SUFFIXES, StatsStore, _Entry, _stat_of
 
 __all__ = ["CorpusView"]
 

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 
 from lens._config import BudgetSettings
-from lens._cost import CostMeter
+from lens.llm._cost import CostMeter
 
 __all__ = ["Budget"]
 

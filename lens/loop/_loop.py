@@ -1,4 +1,4 @@
-"""Layer 2: the budgeted propose–observe–update loop and its explore stage (stop rules: ``lens._stop``;
+"""Layer 2: the budgeted propose–observe–update loop and its explore stage (stop rules: ``lens.loop._stop``;
 ``docs/pipeline.md`` § The loop).
 """
 
@@ -9,24 +9,24 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable
 
-from lens._beliefs import ELSEWHERE, Belief, stopping_threshold
-from lens._budget import Budget
 from lens._config import LensConfig, ReadingModel
-from lens._corpus import Document
-from lens._cost import CostMeter
-from lens._grading import Reading, reading_features, subject_named
-from lens._llm import LLMClient, LLMDeadlineError
-from lens._oracle import budgeted_call
-from lens._prior import Prior, merge_round_robin
-from lens._reading import TOP_LOGPROBS, Judgement, read_window
-from lens._requirements import Decomposition, Requirement
 from lens._result import RoundTrace
-from lens._run import QuestionRun
-from lens._stop import Stop, StopReason
 from lens._terms import capitalised_spans, content_terms, title_key, tokens
-from lens._values import answer_type
-from lens._view import CorpusView
-from lens._windows import Window, windows_for
+from lens.llm._cost import CostMeter
+from lens.llm._llm import LLMClient, LLMDeadlineError
+from lens.loop._beliefs import ELSEWHERE, Belief, stopping_threshold
+from lens.loop._budget import Budget
+from lens.loop._grading import Reading, reading_features, subject_named
+from lens.loop._oracle import budgeted_call
+from lens.loop._reading import TOP_LOGPROBS, Judgement, read_window
+from lens.loop._run import QuestionRun
+from lens.loop._stop import Stop, StopReason
+from lens.prior._prior import Prior, merge_round_robin
+from lens.question._requirements import Decomposition, Requirement
+from lens.question._values import answer_type
+from lens.reader._corpus import Document
+from lens.reader._view import CorpusView
+from lens.reader._windows import Window, windows_for
 
 __all__ = ["LoopState", "Loop", "Observer", "explore"]
 

@@ -11,14 +11,14 @@ from pathlib import Path
 
 from lens._agent import Agent
 from lens._config import ReaderSettings, config_from_args
-from lens._corpus import scan_corpus
 from lens._errors import LensError
 from lens._files import is_inside
-from lens._llm import open_client
-from lens._memory import MemoryStore
 from lens._progress import Progress, TerminalProgress, for_terminal
 from lens._result import STATUS_WORDS
-from lens._stop import Stop, StopReason
+from lens.llm._llm import open_client
+from lens.loop._stop import Stop, StopReason
+from lens.memory._memory import MemoryStore
+from lens.reader._corpus import scan_corpus
 
 __all__ = ["ask", "llm_check", "corpus_stats"]
 

@@ -15,10 +15,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
-from lens._prompts import fence_passage, render
-from lens._requirements import Decomposition, Requirement
 from lens._result import Evidence
-from lens._values import compare, comparison_of, names_alternatives
+from lens.llm._prompts import fence_passage, render
+from lens.question._requirements import Decomposition, Requirement
+from lens.question._values import compare, comparison_of, names_alternatives
 
 __all__ = [
     "SynthesisReply",

@@ -41,9 +41,10 @@ from typing import Iterable, Iterator, Sequence
 import numpy as np
 from platformdirs import user_cache_dir
 
-from lens._columns import NAMES_SEP, DocColumns, DocStat, TitleIndex, pick_array, pick_strings
 from lens._config import ReaderSettings
-from lens._corpus import (
+from lens._files import is_inside, sha256_hex
+from lens.reader._columns import NAMES_SEP, DocColumns, DocStat, TitleIndex, pick_array, pick_strings
+from lens.reader._corpus import (
     CorpusScan,
     Document,
     _ignore_patterns,
@@ -54,8 +55,7 @@ from lens._corpus import (
     _read_file,
     tally,
 )
-from lens._files import is_inside, sha256_hex
-from lens._watch import FolderWatch
+from lens.reader._watch import FolderWatch
 
 __all__ = ["StatsStore", "DocStat", "DocumentTable", "survey_corpus", "default_store_path", "SUFFIXES", "NAMES_SEP"]
 

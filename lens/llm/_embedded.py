@@ -4,7 +4,7 @@ The GGUF files come in raw byte chunks, one per wheel (``<package>/data/partNN.b
 concatenation in part order. We locate the chunk files through the import system *without importing* the
 packages (their glue code is never run), stream them into the user cache folder while hashing, and verify the
 sha256 against the constants below before the file is used. The server is a child process started with
-``python -m lens._embedded_server`` (llama.cpp's C++ server through the prebuilt, portable ``xllamacpp`` wheel);
+``python -m lens.llm._embedded_server`` (llama.cpp's C++ server through the prebuilt, portable ``xllamacpp`` wheel);
 it is stopped when the owning process exits (normal exit, Ctrl-C, exceptions, SIGTERM), and on Linux it also
 receives SIGTERM if its parent dies abruptly.
 
@@ -38,9 +38,9 @@ from pathlib import Path
 
 from platformdirs import user_cache_dir
 
-from lens._embedded_server import RUNTIME_TAG
 from lens._errors import LensError
 from lens._files import atomic_write
+from lens.llm._embedded_server import RUNTIME_TAG
 
 __all__ = [
     "LOCAL_MODELS",
@@ -248,14 +248,14 @@ def _popen(*args, **kwargs) -> subprocess.Popen:
     return result.result()
 
 
-DEFAULT_LAUNCHER = (sys.executable, "-m", "lens._embedded_server")
+DEFAULT_LAUNCHER = (sys.executable, "-m", "lens.llm._embedded_server")
 
 
 class EmbeddedServer:
     """A llama.cpp OpenAI-compatible server child process; a context manager that always stops it.
 
     ``launcher`` is the command that starts the server, before the arguments this class appends
-    (``--model GGUF --alias NAME --port N --ctx N --threads N``); the default runs :mod:`lens._embedded_server`.
+    (``--model GGUF --alias NAME --port N --ctx N --threads N``); the default runs :mod:`lens.llm._embedded_server`.
     """
 
     def __init__(

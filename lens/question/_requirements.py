@@ -15,9 +15,9 @@ from typing import Any, Callable, Literal, Sequence
 
 from pydantic import BaseModel, Field, field_validator
 
-from lens._prompts import render
 from lens._terms import capitalised_spans, content_terms, title_key, tokens
-from lens._values import comparison_of, names_alternatives
+from lens.llm._prompts import render
+from lens.question._values import comparison_of, names_alternatives
 
 __all__ = [
     "Intent",

@@ -6,15 +6,15 @@ from __future__ import annotations
 import json
 import time
 
-from lens._answer import Answered
 from lens._config import LensConfig
-from lens._corpus import CorpusScan
-from lens._llm import rejected_every_call
-from lens._loop import Loop, LoopState
-from lens._memory import MemoryEntry, MemoryLogError, MemoryStore, new_entry
 from lens._result import AskResult, RequirementStatus
-from lens._run import QuestionRun
-from lens._stop import StopReason
+from lens.answer._answer import Answered
+from lens.llm._llm import rejected_every_call
+from lens.loop._loop import Loop, LoopState
+from lens.loop._run import QuestionRun
+from lens.loop._stop import StopReason
+from lens.memory._memory import MemoryEntry, MemoryLogError, MemoryStore, new_entry
+from lens.reader._corpus import CorpusScan
 
 __all__ = ["record", "result", "statuses"]
 
