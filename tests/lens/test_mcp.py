@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import os
 import sys
@@ -172,6 +173,31 @@ def test_a_path_over_the_limits_is_one_quick_tool_error_and_holds_up_no_other_ca
     assert not ok.is_error and _payload(ok)["documents"] == 1 and ok_s < 30
     assert not within.is_error and _payload(within)["documents"] == 1
     assert responder.calls == []
+
+
+def test_a_document_edited_through_a_hard_link_outside_the_folder_is_served_fresh(roots):
+    doc = roots["docs"] / "harbour.md"
+    link = roots["outside"] / "harbour-link.md"  # the same file, named outside the watched folder
+    os.link(doc, link)
+    ask = {"question": "Who was the keeper of the harbour light?", "path": "docs"}
+
+    async def script(client):
+        out = [await client.call_tool("ask", ask) for _ in range(3)]  # the second watches the folder, the third arms it
+        with open(link, "r+", encoding="utf-8") as fh:  # edited in place: no event on the folder's directories
+            text = fh.read().replace("Ann Lee", "Bo Tarn")
+            fh.seek(0)
+            fh.write(text)
+        out.append(await client.call_tool("ask", ask))
+        return out
+
+    with StubServer(Responder()) as server:
+        *before, after = asyncio.run(_session(roots["root"], server.base_url, script))
+    for r in before:
+        assert "Ann Lee" in json.dumps(_payload(r)["evidence"])
+    assert not after.is_error, _text(after)
+    evidence = [e for e in _payload(after)["evidence"] if e["path"] == "harbour.md"]
+    assert evidence and all("Bo Tarn" in e["text"] and "Ann Lee" not in e["text"] for e in evidence)
+    assert {e["sha256"] for e in evidence} == {hashlib.sha256(doc.read_bytes()).hexdigest()}
 
 
 def test_roots_refuse_a_nul_byte_an_overlong_name_and_an_unknown_home_with_a_reason(roots):
