@@ -334,7 +334,8 @@ class ReaderSettings(_Section):
         True,
         json_schema_extra=_NOT_HASHED,
         description="A process that asks again about a folder watches its directories (Linux inotify) and skips "
-        "listing it while nothing changed; off for folders changed in ways inotify does not report (mmap "
+        "listing it while nothing changed (each file is still stat'ed: an edit through a hard link outside the "
+        "folder has no event); off for folders changed in ways inotify does not report (mmap "
         "writes, network file systems).",
     )
     stats_store: str | None = Field(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -84,6 +85,20 @@ class RoundTrace:
         return asdict(self)
 
 
+def _finite(value: Any) -> Any:
+    """``value`` with every NaN or infinite float (nested in dicts, lists, tuples) replaced by None: strict JSON
+    has no words for them, and a parser that follows RFC 8259 refuses ``NaN`` and ``Infinity``."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_finite(v) for v in value)
+    return value
+
+
 @dataclass
 class AskResult:
     question: str
@@ -107,7 +122,9 @@ class AskResult:
     answer_verified: bool | None = None
 
     def to_dict(self, *, trace: bool = True) -> dict[str, Any]:
-        return {
+        """The result as JSON-ready data: strict JSON (a non-finite number, from a faulty endpoint or a division
+        by nothing, is null)."""
+        out = {
             "question": self.question,
             "answer": self.answer,
             "best_effort": self.best_effort,
@@ -126,9 +143,10 @@ class AskResult:
             "memory_entries": self.memory_entries,
             "trace": [t.to_dict() for t in self.trace] if trace else [],
         }
+        return _finite(out)
 
     def to_json(self, *, trace: bool = True, indent: int | None = 2) -> str:
-        return json.dumps(self.to_dict(trace=trace), ensure_ascii=False, indent=indent)
+        return json.dumps(self.to_dict(trace=trace), ensure_ascii=False, indent=indent, allow_nan=False)
 
     @property
     def cited_paths(self) -> list[str]:

@@ -8,7 +8,10 @@ Two read-only tools, served with the ``mcp`` SDK (the ``mcp`` extra):
 
 Paths are confined to the roots given at start (``--root``, repeatable; default the working directory): a path is
 resolved with every symlink followed and refused unless it lies inside a root (a relative path is taken relative
-to the first root); a missing folder, a NUL byte or a name too long is a tool error, not a crash. The scan checks
+to the first root); a missing folder, a NUL byte, a name too long or a path over the limits (``MAX_PATH_BYTES``,
+4,096 bytes in UTF-8, Linux's PATH_MAX; ``MAX_PATH_PARTS``, 1,024 components), checked before anything else, is a
+tool error, not a crash. A path is resolved on a worker thread, never on the server's event loop, so a slow file
+system holds up only the call that names it. The scan checks
 the folder again as it opens it (a folder swapped for a link out after the check is refused), and never leaves it
 (symlinks pointing outside it are skipped). The LLM configuration is the CLI's: preset, ``--config``,
 environment and ``--set``. The server holds one LLM client, so the embedded model starts once, on the first
@@ -47,6 +50,15 @@ INSTRUCTIONS = (
 )
 
 
+MAX_PATH_BYTES = 4096  # PATH_MAX: no longer path names a folder the system can open
+MAX_PATH_PARTS = 1024  # components ("a/b" has 2): resolving a path costs at least linear time in them
+
+
+def _shown(path: str) -> str:
+    """``path`` as an error names it: cut after 120 characters (a 10 MB path is not echoed back)."""
+    return path if len(path) <= 120 else f"{path[:120]}… ({len(path):,} characters)"
+
+
 class Roots:
     """The folders a client may name; every path is checked against them after resolving symlinks."""
 
@@ -65,13 +77,19 @@ class Roots:
         """The resolved folder for ``path``, or LensError naming why it is refused."""
         if not path or not str(path).strip():
             raise LensError("path is empty")
+        # the limits first: what follows (expanding, resolving) costs time that grows with the path
+        size, parts = len(path.encode("utf-8", "surrogatepass")), path.count("/") + 1
+        if size > MAX_PATH_BYTES or parts > MAX_PATH_PARTS:
+            raise LensError(
+                f"{_shown(path)}: path too long ({size:,} bytes, {parts:,} components; the limit is "
+                f"{MAX_PATH_BYTES:,} bytes and {MAX_PATH_PARTS:,} components); refused"
+            )
         if "\x00" in path:
             raise LensError("path contains a NUL byte; refused")
         try:
             return self._check(path)
         except (OSError, RuntimeError) as exc:  # a name too long, a folder on the way not searchable, ~nosuchuser
-            shown = path if len(path) <= 120 else f"{path[:120]}… ({len(path):,} characters)"
-            raise LensError(f"{shown}: {getattr(exc, 'strerror', None) or exc}; refused") from None
+            raise LensError(f"{_shown(path)}: {getattr(exc, 'strerror', None) or exc}; refused") from None
 
     def _check(self, path: str) -> Path:
         p = Path(path).expanduser()
@@ -186,7 +204,7 @@ def build_server(config: "LensConfig", roots: Roots, *, client: Any = None):
             raise ToolError(str(exc)) from None
 
     async def ask(question: str, path: str, ctx: Context) -> dict[str, Any]:
-        where = folder(path)
+        where = await anyio.to_thread.run_sync(folder, path)  # resolving touches the disk: off the event loop
         if not question.strip():
             raise ToolError("question is empty")
 
@@ -225,7 +243,7 @@ def build_server(config: "LensConfig", roots: Roots, *, client: Any = None):
         description="Files, documents, bytes and skipped files (by reason) of a folder; no LLM call.",
         annotations=read_only,
     )
-    def corpus_stats(path: str) -> dict[str, Any]:
+    def corpus_stats(path: str) -> dict[str, Any]:  # a plain function: the SDK runs it on a worker thread
         where = folder(path)
         try:
             stats = scan_corpus(where, config.reader, within=roots.paths).stats()

@@ -4,8 +4,9 @@ The window's sentences are numbered 1..n; the oracle names the sentence that sta
 the fact's value from it (``prompts/reading.md``). The prompt holds the instructions, the question and the fact
 first and the passage last, so the windows read for one fact share a prompt prefix whose KV cache llama.cpp
 reuses. Where the endpoint returns token log-probabilities, the *score* is the probability the number token puts
-on some sentence rather than on 0 (renormalised over the number tokens among its top alternatives); without them
-the sampled number alone is the reading. Code checks the reply: the sentence must exist, and the document must
+on some sentence rather than on 0 (renormalised over the number tokens among its top alternatives, in log space);
+without them — or where any alternative's log-probability is not finite or above 0 (a faulty endpoint) — the
+sampled number alone is the reading. Code checks the reply: the sentence must exist, and the document must
 name the requirement's subject ("height of Skerrow Light" is not read in a document that never mentions Skerrow
 Light): otherwise the reading found nothing (its score is kept); a value must occur in the window's text as whole
 words (else it is dropped, the sentence kept) and have the requirement's answer type.
@@ -36,6 +37,7 @@ __all__ = [
 
 READING_TOKENS = 24  # "3 | Harlan Bridge" with room for a long name; a "0" stops at once
 TOP_LOGPROBS = 10
+LOGPROB_TOLERANCE = 1e-4  # a log-probability this far above 0 is rounding (a probability of 1), beyond it a fault
 SCORE_CLIP = 6.0  # |logit(score)| cap: beyond it the top alternatives say nothing more
 
 # values that say "not stated" rather than state a value
@@ -81,25 +83,42 @@ def reading_messages(question: str, fact: str, window: Window, doc: Document) ->
 _REPLY = re.compile(r"^[\s\[\"']*(\d+)[\]\s\".,:]*(?:\|\s*(.*))?$", re.S)
 
 
-def _number_mass(alternatives: Sequence[tuple[str, float]]) -> dict[int, float]:
-    """Probability of each number among one token's top alternatives (variants of one number summed)."""
-    out: dict[int, float] = {}
+def _logsumexp(values: Sequence[float]) -> float:
+    """log(sum(exp(v))) without overflow or underflow; -inf for no values."""
+    if not values:
+        return -math.inf
+    top = max(values)
+    return top + math.log(sum(math.exp(v - top) for v in values))
+
+
+def _number_logmass(alternatives: Sequence[tuple[str, float]]) -> dict[int, float]:
+    """Log-probability of each number among one token's top alternatives (variants of one number summed)."""
+    out: dict[int, list[float]] = {}
     for tok, lp in alternatives:
         t = tok.strip().strip("[]\"'")
         if t.isdigit():
-            out[int(t)] = out.get(int(t), 0.0) + math.exp(lp)
-    return out
+            out.setdefault(int(t), []).append(lp)
+    return {n: _logsumexp(lps) for n, lps in out.items()}
+
+
+def _usable(lp: float) -> bool:
+    """A log-probability a model could give: finite and at most 0 (up to rounding)."""
+    return math.isfinite(lp) and lp <= LOGPROB_TOLERANCE
 
 
 def _decision(resp: Any) -> tuple[dict[int, float], tuple[tuple[str, float], ...]] | None:
-    """The number distribution at the first generated token holding a digit; None without alternatives."""
+    """The log-probability of each number at the first generated token holding a digit, with its alternatives
+    (each at most 0); None without alternatives, or with one that is not a log-probability (NaN, ±inf, > 0)."""
     tokens, tops = getattr(resp, "logprobs", None), getattr(resp, "top_logprobs", None)
     if not tokens or not tops:
         return None
     for (tok, _), alts in zip(tokens, tops):
         if any(ch.isdigit() for ch in tok):
-            mass = _number_mass(alts)
-            return (mass, tuple(alts)) if mass else None
+            if not all(_usable(lp) for _, lp in alts):
+                return None  # a faulty endpoint: read as one that sends no log-probabilities
+            alts = tuple((t, min(lp, 0.0)) for t, lp in alts)
+            mass = _number_logmass(alts)
+            return (mass, alts) if mass else None
     return None
 
 
@@ -141,12 +160,14 @@ def read_window(
     decided = _decision(resp)
     if decided is not None:
         numbers, top = decided
-        named = {n: p for n, p in numbers.items() if 1 <= n <= len(sents)}
+        named = {n: lp for n, lp in numbers.items() if 1 <= n <= len(sents)}
         # "0" missing from the top alternatives: less likely than the least likely one listed
-        none = numbers.get(0, 0.5 * min(math.exp(lp) for _, lp in top))
-        total = none + sum(named.values())
-        score = sum(named.values()) / total
-        mass = {sents[n - 1][0]: p / total for n, p in named.items()}
+        none = numbers.get(0, math.log(0.5) + min(lp for _, lp in top))
+        # in log space: every alternative far below exp()'s range (-1e4) still gives a ratio
+        some = _logsumexp(list(named.values()))
+        total = _logsumexp([none, some])
+        score = math.exp(some - total)
+        mass = {sents[n - 1][0]: math.exp(lp - total) for n, lp in named.items()}
     if not 1 <= number <= len(sents) or (subject and not mentions(doc, subject)):
         return Judgement(False, score, None, reply=resp.text[:200], top=top, sentence_mass=mass)
     index, quote = sents[number - 1]

@@ -749,7 +749,10 @@ def _survey(
     root_path: Path, root_real: str, settings: ReaderSettings, store: StatsStore, scope: str, folder: _Folder, t0: float
 ) -> CorpusScan:
     if folder.watch is not None and not folder.watch.changed() and folder.last is not None:
-        return _again(folder.last, root_path, t0)  # watched, and nothing changed since the last survey
+        # the watch vouches for the listing, not for the files: an edit through a hard link outside the folder
+        # gives its directories no event, so every file whose statistics are reused is stat'ed again
+        if folder.files is not None and _unchanged(folder.files, os.path.join(root_path, "")):
+            return _again(folder.last, root_path, t0)  # watched, and nothing changed since the last survey
     skipped: Counter = Counter()
     patterns, ignore_unread = _ignore_patterns(root_path, root_real)
     problems: list[str] = [ignore_unread] if ignore_unread else []
@@ -850,6 +853,24 @@ def _survey(
     folder.last, folder.listing = scan, listing
     scan.seconds = time.perf_counter() - t0
     return scan
+
+
+def _unchanged(files: _Files, prefix: str) -> bool:
+    """Whether every one of ``files`` still has the stat signature (device, inode, size, mtime, ctime) its
+    statistics were taken under, each settled when read (≈ 2 µs a file: 10 ms for 5,000)."""
+    if not files.settled.all():  # changed moments before its reading: only its content can tell
+        return False
+    ident, times = array("Q"), array("q")
+    for p in files.paths:
+        try:
+            st = os.stat(prefix + p)
+        except OSError:  # gone, or not readable now: the survey says which
+            return False
+        ident.extend((st.st_dev, st.st_ino))
+        times.extend((st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+    return np.array_equal(np.frombuffer(ident, dtype=np.uint64), files.ident.reshape(-1)) and np.array_equal(
+        np.frombuffer(times, dtype=np.int64), files.times.reshape(-1)
+    )
 
 
 def _again(last: CorpusScan, root: Path, t0: float) -> CorpusScan:

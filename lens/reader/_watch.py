@@ -6,7 +6,10 @@ question starts sees every change made before it: the watch is exact, not eventu
 notification thread would be. What it cannot see, it does not claim to: a full event queue (overflow), a watch the
 kernel dropped, an unsupported platform or a watch limit reached all make :meth:`FolderWatch.changed` answer True
 (survey the folder), as does any event at all. Changes it never reports — a file written through ``mmap``, or
-changed on another machine of a network file system — are why ``reader.watch`` can be turned off.
+changed on another machine of a network file system — are why ``reader.watch`` can be turned off. Nor does a
+directory's watch see a file written through a hard link outside the folder (the event goes to the directory of
+the name written through): so a quiet watch spares a survey the listing only, never the stat of each file whose
+statistics it reuses (``lens.reader._filestats``).
 
 The watch is used only once it is *armed*: a survey arms it when every directory it listed was already watched
 before the survey began, so no change can fall between a directory's listing and its watch.

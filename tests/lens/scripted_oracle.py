@@ -46,6 +46,9 @@ class ScriptedOracle:
     confidence: float | None = None
     # readings of passages whose source contains a key: this confidence instead (a weaker or stronger reading)
     confidence_by_source: dict[str, float] = field(default_factory=dict)
+    # raw log-probabilities of the number written and of its alternative at the number token, instead of
+    # ``confidence`` (any float, out-of-range and non-finite ones included: what a faulty endpoint sends)
+    number_logprobs: tuple[float, float] | None = None
 
     def reply(self, request: httpx.Request) -> httpx.Response:
         body = json.loads(request.content)
@@ -70,11 +73,16 @@ class ScriptedOracle:
             text = json.dumps({"answer": user.split("Long answer:", 1)[1].split("\n")[0].strip()})
         else:
             text = "{}"
-        conf = None
+        conf = lps = None
         if kind == "reading" and body.get("logprobs"):
             conf = next((c for key, c in self.confidence_by_source.items() if key in source), self.confidence)
+            lps = self.number_logprobs
         return _completion(
-            text, prompt_tokens=len(system + user) // 4, completion_tokens=len(text) // 4, confidence=conf
+            text,
+            prompt_tokens=len(system + user) // 4,
+            completion_tokens=len(text) // 4,
+            confidence=conf,
+            number_logprobs=lps,
         )
 
     @staticmethod
@@ -116,13 +124,21 @@ class ScriptedOracle:
 
 
 def _completion(
-    text: str, prompt_tokens: int, completion_tokens: int, confidence: float | None = None
+    text: str,
+    prompt_tokens: int,
+    completion_tokens: int,
+    confidence: float | None = None,
+    number_logprobs: tuple[float, float] | None = None,
 ) -> httpx.Response:
     choice: dict = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
-    if confidence is not None:  # OpenAI's shape: one entry per generated token, each with its top alternatives
+    if confidence is not None or number_logprobs is not None:  # OpenAI's shape: each token with its alternatives
         number, rest = text.split(" ", 1) if " " in text else (text, "")
         other = "1" if number == "0" else "0"
-        lp, alt = math.log(confidence), math.log(max(1e-9, 1 - confidence))
+        if number_logprobs is not None:
+            lp, alt = number_logprobs
+        else:
+            assert confidence is not None
+            lp, alt = math.log(confidence), math.log(max(1e-9, 1 - confidence))
         content = [
             {
                 "token": number,
@@ -147,18 +163,17 @@ def _completion(
             else []
         )
         choice["logprobs"] = {"content": content}
-    return httpx.Response(
-        200,
-        json={
-            "id": "chatcmpl-scripted",
-            "object": "chat.completion",
-            "created": 0,
-            "model": "scripted",
-            "choices": [choice],
-            "usage": {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens,
-                "total_tokens": prompt_tokens + completion_tokens,
-            },
+    body = {
+        "id": "chatcmpl-scripted",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "scripted",
+        "choices": [choice],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
         },
-    )
+    }
+    # json.dumps, not httpx's json=: a faulty endpoint's NaN and Infinity go out as the bare words it would send
+    return httpx.Response(200, content=json.dumps(body).encode(), headers={"content-type": "application/json"})

@@ -274,6 +274,7 @@ def _counting_listings(monkeypatch) -> list[int]:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify")
 def test_a_process_asking_again_watches_the_folder_and_still_sees_every_change(folder, monkeypatch):
+    monkeypatch.setattr(_filestats, "_RACY_NS", 0)  # files written just now settle at once: this is about the watch
     listings = _counting_listings(monkeypatch)
     for _ in range(3):  # first survey; asked again: watched; the third survey's listing arms the watch
         view = CorpusView.of(survey_corpus(folder))
@@ -303,6 +304,23 @@ def test_a_process_asking_again_watches_the_folder_and_still_sees_every_change(f
     next_question()
     next_question()
     assert len(listings) == n  # watched, nothing changed: no listing
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify")
+def test_a_file_edited_through_a_hard_link_outside_the_folder_is_seen_under_the_watch(folder, tmp_path, monkeypatch):
+    monkeypatch.setattr(_filestats, "_RACY_NS", 0)  # every file settled: only the per-file stat can see the edit
+    listings = _counting_listings(monkeypatch)
+    link = tmp_path / "b-link.md"  # the same file, named outside the folder: its directory gets no event
+    os.link(folder / "b.md", link)
+    for _ in range(4):  # the third survey arms the watch; the fourth lists nothing
+        view = CorpusView.of(survey_corpus(folder))
+    assert len(listings) == 3
+    text = link.read_text()
+    with open(link, "r+") as fh:  # same size, in place
+        fh.write(text.replace("Harbor Town", "Harbot Town"))
+    got = CorpusView.of(survey_corpus(folder))
+    assert got is not view and _state(got) == _fresh(folder)
+    assert [d.text for d in survey_corpus(folder).documents if d.path == "b.md"] == [(folder / "b.md").read_text()]
 
 
 def test_with_the_watch_off_every_question_lists_the_folder(folder, monkeypatch):

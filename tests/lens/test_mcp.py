@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import os
 import sys
@@ -118,7 +119,7 @@ def test_paths_outside_the_roots_and_missing_folders_are_tool_errors(roots):
 
 
 def test_unusable_paths_and_overlong_questions_are_tool_errors_that_name_the_problem(roots):
-    long_path = "docs/" + "x" * 5000
+    long_path = "docs/" + "x" * 300  # one name over NAME_MAX (255), the whole path within the limits
 
     async def script(client):
         out = [await client.call_tool("corpus_stats", {"path": p}) for p in ("docs\x00/../x", long_path)]
@@ -130,10 +131,73 @@ def test_unusable_paths_and_overlong_questions_are_tool_errors_that_name_the_pro
     with StubServer(responder) as server:
         nul, too_long, question, ok = asyncio.run(_session(roots["root"], server.base_url, script))
     assert nul.is_error and "NUL byte" in _text(nul)
-    assert too_long.is_error and "File name too long" in _text(too_long) and "5,005 characters" in _text(too_long)
+    assert too_long.is_error and "File name too long" in _text(too_long) and "305 characters" in _text(too_long)
     assert question.is_error and "the limit is 4,000" in _text(question)
     assert not ok.is_error
     assert responder.calls == []
+
+
+def test_a_path_over_the_limits_is_one_quick_tool_error_and_holds_up_no_other_call(roots):
+    huge = "d/" * 5_000_000  # 10 MB, 5 million components: resolving it on the event loop took > 20 minutes
+    deep = "./" * 1023 + "docs"  # within both limits (1,024 components): served
+    too_deep = "./" * 1024 + "docs"  # one component over, 2,052 bytes
+
+    async def script(client):
+        t0 = time.monotonic()
+
+        async def timed(tool: str, args: dict):
+            result = await client.call_tool(tool, args)
+            return result, time.monotonic() - t0
+
+        calls = [
+            timed("ask", {"question": "Who kept the harbour light?", "path": huge}),
+            timed("corpus_stats", {"path": "docs"}),  # sent while the ask above is in flight
+            timed("corpus_stats", {"path": huge}),
+            timed("corpus_stats", {"path": too_deep}),
+            timed("corpus_stats", {"path": deep}),
+        ]
+        return await asyncio.wait_for(asyncio.gather(*calls), 60)
+
+    responder = Responder()
+    with StubServer(responder) as server:
+        (ask, _), (ok, ok_s), (stats, _), (deeper, _), (within, _) = asyncio.run(
+            _session(roots["root"], server.base_url, script)
+        )
+    for r, size, parts in (
+        (ask, "10,000,000", "5,000,001"),
+        (stats, "10,000,000", "5,000,001"),
+        (deeper, "2,052", "1,025"),
+    ):
+        assert r.is_error and f"path too long ({size} bytes, {parts} components" in _text(r), _text(r)
+        assert "the limit is 4,096 bytes and 1,024 components" in _text(r) and len(_text(r)) < 400
+    assert not ok.is_error and _payload(ok)["documents"] == 1 and ok_s < 30
+    assert not within.is_error and _payload(within)["documents"] == 1
+    assert responder.calls == []
+
+
+def test_a_document_edited_through_a_hard_link_outside_the_folder_is_served_fresh(roots):
+    doc = roots["docs"] / "harbour.md"
+    link = roots["outside"] / "harbour-link.md"  # the same file, named outside the watched folder
+    os.link(doc, link)
+    ask = {"question": "Who was the keeper of the harbour light?", "path": "docs"}
+
+    async def script(client):
+        out = [await client.call_tool("ask", ask) for _ in range(3)]  # the second watches the folder, the third arms it
+        with open(link, "r+", encoding="utf-8") as fh:  # edited in place: no event on the folder's directories
+            text = fh.read().replace("Ann Lee", "Bo Tarn")
+            fh.seek(0)
+            fh.write(text)
+        out.append(await client.call_tool("ask", ask))
+        return out
+
+    with StubServer(Responder()) as server:
+        *before, after = asyncio.run(_session(roots["root"], server.base_url, script))
+    for r in before:
+        assert "Ann Lee" in json.dumps(_payload(r)["evidence"])
+    assert not after.is_error, _text(after)
+    evidence = [e for e in _payload(after)["evidence"] if e["path"] == "harbour.md"]
+    assert evidence and all("Bo Tarn" in e["text"] and "Ann Lee" not in e["text"] for e in evidence)
+    assert {e["sha256"] for e in evidence} == {hashlib.sha256(doc.read_bytes()).hexdigest()}
 
 
 def test_roots_refuse_a_nul_byte_an_overlong_name_and_an_unknown_home_with_a_reason(roots):
@@ -141,7 +205,7 @@ def test_roots_refuse_a_nul_byte_an_overlong_name_and_an_unknown_home_with_a_rea
     with pytest.raises(LensError, match="NUL byte"):
         r.check("docs\x00")
     with pytest.raises(LensError, match="File name too long"):
-        r.check("x" * 5000)
+        r.check("x" * 300)
     with pytest.raises(LensError, match="home directory"):
         r.check("~no-such-user-lens/docs")
 

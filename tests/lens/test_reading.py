@@ -18,6 +18,8 @@ from hypothesis import strategies as st
 
 from lens._agent import Agent
 from lens._config import FEATURE_RANGE, READING_FEATURES, UNCALIBRATED, ReadingModel, load_config
+from lens._result import AskResult, RequirementStatus, RoundTrace
+from lens.faces._cli import main
 from lens.loop._grading import reading_features
 from lens.loop._reading import Judgement, read_window, reading_messages
 from lens.memory._memory import MemoryStore
@@ -132,6 +134,43 @@ def test_a_zero_missing_from_the_alternatives_is_less_likely_than_the_least_list
 def test_without_log_probabilities_the_sampled_number_is_the_reading():
     j = read("2 | 1887")
     assert j.found and j.score is None and j.score_logit is None
+
+
+@pytest.mark.parametrize(
+    "lps",
+    [
+        {"2": 800.0, "0": -1.0},  # exp() overflows
+        {"2": 0.5, "0": -1.0},  # a probability above 1
+        {"2": -math.inf, "0": -math.inf},
+        {"2": math.nan, "0": -0.1},
+        {"2": -0.1, "0": math.inf},
+    ],
+)
+def test_an_out_of_range_log_probability_is_a_reading_without_log_probabilities(lps):
+    j = read_window(
+        "When was Osk Yard founded?",
+        "year Osk Yard was founded",
+        WINDOW,
+        DOC,
+        lambda m, n: SimpleNamespace(text="2 | 1887", logprobs=(("2", -0.1),), top_logprobs=(tuple(lps.items()),)),
+    )
+    assert j.found and j.value == "1887"  # the sampled number is the reading
+    assert j.score is None and j.top == () and j.sentence_mass == {}
+
+
+def test_digit_log_probabilities_below_the_smallest_float_are_read_in_log_space():
+    j = read("2 | 1887", None)  # a reply without alternatives, for the sentence index
+    deep = read_window(
+        "When was Osk Yard founded?",
+        "year Osk Yard was founded",
+        WINDOW,
+        DOC,
+        lambda m, n: SimpleNamespace(
+            text="2 | 1887", logprobs=(("2", -1e4),), top_logprobs=((("2", -1e4), ("0", -1e4 - math.log(3))),)
+        ),
+    )
+    assert deep.score == pytest.approx(0.75)  # exp(-1e4) is 0.0; their ratio is not
+    assert deep.sentence_mass == {j.sentence: pytest.approx(0.75)}
 
 
 def test_a_value_not_in_the_window_is_dropped_and_the_sentence_kept():
@@ -319,6 +358,54 @@ def test_oracle_calls_stay_within_c0_plus_c1_times_rounds_for_every_model(
     assert result.cost["rounds"] <= rounds
     assert result.cost["oracle_calls"] == len(oracle.calls)
     assert result.cost["oracle_calls"] <= cfg.budget.c0 + cfg.budget.c1 * result.cost["rounds"]
+
+
+def _strict(word: str):
+    raise ValueError(f"not strict JSON: {word}")
+
+
+@pytest.mark.parametrize("lps", [(800.0, -1.0), (-1e4, -1e4), (-math.inf, -math.inf), (math.nan, -0.1)])
+def test_lens_ask_answers_through_out_of_range_log_probabilities_with_strict_json(harbour, capsys, lps):
+    oracle = bridge_oracle()
+    oracle.number_logprobs = lps  # every reading's number token and its alternative
+    argv = ["ask", BRIDGE_Q, str(harbour), "--base-url", BASE_URL, "--model", MODEL, "--json"]
+    with respx.mock(assert_all_called=False) as router:
+        router.post(CHAT_URL).mock(side_effect=oracle.reply)
+        rc = main(argv + ["--set", "llm.cache=false", "--set", "llm.max_retries=0"])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    got = json.loads(out, parse_constant=_strict)  # no NaN, Infinity or -Infinity anywhere
+    assert got["answer"] == "1887" and "reading" in oracle.calls
+    readings = [r for t in got["trace"] for r in t["observation"]["readings"]]
+    assert readings
+    if lps[0] == -1e4:  # in range: read in log space, the score kept
+        assert all(r["score"] is not None for r in readings)
+    else:  # out of range: a reading without log-probabilities
+        assert all(r["score"] is None for r in readings)
+
+
+def test_an_ask_result_holding_nan_and_infinity_serialises_as_strict_json():
+    trace = RoundTrace(
+        1, [], {"readings": [{"score": math.nan, "top": [["2", -math.inf]]}]}, {}, {"R1": math.inf}, 1.0, None
+    )
+    result = AskResult(
+        question="q",
+        answer="a",
+        best_effort=True,
+        intent="lookup",
+        requirements=[RequirementStatus("R1", "r", "unresolved", None, math.nan, ())],
+        evidence=[],
+        trace=[trace],
+        cost={"seconds": math.inf, "rounds": 1},
+        corpus={},
+        config_hash="c",
+        model="m",
+        stop_reason="budget",
+    )
+    got = json.loads(result.to_json(), parse_constant=_strict)
+    assert got["cost"] == {"seconds": None, "rounds": 1} and got["requirements"][0]["glr"] is None
+    assert got["trace"][0]["observation"]["readings"] == [{"score": None, "top": [["2", None]]}]
+    assert got["trace"][0]["glr"] == {"R1": None}
 
 
 # --------------------------------------------------------------------------- the client
