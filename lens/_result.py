@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-__all__ = ["Evidence", "RequirementStatus", "RoundTrace", "AskResult", "STATUS_WORDS"]
+__all__ = ["Cost", "QuestionCost", "Evidence", "RequirementStatus", "RoundTrace", "AskResult", "STATUS_WORDS"]
 
 # what each evidence status means, in the words `lens ask` prints
 STATUS_WORDS = {
@@ -15,6 +15,49 @@ STATUS_WORDS = {
     "found": "read, not settled",
     "candidate": "from the ranking, not read",
 }
+
+
+@dataclass(frozen=True)
+class Cost:
+    """What one question (or one run) spent. Cache hits count as calls with zero tokens."""
+
+    oracle_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cache_hits: int = 0
+    llm_seconds: float = 0.0
+    failed_calls: int = 0  # requests sent that got no usable response (timeouts, 4xx, 5xx, 429), retried or not
+    retries: int = 0  # requests re-sent after a failed attempt (not oracle calls, but paid for)
+    endpoint_errors: int = 0  # calls given up on because the endpoint failed (after their retries)
+    cached_prompt_tokens: int = 0  # prompt tokens the endpoint reused from its prefix cache (part of prompt_tokens)
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["tokens"] = self.tokens
+        d["llm_seconds"] = round(self.llm_seconds, 3)
+        return d
+
+
+@dataclass(frozen=True)
+class QuestionCost(Cost):
+    """What one question spent (:class:`Cost`) with its own wall time, the loop rounds it ran, its bound on oracle
+    calls (c0 + c1·L for those rounds) and the budget it ran under."""
+
+    seconds: float = 0.0
+    rounds: int = 0
+    max_oracle_calls: int = 0
+    budget: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        d = {f.name: getattr(self, f.name) for f in fields(Cost)}
+        d["tokens"] = self.tokens
+        d["llm_seconds"] = round(self.llm_seconds, 3)
+        d.update(seconds=self.seconds, rounds=self.rounds, max_oracle_calls=self.max_oracle_calls, budget=self.budget)
+        return d
 
 
 @dataclass(frozen=True)
@@ -108,7 +151,7 @@ class AskResult:
     requirements: list[RequirementStatus]
     evidence: list[Evidence]
     trace: list[RoundTrace]
-    cost: dict[str, Any]
+    cost: QuestionCost
     corpus: dict[str, Any]
     config_hash: str
     model: str
@@ -133,7 +176,7 @@ class AskResult:
             "stop_reason": self.stop_reason,
             "requirements": [r.to_dict() for r in self.requirements],
             "evidence": [e.to_dict() for e in self.evidence],
-            "cost": self.cost,
+            "cost": self.cost.to_dict(),
             "corpus": self.corpus,
             "config_hash": self.config_hash,
             "model": self.model,

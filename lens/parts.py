@@ -46,7 +46,8 @@ _EXPORTS = {
     "budgeted_call": "lens.loop._oracle",
     "OracleCall": "lens.loop._oracle",
     "CostMeter": "lens.llm._cost",
-    "Cost": "lens.llm._cost",
+    "Cost": "lens._result",
+    "QuestionCost": "lens._result",
     "is_endpoint_failure": "lens.llm._llm",
     # one reading of one window (the reading-protocol comparison calls it directly)
     "read_window": "lens.loop._reading",

@@ -69,6 +69,7 @@ PARTS = [
     "CorpusScan",
     "CorpusView",
     "Cost",
+    "QuestionCost",
     "CostMeter",
     "Decomposition",
     "Document",

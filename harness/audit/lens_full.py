@@ -158,9 +158,9 @@ def _scores(res: Any, by_doc: Mapping[str, Any], answer: str, gold_titles: Seque
         f1=a.f1,
         ev_rec=evidence_recall(gold_titles, cited) if gold_titles else math.nan,
         answer=res.answer or "",
-        calls=int(res.cost.get("oracle_calls", 0)),
-        tokens=int(res.cost.get("tokens", 0)),
-        seconds=float(res.cost.get("seconds", 0.0)),
+        calls=int(res.cost.oracle_calls),
+        tokens=int(res.cost.tokens),
+        seconds=float(res.cost.seconds),
         cited=cited,
     )
 

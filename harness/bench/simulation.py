@@ -194,7 +194,7 @@ def simulate(
                 "type": q.type,
                 "ev_rec": evidence_recall(q.gold_titles, titles),
                 "cited_docs": len(titles),
-                "rounds": result.cost["rounds"],
+                "rounds": result.cost.rounds,
                 "oracle_calls": oracle.calls,
                 "stop": result.stop_reason.split(";")[0],
                 "requirements": len(result.requirements),

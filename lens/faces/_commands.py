@@ -173,11 +173,11 @@ def ask(args: argparse.Namespace) -> int:
             reqs = ",".join(e.requirements) or "-"
             say(f"  [{e.id}] {e.citation}  ({STATUS_WORDS.get(e.status, e.status)}; {reqs})  {snippet}")
     c = result.cost
-    failed = f"; {c['failed_calls']} failed requests, {c['retries']} retried" if c.get("failed_calls") else ""
+    failed = f"; {c.failed_calls} failed requests, {c.retries} retried" if c.failed_calls else ""
     say(
-        f"Cost: {c['oracle_calls']} oracle calls ({c['cache_hits']} cached, bound {c['max_oracle_calls']}{failed}), "
-        f"{c['tokens']:,} tokens ({c['prompt_tokens']:,} prompt + {c['completion_tokens']:,} completion), "
-        f"{c['seconds']:.1f} s, {c['rounds']} rounds · {stop_words(result.stop_reason)} · model {result.model}"
+        f"Cost: {c.oracle_calls} oracle calls ({c.cache_hits} cached, bound {c.max_oracle_calls}{failed}), "
+        f"{c.tokens:,} tokens ({c.prompt_tokens:,} prompt + {c.completion_tokens:,} completion), "
+        f"{c.seconds:.1f} s, {c.rounds} rounds · {stop_words(result.stop_reason)} · model {result.model}"
     )
     skipped = ", ".join(f"{n} {reason}" for reason, n in (result.corpus.get("skipped") or {}).items())
     bad = result.corpus.get("bad_encoding") or 0

@@ -161,12 +161,12 @@ def ask_payload(result: Any) -> dict[str, Any]:
             {"id": r.id, "text": r.text, "status": r.status, "value": r.value} for r in result.requirements
         ],
         "cost": {
-            "oracle_calls": cost.get("oracle_calls"),
-            "tokens": cost.get("tokens"),
-            "prompt_tokens": cost.get("prompt_tokens"),
-            "completion_tokens": cost.get("completion_tokens"),
-            "seconds": cost.get("seconds"),
-            "rounds": cost.get("rounds"),
+            "oracle_calls": cost.oracle_calls,
+            "tokens": cost.tokens,
+            "prompt_tokens": cost.prompt_tokens,
+            "completion_tokens": cost.completion_tokens,
+            "seconds": cost.seconds,
+            "rounds": cost.rounds,
         },
         "notes": list(result.notes),
         "model": result.model,

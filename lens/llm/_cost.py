@@ -3,34 +3,11 @@
 from __future__ import annotations
 
 import threading
-from dataclasses import asdict, dataclass, replace
+from dataclasses import replace
+
+from lens._result import Cost
 
 __all__ = ["Cost", "CostMeter"]
-
-
-@dataclass(frozen=True)
-class Cost:
-    """What one question (or one run) spent. Cache hits count as calls with zero tokens."""
-
-    oracle_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cache_hits: int = 0
-    llm_seconds: float = 0.0
-    failed_calls: int = 0  # requests sent that got no usable response (timeouts, 4xx, 5xx, 429), retried or not
-    retries: int = 0  # requests re-sent after a failed attempt (not oracle calls, but paid for)
-    endpoint_errors: int = 0  # calls given up on because the endpoint failed (after their retries)
-    cached_prompt_tokens: int = 0  # prompt tokens the endpoint reused from its prefix cache (part of prompt_tokens)
-
-    @property
-    def tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["tokens"] = self.tokens
-        d["llm_seconds"] = round(self.llm_seconds, 3)
-        return d
 
 
 class CostMeter:

@@ -22,7 +22,7 @@ from lens.loop._reading import Judgement
 __all__ = ["READING_FEATURES", "LOGPROB_FEATURES", "Reading", "reading_features", "subject_named"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Reading:
     """One judgement of window ``window_key`` for requirement ``requirement_id`` in round ``round``: its features,
     the log likelihood ratio the loop applied, and whether it confirmed the window (a named sentence that moved

@@ -36,6 +36,16 @@ Observer = Callable[[str, str, str, Window, Document], "Judgement | None"]
 
 log = logging.getLogger("lens.loop")
 
+
+@dataclass
+class CallEnd:
+    """How a reading's oracle call ended when it did not simply reply: the stop it forces on the loop (budget
+    spent, endpoint failure) and the error it reports, if any. Both None: the call replied (or was not made)."""
+
+    stop: Stop | None = None
+    error: str | None = None
+
+
 PRIOR_RECORD_DEPTH = 100  # documents of each requirement's seed ranking kept as a record (LoopState.prior_record)
 
 
@@ -268,11 +278,11 @@ class Loop:
         record: dict = {"readings": []}
         stop: Stop | None = None
         for req, w, _ in proposal:
-            reading, outcome = self.read(req, w, rnd)
-            if "error" in outcome:
-                record["error"] = outcome["error"]
-            if "stop" in outcome:
-                stop = outcome["stop"]
+            reading, end = self.read(req, w, rnd)
+            if end.error is not None:
+                record["error"] = end.error
+            if end.stop is not None:
+                stop = end.stop
                 break
             record["readings"].append({"fact": req.id, "window": w.key, **_brief(reading)})
         self.settle(outstanding)
@@ -304,35 +314,35 @@ class Loop:
         )
         return stop
 
-    def read(self, req: Requirement, w: Window, rnd: int) -> tuple[Reading | None, dict]:
-        """Read ``w`` for ``req`` and move its belief; None when the call gave no usable reply, with what the call
-        ended in ("stop", "error"). A window is read once per wording of the requirement, usable reply or not."""
+    def read(self, req: Requirement, w: Window, rnd: int) -> tuple[Reading | None, CallEnd]:
+        """Read ``w`` for ``req`` and move its belief; None when the call gave no usable reply, with how the call
+        ended. A window is read once per wording of the requirement, usable reply or not."""
         s = self.state
-        judgement, outcome = self._judge(req, w)
-        if "stop" in outcome:
-            return None, outcome
+        judgement, end = self._judge(req, w)
+        if end.stop is not None:
+            return None, end
         s.admitted.add(w.doc_index)
         s.observed.add((w.key, self._tag(req)))
-        return (None if judgement is None else self._apply(req, w, judgement, rnd)), outcome
+        return (None if judgement is None else self._apply(req, w, judgement, rnd)), end
 
     def settle(self, requirements: list[Requirement]) -> None:
         """After readings: each requirement's value from its favoured confirmed window, then the bridge step."""
         self._settle_values(requirements)
         self._bridge()
 
-    def _judge(self, req: Requirement, w: Window) -> tuple[Judgement | None, dict]:
-        """One reading of ``w`` for ``req`` (one budgeted oracle call, or the simulated observer), and what the
-        call ended in when it gave no reply ("stop", "error")."""
+    def _judge(self, req: Requirement, w: Window) -> tuple[Judgement | None, CallEnd]:
+        """One reading of ``w`` for ``req`` (one budgeted oracle call, or the simulated observer), and how the
+        call ended."""
         s, cfg = self.state, self.config
         doc = s.view.docs[w.doc_index]
         fact = req.resolved_text(s.values, {r.id: r.text for r in s.requirements})
         if self.observer is not None:
-            return self.observer(s.question, req.id, fact, w, doc), {}
-        outcome: dict = {}
+            return self.observer(s.question, req.id, fact, w, doc), CallEnd()
+        end = CallEnd()
 
         def call(messages, max_tokens):
             if self.client is None:
-                outcome["stop"] = Stop.budget(self.budget.exhausted or ["calls"])
+                end.stop = Stop.budget(self.budget.exhausted or ["calls"])
                 return None
             done = budgeted_call(
                 self.budget,
@@ -351,15 +361,15 @@ class Loop:
                 ),
             )
             if done.skipped:
-                outcome["stop"] = Stop.budget(self.budget.exhausted or ["calls"])
+                end.stop = Stop.budget(self.budget.exhausted or ["calls"])
             elif isinstance(done.error, LLMDeadlineError):
-                outcome.update(error="time budget spent", stop=Stop.budget(["time"]))
+                end.error, end.stop = "time budget spent", Stop.budget(["time"])
             elif done.error is not None:
-                outcome.update(error=str(done.error), stop=Stop(StopReason.LLM_ERROR))
+                end.error, end.stop = str(done.error), Stop(StopReason.LLM_ERROR)
             return done.reply
 
         judgement = read_window(s.question, fact, w, doc, call, kind=answer_type(fact), subject=self._subject(req))
-        return judgement, outcome
+        return judgement, end
 
     def _apply(self, req: Requirement, w: Window, j: Judgement, rnd: int) -> Reading:
         """Move ``w``'s belief for ``req`` by the reading's likelihood ratio; a named sentence that moves it up
@@ -375,20 +385,20 @@ class Loop:
         confirmed = j.found and log_lr > 0
         s.beliefs[req.id].update(w.key, log_lr, confirmed=confirmed, value=j.value if confirmed else "")
         reading = Reading(
-            rnd,
-            req.id,
-            text,
-            w.key,
-            j.found,
-            feats,
-            log_lr,
-            with_lp,
-            j.value,
-            j.sentence,
-            j.quote,
-            confirmed,
-            j.top,
-            j.reply,
+            round=rnd,
+            requirement_id=req.id,
+            requirement=text,
+            window_key=w.key,
+            found=j.found,
+            features=feats,
+            log_lr=log_lr,
+            logprobs=with_lp,
+            value=j.value,
+            sentence=j.sentence,
+            quote=j.quote,
+            confirmed=confirmed,
+            top=j.top,
+            reply=j.reply,
         )
         s.readings.append(reading)
         if confirmed:

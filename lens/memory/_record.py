@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import asdict
 
 from lens._config import LensConfig
-from lens._result import AskResult, RequirementStatus
+from lens._result import AskResult, QuestionCost, RequirementStatus
 from lens.answer._answer import Answered
 from lens.llm._llm import rejected_every_call
 from lens.loop._loop import Loop, LoopState
@@ -70,8 +71,8 @@ def result(
 ) -> AskResult:
     state = loop.state
     run.report("done")
-    cost = run.meter.cost.to_dict()
-    cost.update(
+    cost = QuestionCost(
+        **asdict(run.meter.cost),
         seconds=round(time.monotonic() - run.started, 3),
         rounds=run.budget.rounds,
         max_oracle_calls=run.budget.max_calls(),
@@ -81,7 +82,7 @@ def result(
         question=run.question,
         answer=answered.answer,
         best_effort=best_effort,
-        intent=state.decomposition.intent,
+        intent=state.decomposition.intent.value,
         requirements=status,
         evidence=answered.evidence,
         trace=state.trace,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any, Callable, Literal, Sequence
 
 from pydantic import BaseModel, Field, field_validator
@@ -37,8 +38,23 @@ __all__ = [
     "question_intent",
 ]
 
-Intent = Literal["lookup", "bridge", "comparison", "aggregation", "computation"]
-INTENTS: tuple[str, ...] = ("lookup", "bridge", "comparison", "aggregation", "computation")
+
+class Intent(str, Enum):
+    """What a question asks of its facts; it sets the stopping threshold's factor γ (``loop.gamma``) and how the
+    answer is made (comparisons and computations from the extracted values, in code). A ``str``: it equals, and
+    serialises as, its name."""
+
+    LOOKUP = "lookup"
+    BRIDGE = "bridge"
+    COMPARISON = "comparison"
+    AGGREGATION = "aggregation"
+    COMPUTATION = "computation"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+INTENTS: tuple[str, ...] = tuple(i.value for i in Intent)
 MAX_REQUIREMENTS = 4
 _REF = re.compile(r"#?R(\d+)\b|#(\d+)\b")
 _REF_TOKEN = re.compile(r"#R\d+")  # an unresolved reference left in a resolved text
@@ -113,9 +129,14 @@ class Requirement:
 
 @dataclass
 class Decomposition:
-    intent: str
+    """The question's intent and its requirements; ``source`` says whether the LLM's split or the code's."""
+
+    intent: Intent
     requirements: list[Requirement]
     source: Literal["llm", "heuristic"]
+
+    def __post_init__(self) -> None:
+        self.intent = Intent(self.intent)  # a name given as a string
 
     def to_dict(self) -> dict[str, Any]:
         return {"intent": self.intent, "source": self.source, "requirements": [r.to_dict() for r in self.requirements]}
@@ -305,15 +326,15 @@ def from_reply(question: str, reply: DecompositionReply) -> Decomposition:
     return Decomposition(_intent_of(question, reqs), reqs, "llm")
 
 
-def _intent_of(question: str, reqs: list[Requirement]) -> str:
+def _intent_of(question: str, reqs: list[Requirement]) -> Intent:
     """Intent from the wording and the facts' structure; the model's own label is unreliable (small models
     call most multi-fact questions comparisons), so it is not used."""
     worded = _question_intent(question)
     if worded:
-        return worded
+        return Intent(worded)
     if any(r.depends_on for r in reqs) or len(reqs) > 1:
-        return "bridge"
-    return "lookup"
+        return Intent.BRIDGE
+    return Intent.LOOKUP
 
 
 def _names(text: str, question: str) -> list[str]:
@@ -330,9 +351,9 @@ def heuristic_decomposition(question: str) -> Decomposition:
         pair = names[-2:]
         attr = " ".join(content_terms(question)[:6])
         reqs = [Requirement(f"R{i}", f"{attr} — {n}", [n], None, n) for i, n in enumerate(pair, 1)]
-        return Decomposition("comparison", reqs, "heuristic")
+        return Decomposition(Intent.COMPARISON, reqs, "heuristic")
     return Decomposition(
-        "lookup",
+        Intent.LOOKUP,
         [Requirement("R1", question.strip(), names[:4] or content_terms(question)[:6])],
         "heuristic",
     )

@@ -235,7 +235,7 @@ def test_loop_does_not_stop_while_one_requirement_is_unresolved(run_agent, light
     # ends futile or at the budget
     readings = [(r["fact"], r["window"]) for t in result.trace for r in t.observation["readings"]]
     assert len(readings) == len(set(readings)) and [f for f, _ in readings].count("R1") == 1
-    assert result.cost["rounds"] <= 8 and result.stop_reason.split(":")[0] in ("futile", "budget")
+    assert result.cost.rounds <= 8 and result.stop_reason.split(":")[0] in ("futile", "budget")
     assert result.best_effort
     assert [r.status for r in result.requirements] == ["certified", "unresolved"]
 
@@ -246,8 +246,8 @@ def test_a_spent_budget_gives_a_flagged_best_effort_answer(run_agent, harbour):
         oracle, BRIDGE_Q, harbour, cfg=config(budget__max_rounds=1, prior__candidates=2, loop__readings_per_round=1)
     )
     assert result.best_effort
-    assert result.cost["rounds"] == 1
-    assert result.cost["oracle_calls"] <= result.cost["max_oracle_calls"] == 4 + 2 * 1
+    assert result.cost.rounds == 1
+    assert result.cost.oracle_calls <= result.cost.max_oracle_calls == 4 + 2 * 1
 
 
 @st.composite
@@ -286,9 +286,9 @@ def test_oracle_calls_never_exceed_c0_plus_c1_times_rounds(make_client, harbour,
         router.post(CHAT_URL).mock(side_effect=oracle.reply)
         result = Agent(cfg, client=make_client(max_retries=0)).ask(BRIDGE_Q, harbour)
     c0, c1 = cfg.budget.c0, cfg.budget.c1
-    assert result.cost["rounds"] <= script["rounds"]
-    assert result.cost["oracle_calls"] == len(oracle.calls)
-    assert result.cost["oracle_calls"] <= c0 + c1 * result.cost["rounds"]
+    assert result.cost.rounds <= script["rounds"]
+    assert result.cost.oracle_calls == len(oracle.calls)
+    assert result.cost.oracle_calls <= c0 + c1 * result.cost.rounds
 
 
 # --------------------------------------------------------------------------- freshness
@@ -523,8 +523,8 @@ def test_a_failing_llm_call_gives_a_best_effort_result_with_its_cost(run_agent, 
     )
     result = run_agent(oracle, q, lights)
     assert result.answer == "Agnes Rook"  # the verified value stands in for the failed synthesis
-    assert result.cost["oracle_calls"] + result.cost["failed_calls"] == len(oracle.calls)
-    assert result.cost["failed_calls"] == 1
+    assert result.cost.oracle_calls + result.cost.failed_calls == len(oracle.calls)
+    assert result.cost.failed_calls == 1
     assert any(s.get("stage") == "synthesis" and "error" in s for s in result.stages)
 
 

@@ -73,7 +73,20 @@ def believe(state: LoopState, rid: str, weights: dict[Window, float]) -> None:
 
 def find(state: LoopState, rid: str, w: Window, sentence: int) -> None:
     """A confirming reading of ``w`` for ``rid`` that named ``sentence``."""
-    reading = Reading(1, rid, f"fact {rid}", w.key, True, {}, 1.0, True, "value", sentence, "quote", True)
+    reading = Reading(
+        round=1,
+        requirement_id=rid,
+        requirement=f"fact {rid}",
+        window_key=w.key,
+        found=True,
+        features={},
+        log_lr=1.0,
+        logprobs=True,
+        value="value",
+        sentence=sentence,
+        quote="quote",
+        confirmed=True,
+    )
     state.findings.setdefault(rid, []).append(reading)
 
 

@@ -46,11 +46,11 @@ def test_the_agent_reports_every_stage_with_the_cost_so_far(make_client, lights)
     stages = [p.stage for p in seen]
     assert stages[:2] == ["scan", "decomposition"] and stages[-1] == "done"
     rounds = [p.round for p in seen if p.stage == "round"]
-    assert rounds == list(range(1, result.cost["rounds"] + 1))  # one report as each round starts
+    assert rounds == list(range(1, result.cost.rounds + 1))  # one report as each round starts
     assert all(p.max_rounds == config().budget.max_rounds for p in seen)
     calls = [p.oracle_calls for p in seen]
-    assert calls == sorted(calls) and calls[-1] == result.cost["oracle_calls"]
-    assert seen[-1].tokens == result.cost["tokens"] and seen[0].oracle_calls == 0
+    assert calls == sorted(calls) and calls[-1] == result.cost.oracle_calls
+    assert seen[-1].tokens == result.cost.tokens and seen[0].oracle_calls == 0
 
 
 def test_a_failing_watcher_does_not_break_the_question(make_client, lights):  # noqa: F811
@@ -64,7 +64,7 @@ def test_a_failing_watcher_does_not_break_the_question(make_client, lights):  # 
         router.post(CHAT_URL).mock(side_effect=oracle.reply)
         agent = Agent(config(), client=make_client(max_retries=0), progress=broken)
         result = agent.ask("Who was the first keeper of Calder Point Light?", lights)
-    assert result.cost["oracle_calls"] >= 1
+    assert result.cost.oracle_calls >= 1
 
 
 def test_the_terminal_line_is_redrawn_and_erased_at_the_end():

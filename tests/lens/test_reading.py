@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from lens._agent import Agent
 from lens._config import FEATURE_RANGE, READING_FEATURES, UNCALIBRATED, ReadingModel, load_config
-from lens._result import AskResult, RequirementStatus, RoundTrace
+from lens._result import AskResult, QuestionCost, RequirementStatus, RoundTrace
 from lens.faces._cli import main
 from lens.loop._grading import reading_features
 from lens.loop._reading import Judgement, read_window, reading_messages
@@ -281,7 +281,7 @@ def test_more_readings_per_round_than_c1_is_a_config_error():
 def test_a_strong_graded_signal_certifies_and_stops_early(make_client, harbour):
     result = ask(make_client, config(STRONG), harbour, confident(0.99))
     assert result.stop_reason == "certified" and not result.best_effort
-    assert result.cost["rounds"] < config(STRONG).budget.max_rounds
+    assert result.cost.rounds < config(STRONG).budget.max_rounds
     assert [r.status for r in result.requirements] == ["certified", "certified"]
     assert result.answer == "1887"
     cited = next(e for e in result.evidence if e.path == "yards/osk-yard.txt")
@@ -355,9 +355,9 @@ def test_oracle_calls_stay_within_c0_plus_c1_times_rounds_for_every_model(
     cfg = config(m, budget__max_rounds=rounds, loop__readings_per_round=per_round)
     oracle = confident(p) if p else bridge_oracle()
     result = ask(make_client, cfg, harbour, oracle)
-    assert result.cost["rounds"] <= rounds
-    assert result.cost["oracle_calls"] == len(oracle.calls)
-    assert result.cost["oracle_calls"] <= cfg.budget.c0 + cfg.budget.c1 * result.cost["rounds"]
+    assert result.cost.rounds <= rounds
+    assert result.cost.oracle_calls == len(oracle.calls)
+    assert result.cost.oracle_calls <= cfg.budget.c0 + cfg.budget.c1 * result.cost.rounds
 
 
 def _strict(word: str):
@@ -396,14 +396,14 @@ def test_an_ask_result_holding_nan_and_infinity_serialises_as_strict_json():
         requirements=[RequirementStatus("R1", "r", "unresolved", None, math.nan, ())],
         evidence=[],
         trace=[trace],
-        cost={"seconds": math.inf, "rounds": 1},
+        cost=QuestionCost(seconds=math.inf, rounds=1),
         corpus={},
         config_hash="c",
         model="m",
         stop_reason="budget",
     )
     got = json.loads(result.to_json(), parse_constant=_strict)
-    assert got["cost"] == {"seconds": None, "rounds": 1} and got["requirements"][0]["glr"] is None
+    assert got["cost"]["seconds"] is None and got["cost"]["rounds"] == 1 and got["requirements"][0]["glr"] is None
     assert got["trace"][0]["observation"]["readings"] == [{"score": None, "top": [["2", None]]}]
     assert got["trace"][0]["glr"] == {"R1": None}
 

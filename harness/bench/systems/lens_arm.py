@@ -41,15 +41,15 @@ def lens_details(result: Any) -> dict[str, Any]:
         "memory_entries": list(result.memory_entries),
         # how the answer was made: the comparison computed in code, the answer-span step, the calls' stages
         "stages": list(result.stages),
-        "rounds": cost.get("rounds"),
+        "rounds": cost.rounds,
         # every reading the loop made: (requirement, window, sentence named, value, log LR, confirmed)
         "readings": [
             {k: r.get(k) for k in ("fact", "window", "sentence", "value", "score", "log_lr", "confirmed")}
             for t in result.trace
             for r in t.observation.get("readings", [])
         ],
-        "max_oracle_calls": cost.get("max_oracle_calls"),
-        "agent_seconds": cost.get("seconds"),
+        "max_oracle_calls": cost.max_oracle_calls,
+        "agent_seconds": cost.seconds,
         "model": result.model,
         "notes": list(result.notes),
     }
@@ -96,10 +96,10 @@ def prediction_from_result(result: Any, folder: str | Path, system: str = "lens"
         retrieved=list(retrieved.values()),
         evidence=evidence,
         supporting_facts=support,
-        prompt_tokens=int(cost.get("prompt_tokens", 0)),
-        completion_tokens=int(cost.get("completion_tokens", 0)),
-        oracle_calls=int(cost.get("oracle_calls", 0)),
-        cache_hits=int(cost.get("cache_hits", 0)),
+        prompt_tokens=int(cost.prompt_tokens),
+        completion_tokens=int(cost.completion_tokens),
+        oracle_calls=int(cost.oracle_calls),
+        cache_hits=int(cost.cache_hits),
         details=lens_details(result),
     )
 
@@ -135,7 +135,7 @@ class LensSystem(System):
                 endpoint_failure=is_endpoint_failure(exc),
             )
         pred = prediction_from_result(result, self.folder, self.name)
-        if result.cost.get("endpoint_errors"):  # a best-effort answer the endpoint degraded: not a result
+        if result.cost.endpoint_errors:  # a best-effort answer the endpoint degraded: not a result
             pred.endpoint_failure = True
             pred.error = pred.error or "endpoint: " + "; ".join(n for n in result.notes if "endpoint" in n)
         return pred

@@ -8,6 +8,7 @@ from pathlib import Path
 from harness.bench.systems import LensSystem, prediction_from_result
 from harness.bench.systems.corpus import read_snapshot_doc
 from lens import AskResult, Evidence, RequirementStatus
+from lens.parts import QuestionCost
 
 
 def evidence(path, title, first_line, last_line, text="t") -> Evidence:
@@ -24,14 +25,7 @@ def result(ev, answer="Tallow03", cost=None) -> AskResult:
         evidence=ev,
         trace=[],
         cost=cost
-        or {
-            "oracle_calls": 5,
-            "prompt_tokens": 100,
-            "completion_tokens": 20,
-            "cache_hits": 1,
-            "seconds": 2.0,
-            "rounds": 2,
-        },
+        or QuestionCost(oracle_calls=5, prompt_tokens=100, completion_tokens=20, cache_hits=1, seconds=2.0, rounds=2),
         corpus={},
         config_hash="c",
         model="m",
