@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 from rapidfuzz import fuzz, process
@@ -16,7 +16,7 @@ from lens._config import PriorSettings
 from lens._terms import STOPWORDS, base_title, capitalised_spans, content_terms, title_key, tokens
 from lens.reader._view import CorpusView
 
-__all__ = ["PriorScore", "Prior", "merge_round_robin"]
+__all__ = ["PriorScore", "Prior", "Signal", "SIGNALS", "merge_round_robin"]
 
 
 @dataclass(frozen=True)
@@ -26,6 +26,21 @@ class PriorScore:
     index: int
     score: float
     signals: Mapping[str, float]
+
+
+@dataclass(frozen=True)
+class Query:
+    """What every signal sees of one scoring: the question, the requirement's cues, the terms looked up (cue terms
+    first) and their hits, the memory's signal by document, and how many candidates are wanted."""
+
+    question: str
+    cues: list[str]
+    terms: list[str]
+    cue_terms: list[str]
+    q_terms: list[str]
+    hits: tuple[np.ndarray, np.ndarray]
+    memory: Mapping[int, float]
+    limit: int
 
 
 def _idf(counts: np.ndarray, n_docs: int) -> np.ndarray:
@@ -88,20 +103,14 @@ class Prior:
         terms = list(dict.fromkeys(cue_terms + q_terms))
         if not terms:
             terms = list(dict.fromkeys(tokens(question)))[:8]
-        hits = view.term_hits(terms)
-        signals: dict[str, np.ndarray] = {"lexical": s.lexical_weight * self._lexical(hits, terms, cue_terms, q_terms)}
-        total = signals["lexical"]
-        if not self.lexical_only:
-            signals["title"] = s.title_weight * self._title(question, cues, terms, hits)
-            total = total + signals["title"]
-            signals["layout"] = s.layout_weight * self._layout(total, terms, limit)
-            total = total + signals["layout"]
-            if s.link_hop:
-                signals["hop"] = s.title_weight * s.hop_weight * self._link_hop(total, q_terms + cue_terms)
-                total = total + signals["hop"]
-            if memory:
-                signals["memory"] = s.memory_weight * self._memory(memory)
-                total = total + signals["memory"]
+        query = Query(question, cues, terms, cue_terms, q_terms, view.term_hits(terms), memory or {}, limit)
+        signals: dict[str, np.ndarray] = {}
+        total = np.zeros(len(view))
+        for signal in SIGNALS:  # in order: a signal may read the total of those before it
+            if (self.lexical_only and signal.name != "lexical") or not signal.enabled(s, query):
+                continue
+            signals[signal.name] = signal.weight(s) * signal.compute(self, query, total)
+            total = total + signals[signal.name]
         order = np.lexsort((np.arange(len(view)), -total))[:limit]
         return [
             PriorScore(int(i), float(total[i]), {k: float(v[i]) for k, v in signals.items() if v[i]})
@@ -110,21 +119,19 @@ class Prior:
         ]
 
     # ---------------------------------------------------------------- signals
-    def _lexical(
-        self, hits: tuple[np.ndarray, np.ndarray], terms: list[str], cue_terms: list[str], q_terms: list[str]
-    ) -> np.ndarray:
+    def _lexical(self, q: Query, total: np.ndarray) -> np.ndarray:
         """BM25 of the terms, a term only the cues name weighted up; scaled so the best document has 1."""
         s = self.settings
+        hits, terms, cue_terms, q_terms = q.hits, q.terms, q.cue_terms, q.q_terms
         weights = np.array([s.cue_term_weight if t in set(cue_terms) and t not in set(q_terms) else 1.0 for t in terms])
         lexical = _bm25(hits, self.view.lengths, self.view.avg_len, weights, s.bm25_k1, s.bm25_b)
         top_lex = float(lexical.max()) if lexical.size else 0.0
         return lexical / top_lex if top_lex > 0 else lexical
 
-    def _title(
-        self, question: str, cues: list[str], terms: list[str], hits: tuple[np.ndarray, np.ndarray]
-    ) -> np.ndarray:
+    def _title(self, q: Query, total: np.ndarray) -> np.ndarray:
         """Titles named in the question or cues (as specific as the name), then fuzzy name matches."""
         view, s = self.view, self.settings
+        question, cues, terms, hits = q.question, q.cues, q.terms, q.hits
         title = np.zeros(len(view))
         named = " \n ".join([question, *cues])
         idf = _idf(hits[1], len(view))
@@ -151,8 +158,9 @@ class Prior:
                 title[idx] = max(title[idx], s.fuzzy_title_weight * sim)
         return title
 
-    def _layout(self, total: np.ndarray, terms: list[str], limit: int) -> np.ndarray:
+    def _layout(self, q: Query, total: np.ndarray) -> np.ndarray:
         """The share of the terms in the title line of the best documents so far."""
+        terms, limit = q.terms, q.limit
         layout = np.zeros(len(self.view))
         term_set = set(terms)
         for idx in np.argsort(-total)[: max(limit * 5, self.settings.layout_pool)]:
@@ -161,9 +169,10 @@ class Prior:
                 layout[idx] = len(head & term_set) / len(term_set)
         return layout
 
-    def _memory(self, memory: Mapping[int, float]) -> np.ndarray:
+    def _memory(self, q: Query, total: np.ndarray) -> np.ndarray:
+        """Past questions' confirmed windows: each document's best lookup similarity × posterior."""
         mem = np.zeros(len(self.view))
-        for idx, sim in memory.items():
+        for idx, sim in q.memory.items():
             mem[idx] = max(mem[idx], sim)
         return mem
 
@@ -183,9 +192,10 @@ class Prior:
         hits = process.extract(span, self.view.title_keys, scorer=fuzz.ratio, limit=5, score_cutoff=cutoff)
         return [(idx, score / 100.0) for _, score, idx in hits]
 
-    def _link_hop(self, total: np.ndarray, q_terms: Sequence[str]) -> np.ndarray:
+    def _link_hop(self, q: Query, total: np.ndarray) -> np.ndarray:
         """Titles named in the best documents, weighted by how much of the question they share."""
         view, s = self.view, self.settings
+        q_terms = q.q_terms + q.cue_terms
         hop = np.zeros(len(view))
         seeds = np.lexsort((np.arange(len(view)), -total))[: s.link_hop_seeds]
         qset = set(q_terms)
@@ -201,6 +211,32 @@ class Prior:
                 overlap = len(qset & set(tokens(view.docs[idx].text[:2000]))) / max(len(qset), 1)
                 hop[idx] = max(hop[idx], overlap / (1 + rank))
         return hop
+
+
+@dataclass(frozen=True)
+class Signal:
+    """One signal of the prior: its name in the trace, its weight from the settings, when it applies, and its
+    value per document (0..1) given the query and the total of the signals before it."""
+
+    name: str
+    weight: Callable[[PriorSettings], float]
+    enabled: Callable[[PriorSettings, Query], bool]
+    compute: Callable[[Prior, Query, np.ndarray], np.ndarray]
+
+
+def _always(settings: PriorSettings, query: Query) -> bool:
+    return True
+
+
+# The prior's signals in the order they are summed (a later one may read the total so far). A new signal is one
+# function of (Prior, Query, total) and one weight setting; the lexical-only ablation keeps "lexical" alone.
+SIGNALS: tuple[Signal, ...] = (
+    Signal("lexical", lambda s: s.lexical_weight, _always, Prior._lexical),
+    Signal("title", lambda s: s.title_weight, _always, Prior._title),
+    Signal("layout", lambda s: s.layout_weight, _always, Prior._layout),
+    Signal("hop", lambda s: s.title_weight * s.hop_weight, lambda s, q: s.link_hop, Prior._link_hop),
+    Signal("memory", lambda s: s.memory_weight, lambda s, q: bool(q.memory), Prior._memory),
+)
 
 
 def merge_round_robin(lists: Sequence[Sequence[int]], depth: int) -> list[int]:
