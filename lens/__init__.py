@@ -16,6 +16,7 @@ _EXPORTS = {
     # asking
     "Agent": "lens._agent",
     "ask": "lens._agent",
+    "Cancelled": "lens._agent",
     "AskResult": "lens._result",
     "Evidence": "lens._result",
     "RequirementStatus": "lens._result",

@@ -11,6 +11,7 @@ make it write, delete, or call anything else.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from dataclasses import dataclass
 from functools import partial
@@ -36,11 +37,40 @@ from lens.reader._corpus import CorpusScan
 from lens.reader._filestats import survey_corpus
 from lens.reader._view import CorpusView
 
-__all__ = ["Agent", "ask", "MAX_QUESTION_CHARS", "Pipeline"]
+__all__ = ["Agent", "ask", "Cancelled", "MAX_QUESTION_CHARS", "Pipeline"]
 
 # a question is one or a few sentences (HotpotQA's longest: 223 characters); a longer one is refused up front
 # rather than costing the prior and the prompts time and tokens in proportion to its length
 MAX_QUESTION_CHARS = 4000
+
+
+class Cancelled(LensError):
+    """The question was cancelled (``Agent.ask(cancel=event)``, the event set): raised instead of its next LLM
+    call, so the call in flight is the last one made."""
+
+
+class _CancellableClient:
+    """An LLM client for one question: each call first checks that the question was not cancelled."""
+
+    def __init__(self, client: LLMClient, cancel: threading.Event) -> None:
+        self._client = client
+        self._cancel = cancel
+
+    def __getattr__(self, name: str) -> Any:  # model, base_url, settings, …: the wrapped client's
+        return getattr(self._client, name)
+
+    def _check(self) -> None:
+        if self._cancel.is_set():
+            raise Cancelled("the question was cancelled")
+
+    def chat(self, *args: Any, **kwargs: Any) -> Any:
+        self._check()
+        return self._client.chat(*args, **kwargs)
+
+    def chat_json(self, *args: Any, **kwargs: Any) -> Any:
+        self._check()
+        # the client's own chat_json with this object as ``self``: its repair request also comes through chat
+        return type(self._client).chat_json(self, *args, **kwargs)
 
 
 @dataclass(frozen=True)
@@ -98,16 +128,18 @@ class Agent:
         eligible: Eligibility | None = None,
         position: int | None = None,
         record: bool = True,
+        cancel: threading.Event | None = None,
     ) -> AskResult:
         """Answer ``question`` from the folder ``path`` as it is now.
 
         ``eligible`` selects which memory entries may be read (default: every earlier entry); ``position`` is
         this query's stream position (default: next in the memory log); ``record`` appends confirmed evidence
-        to the memory. Raises LensError for an empty question or one over ``MAX_QUESTION_CHARS``, CorpusError
-        for an unusable folder and LLMError when the LLM is unreachable.
+        to the memory; ``cancel``: once set, the question stops before its next LLM call (:class:`Cancelled`).
+        Raises LensError for an empty question or one over ``MAX_QUESTION_CHARS``, CorpusError for an unusable
+        folder, LLMError when the LLM is unreachable and Cancelled when cancelled.
         """
         pipeline = Pipeline.of(self.config)
-        run, scan, view = self._open(question, path)
+        run, scan, view = self._open(question, path, cancel)
         decomposition = decompose(question, partial(run.fixed_call, keep=1, stage="decomposition"))
         loop, pos, memory = self._prime(run, view, decomposition, pipeline, eligible=eligible, position=position)
         stop = explore(run, loop, enabled=pipeline.explore)
@@ -139,7 +171,9 @@ class Agent:
         return result(run, scan, loop, explored, status, self.config, best_effort=len(certified) < len(status))
 
     # ------------------------------------------------------------------ the stages' inputs
-    def _open(self, question: str, path: str | os.PathLike[str]) -> tuple[QuestionRun, CorpusScan, CorpusView]:
+    def _open(
+        self, question: str, path: str | os.PathLike[str], cancel: threading.Event | None = None
+    ) -> tuple[QuestionRun, CorpusScan, CorpusView]:
         """The question checked, its budget opened and the folder scanned as it is now."""
         cfg = self.config
         _check(question, cfg, path)
@@ -150,7 +184,7 @@ class Agent:
             meter,
             Budget(cfg.budget, meter),
             cfg.llm,
-            lambda: self.client,
+            (lambda: self.client) if cancel is None else (lambda: _CancellableClient(self.client, cancel)),
             progress=self.progress,
         )
         run.report("scan")
@@ -197,7 +231,7 @@ class Agent:
         run.stages.append({"stage": "reading-model", "calibrated": calibrated, "n": reading_model.n})
         loop = Loop(
             state,
-            client=self.client if observer is None else self._client,
+            client=run.client() if observer is None else self._client,
             config=cfg,
             budget=run.budget,
             meter=run.meter,

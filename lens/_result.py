@@ -142,6 +142,20 @@ def _finite(value: Any) -> Any:
     return value
 
 
+_BRIEF = (
+    "answer",
+    "best_effort",
+    "answer_verified",
+    "stop_reason",
+    "evidence",
+    "requirements",
+    "cost",
+    "notes",
+    "model",
+    "config_hash",
+)
+
+
 @dataclass
 class AskResult:
     question: str
@@ -187,6 +201,12 @@ class AskResult:
             "trace": [t.to_dict() for t in self.trace] if trace else [],
         }
         return _finite(out)
+
+    def brief(self) -> dict[str, Any]:
+        """The result as a front end shows it (the MCP ``ask`` tool, the web page): answer, flags, stop reason,
+        evidence, requirements, cost, notes, model and configuration hash — no trace, stages or memory entries."""
+        full = self.to_dict(trace=False)
+        return {k: full[k] for k in _BRIEF}
 
     def to_json(self, *, trace: bool = True, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(trace=trace), ensure_ascii=False, indent=indent, allow_nan=False)

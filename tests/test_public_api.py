@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PUBLIC = [
     "Agent",
     "AskResult",
+    "Cancelled",
     "ConfigError",
     "Eligibility",
     "EndpointRefusedError",

@@ -36,6 +36,7 @@ from lens._agent import Agent
 from lens._config import LensConfig, config_from_args
 from lens._errors import LensError
 from lens._progress import Progress
+from lens._result import AskResult
 from lens.llm._llm import open_client
 from lens.reader._corpus import scan_corpus
 
@@ -106,72 +107,10 @@ class Roots:
         return real
 
 
-class _Cancelled(LensError):
-    """The client cancelled the question or left; raised instead of its next LLM call."""
-
-
-class _CancellableClient:
-    """The shared LLM client, for one question: each call first checks that the client still waits for it."""
-
-    def __init__(self, client: Any, cancelled: threading.Event) -> None:
-        self._client = client
-        self._cancelled = cancelled
-
-    def __getattr__(self, name: str) -> Any:  # model, base_url, settings, …: the shared client's
-        return getattr(self._client, name)
-
-    def _check(self) -> None:
-        if self._cancelled.is_set():
-            raise _Cancelled("the client cancelled the question")
-
-    def chat(self, *args: Any, **kwargs: Any) -> Any:
-        self._check()
-        return self._client.chat(*args, **kwargs)
-
-    def chat_json(self, *args: Any, **kwargs: Any) -> Any:
-        self._check()
-        # the client's own chat_json with this object as ``self``: its repair request also comes through chat
-        return type(self._client).chat_json(self, *args, **kwargs)
-
-
-def ask_payload(result: Any) -> dict[str, Any]:
-    """What the ``ask`` tool returns: the answer, its flags, the cited evidence and the cost (no trace)."""
-    cost = result.cost
-    return {
-        "answer": result.answer,
-        "best_effort": result.best_effort,
-        "answer_verified": result.answer_verified,
-        "stop_reason": result.stop_reason,
-        "evidence": [
-            {
-                "id": e.id,
-                "path": e.path,
-                "title": e.title,
-                "line_start": e.line_start,
-                "line_end": e.line_end,
-                "citation": e.citation,
-                "sha256": e.sha256,
-                "status": e.status,
-                "requirements": list(e.requirements),
-                "text": e.text,
-            }
-            for e in result.evidence
-        ],
-        "requirements": [
-            {"id": r.id, "text": r.text, "status": r.status, "value": r.value} for r in result.requirements
-        ],
-        "cost": {
-            "oracle_calls": cost.oracle_calls,
-            "tokens": cost.tokens,
-            "prompt_tokens": cost.prompt_tokens,
-            "completion_tokens": cost.completion_tokens,
-            "seconds": cost.seconds,
-            "rounds": cost.rounds,
-        },
-        "notes": list(result.notes),
-        "model": result.model,
-        "config_hash": result.config_hash,
-    }
+def ask_payload(result: AskResult) -> dict[str, Any]:
+    """What the ``ask`` tool returns: the result's brief form (answer, flags, evidence, requirements, cost, notes;
+    no trace)."""
+    return result.brief()
 
 
 def build_server(config: "LensConfig", roots: Roots, *, client: Any = None):
@@ -215,8 +154,8 @@ def build_server(config: "LensConfig", roots: Roots, *, client: Any = None):
                 anyio.from_thread.run(ctx.report_progress, float(p.round), float(p.max_rounds), p.line())
 
         def run() -> Any:  # the scan checks the folder again as it opens it: it may have changed since
-            client = _CancellableClient(llm(), cancelled)
-            return Agent(config, client=client, progress=progress, within=roots.paths).ask(question, where)
+            agent = Agent(config, client=llm(), progress=progress, within=roots.paths)
+            return agent.ask(question, where, cancel=cancelled)
 
         try:
             # abandon_on_cancel: a cancel reaches this coroutine at once, not when the question ends

@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import random
+import threading
 from pathlib import Path
 
 import pytest
@@ -561,3 +562,33 @@ def test_the_prior_candidates_and_the_memory_read_are_recorded_as_stages(run_age
     second = run_agent(oracle, q, lights, memory=memory)
     (read,) = [st for st in second.stages if st["stage"] == "memory"]
     assert read["served"] >= 1 and read["requirements_served"] == 1
+
+
+# --------------------------------------------------------------------------- cancellation
+
+
+def test_a_cancelled_question_stops_before_its_next_llm_call(make_client, harbour):
+    """The agent owns cancellation (the MCP server and the web page share it): once the event is set, the next
+    LLM call raises Cancelled instead of being made."""
+    from lens import Cancelled
+
+    oracle = bridge_oracle()
+    cancel = threading.Event()
+    seen = []
+
+    def progress(p):
+        seen.append(p.stage)
+        if p.stage == "round":  # cancel as the first loop round starts: the decomposition was the only call
+            cancel.set()
+
+    with respx.mock(assert_all_called=False) as router:
+        router.post(CHAT_URL).mock(side_effect=oracle.reply)
+        agent = Agent(config(), client=make_client(max_retries=0), progress=progress)
+        with pytest.raises(Cancelled):
+            agent.ask(BRIDGE_Q, harbour, cancel=cancel)
+    assert oracle.calls == ["decomposition"] and "round" in seen
+
+
+def test_an_uncancelled_event_changes_nothing(run_agent, harbour):
+    result = run_agent(bridge_oracle(), BRIDGE_Q, harbour, cancel=threading.Event())
+    assert result.answer == "1887"
