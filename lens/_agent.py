@@ -26,7 +26,7 @@ from lens.answer._answer import Answered, answer, consolidated
 from lens.llm._cost import CostMeter
 from lens.llm._llm import LLMClient, open_client
 from lens.loop._budget import Budget
-from lens.loop._loop import Loop, LoopState, Observer, explore
+from lens.loop._loop import Loop, Observer, assemble_loop, explore
 from lens.loop._run import QuestionRun
 from lens.memory._memory import Eligibility, MemoryLogError, MemoryStore, all_past, memory_key, memory_signals
 from lens.memory._record import record as record_stage
@@ -219,26 +219,20 @@ class Agent:
             run.notes.append(f"memory: {exc}; answered without it, and nothing was written to it")
             run.stages.append({"stage": "memory", "error": str(exc)})
             pos, memory, signal = position or 0, None, {}
-        state = LoopState(
-            question=run.question,
-            decomposition=decomposition,
-            view=view,
-            prior=Prior(view, cfg.prior, lexical_only=pipeline.lexical_prior, deadline=run.budget.deadline),
-            memory_signal=signal,
-        )
-        reading_model = cfg.reading_model()
-        calibrated = cfg.llm.served_model in cfg.loop.reading_model
-        run.stages.append({"stage": "reading-model", "calibrated": calibrated, "n": reading_model.n})
-        loop = Loop(
-            state,
+        loop = assemble_loop(
+            run.question,
+            decomposition,
+            Prior(view, cfg.prior, lexical_only=pipeline.lexical_prior, deadline=run.budget.deadline),
+            cfg,
             client=run.client() if observer is None else self._client,
-            config=cfg,
-            budget=run.budget,
             meter=run.meter,
-            model=reading_model,
+            budget=run.budget,
+            memory_signal=signal,
             observer=observer,
             on_round=partial(run.report, "round"),
         )
+        calibrated = cfg.llm.served_model in cfg.loop.reading_model
+        run.stages.append({"stage": "reading-model", "calibrated": calibrated, "n": loop.model.n})
         return loop, pos, memory
 
     def _read_memory(

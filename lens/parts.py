@@ -35,6 +35,7 @@ _EXPORTS = {
     # the loop and its state, run piece by piece (calibration reads windows through the loop's own reading)
     "Loop": "lens.loop._loop",
     "LoopState": "lens.loop._loop",
+    "assemble_loop": "lens.loop._loop",
     "Budget": "lens.loop._budget",
     "ELSEWHERE": "lens.loop._beliefs",
     "Stop": "lens.loop._stop",

@@ -67,6 +67,7 @@ def test_the_readme_python_api_section_names_only_public_api():
 PARTS = [
     "AnswerSpan",
     "Budget",
+    "assemble_loop",
     "CorpusScan",
     "CorpusView",
     "Cost",

@@ -28,7 +28,7 @@ from lens.reader._corpus import Document
 from lens.reader._view import CorpusView
 from lens.reader._windows import Window, windows_for
 
-__all__ = ["LoopState", "Loop", "Observer", "explore"]
+__all__ = ["LoopState", "Loop", "Observer", "assemble_loop", "explore"]
 
 # An oracle other than the LLM: (question, requirement id, fact text, window, document) -> the reading's
 # Judgement, or None for no reply. The oracle-strength simulation uses it.
@@ -468,6 +468,41 @@ class Loop:
                 idx = self.state.windows[key].doc_index
                 out[idx] = out.get(idx, 0.0) + p
         return out
+
+
+def assemble_loop(
+    question: str,
+    decomposition: Decomposition,
+    prior: Prior,
+    config: LensConfig,
+    *,
+    client: LLMClient | None,
+    meter: CostMeter,
+    budget: Budget | None = None,
+    memory_signal: dict[str, dict[int, float]] | None = None,
+    observer: Observer | None = None,
+    on_round: Callable[[], None] | None = None,
+) -> Loop:
+    """The loop for one question: its state over ``prior`` (and the view the prior scores), the served model's
+    reading model, and ``budget`` (default: a fresh one from ``config.budget``, charged to ``meter``). The one
+    place a loop is put together: the agent, calibration and the reading-protocol benchmark all call it."""
+    state = LoopState(
+        question=question,
+        decomposition=decomposition,
+        view=prior.view,
+        prior=prior,
+        memory_signal=memory_signal or {},
+    )
+    return Loop(
+        state,
+        client=client,
+        config=config,
+        budget=budget or Budget(config.budget, meter),
+        meter=meter,
+        model=config.reading_model(),
+        observer=observer,
+        on_round=on_round,
+    )
 
 
 def explore(run: QuestionRun, loop: Loop, *, enabled: bool) -> Stop:
