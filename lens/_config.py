@@ -65,21 +65,40 @@ class _Section(BaseModel):
 class LLMSettings(_Section):
     base_url: str | None = Field(None, description="OpenAI-compatible endpoint; None starts the embedded local model.")
     model: str | None = Field(None, description="Model name at the endpoint; defaults to local_model.")
-    local_model: Literal["qwen2.5-coder-1.5b-instruct", "qwen2.5-coder-0.5b-instruct"] = "qwen2.5-coder-1.5b-instruct"
+    local_model: Literal["qwen2.5-coder-1.5b-instruct", "qwen2.5-coder-0.5b-instruct"] = Field(
+        "qwen2.5-coder-1.5b-instruct", description="The embedded model started when no base_url is set."
+    )
     api_key_env: str = Field("LENS_API_KEY", description="Name of the environment variable holding the key.")
     temperature: float = Field(0.0, ge=0, le=2, description="Sampling temperature (OpenAI's range).")
-    seed: int = Field(0, ge=0, le=2**32 - 1)
-    max_output_tokens: int = Field(512, ge=1, le=131_072)
-    call_timeout_s: float = Field(120.0, gt=0, le=86_400)
+    seed: int = Field(0, ge=0, le=2**32 - 1, description="Sampling seed sent with every request.")
+    max_output_tokens: int = Field(512, ge=1, le=131_072, description="Most tokens one reply may generate.")
+    call_timeout_s: float = Field(120.0, gt=0, le=86_400, description="Seconds one LLM call may take.")
     logprobs: bool = Field(True, description="Ask observation calls for token log-probabilities (graded evidence).")
     # transport: how hard to try, not what is asked; a resume may change them
-    max_retries: int = Field(3, ge=0, le=20, json_schema_extra=_NOT_HASHED)
-    retry_backoff_s: float = Field(1.0, ge=0, le=600, json_schema_extra=_NOT_HASHED)
-    cache: bool = True
-    cache_dir: str | None = Field(None, json_schema_extra=_NOT_HASHED)
+    max_retries: int = Field(
+        3, ge=0, le=20, json_schema_extra=_NOT_HASHED, description="Re-sends after a 429, 5xx or timeout."
+    )
+    retry_backoff_s: float = Field(
+        1.0, ge=0, le=600, json_schema_extra=_NOT_HASHED, description="First wait before a re-send (doubling)."
+    )
+    cache: bool = Field(True, description="Keep replies in the on-disk response cache (a hit costs no tokens).")
+    cache_dir: str | None = Field(
+        None,
+        json_schema_extra=_NOT_HASHED,
+        description="Folder of the response cache (default: the user cache folder's lens/responses); never inside the "
+        "document folder.",
+    )
     n_ctx: int = Field(8192, ge=512, le=131_072, description="Context window of the embedded server.")
-    n_threads: int | None = Field(None, ge=1, le=1024, json_schema_extra=_NOT_HASHED)
-    startup_timeout_s: float = Field(300.0, gt=0, le=86_400, json_schema_extra=_NOT_HASHED)
+    n_threads: int | None = Field(
+        None, ge=1, le=1024, json_schema_extra=_NOT_HASHED, description="Embedded server threads (default: all cores)."
+    )
+    startup_timeout_s: float = Field(
+        300.0,
+        gt=0,
+        le=86_400,
+        json_schema_extra=_NOT_HASHED,
+        description="Seconds the embedded server may take to serve its first completion.",
+    )
 
     @property
     def served_model(self) -> str:
@@ -103,12 +122,14 @@ class LLMSettings(_Section):
 
 
 class BudgetSettings(_Section):
-    max_tokens_per_query: int = Field(128_000, ge=1, le=100_000_000)
+    max_tokens_per_query: int = Field(
+        128_000, ge=1, le=100_000_000, description="Prompt + completion tokens one question may spend."
+    )
     max_files: int = Field(10, ge=1, le=100_000, description="Files admitted to evidence extraction.")
     max_rounds: int = Field(6, ge=0, le=1000, description="L: exploration rounds of the propose-observe-update loop.")
-    c0: int = Field(4, ge=0, le=1000)
-    c1: int = Field(2, ge=1, le=1000)
-    question_timeout_s: float = Field(300.0, gt=0, le=86_400)
+    c0: int = Field(4, ge=0, le=1000, description="Oracle calls outside the loop's rounds (c0 of c0 + c1·L).")
+    c1: int = Field(2, ge=1, le=1000, description="Oracle calls per loop round (c1 of c0 + c1·L).")
+    question_timeout_s: float = Field(300.0, gt=0, le=86_400, description="Wall-clock seconds one question may take.")
 
     @property
     def max_oracle_calls(self) -> int:
@@ -117,12 +138,12 @@ class BudgetSettings(_Section):
 
 class PriorSettings(_Section):
     candidates: int = Field(10, ge=1, le=100_000, description="|C_init|: documents kept by the prior.")
-    title_weight: float = Field(3.0, ge=0, le=1000)
-    lexical_weight: float = Field(1.0, ge=0, le=1000)
-    layout_weight: float = Field(0.5, ge=0, le=1000)
-    memory_weight: float = Field(2.0, ge=0, le=1000)
-    link_hop: bool = True
-    link_hop_seeds: int = Field(2, ge=0, le=1000)
+    title_weight: float = Field(3.0, ge=0, le=1000, description="Weight of the title signal (names in the question).")
+    lexical_weight: float = Field(1.0, ge=0, le=1000, description="Weight of the lexical signal (BM25, best = 1).")
+    layout_weight: float = Field(0.5, ge=0, le=1000, description="Weight of the terms' share in a title line.")
+    memory_weight: float = Field(2.0, ge=0, le=1000, description="Weight of the warm-reuse memory's signal.")
+    link_hop: bool = Field(True, description="Score titles named in the best documents (the link hop).")
+    link_hop_seeds: int = Field(2, ge=0, le=1000, description="Best documents whose text the link hop reads.")
     window_sentences: int = Field(6, ge=1, le=1000, description="Sentences per candidate window.")
     temperature: float = Field(1.0, gt=0, le=1000, description="Prior weight of a document = exp(score / temperature).")
     elsewhere_mass: float = Field(
@@ -281,22 +302,23 @@ class LoopSettings(_Section):
             "comparison": 1.2,
             "aggregation": 1.5,
             "computation": 1.5,
-        }
+        },
+        description="γ(intent): the stopping threshold's factor per intent (harder intents need more evidence).",
     )
     relaxed_factor: float = Field(0.5, gt=0, le=1, description="Threshold multiplier on self-correction.")
     readings_per_round: int = Field(
         2, ge=1, le=1000, description="(requirement, window) readings per round, one oracle call each; at most c1."
     )
     evidence_docs: int = Field(4, ge=1, le=1000, description="Documents kept in the consolidated evidence set E*.")
-    window_token_cap: int = Field(1500, ge=64, le=1_000_000)
+    window_token_cap: int = Field(1500, ge=64, le=1_000_000, description="Most tokens of one window read.")
     reading_model: dict[str, ReadingModel] = Field(
         default_factory=dict, description="What a reading is worth, per served model (lens calibrate fit)."
     )
 
 
 class MemorySettings(_Section):
-    enabled: bool = True
-    capacity: int = Field(32, ge=0, le=1_000_000)
+    enabled: bool = Field(True, description="Read and write the warm-reuse memory when a memory folder is given.")
+    capacity: int = Field(32, ge=0, le=1_000_000, description="Entries one lookup may serve (the PIT capacity).")
     min_posterior: float = Field(
         0.1,
         ge=0,
@@ -311,7 +333,9 @@ class MemorySettings(_Section):
         description="Least cosine between a requirement's key and an entry's for the entry to be served (term vectors "
         "unless both carry an embedding).",
     )
-    dir: str | None = Field(None, json_schema_extra=_NOT_HASHED)
+    dir: str | None = Field(
+        None, json_schema_extra=_NOT_HASHED, description="Folder of memory.jsonl (--memory); None: no memory."
+    )
 
 
 class ReaderSettings(_Section):
@@ -359,7 +383,7 @@ class AblationSettings(_Section):
 
 
 class LensConfig(_Section):
-    preset: str = "deep"
+    preset: str = Field("deep", description="The named preset these settings start from (configs/<name>.toml).")
     llm: LLMSettings = Field(default_factory=LLMSettings)
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
     prior: PriorSettings = Field(default_factory=PriorSettings)
