@@ -324,7 +324,10 @@ def _serve(fd: int, memory_mb: int) -> None:
         except (EOFError, OSError):
             return
         fmt, source, name, limits = job
-        result = _extract_here(fmt, source, name, limits)
+        try:
+            result = _extract_here(fmt, source, name, limits)
+        except Exception as e:  # outside the reader (the zip check, reading a path): still this file's alone
+            result = Extracted(reason="corrupt", message=f"cannot be read ({type(e).__name__}: {e})"[:500])
         reply: tuple = (result.units, result.reason, result.message)
         if result.reason == "corrupt" and "out of memory" in result.message and memory_mb > 0:
             reply = ((), "corrupt", f"{result.message} (a worker may use {memory_mb} MB: reader.extraction_memory_mb)")

@@ -241,8 +241,8 @@ def open_zip(data: bytes, limits: Limits) -> zipfile.ZipFile:
         raise Unreadable("corrupt", "an old binary Office file (.doc/.xls/.ppt) under a new suffix, not a zip")
     try:
         zf = zipfile.ZipFile(io.BytesIO(data))
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError) as e:
-        raise Unreadable("corrupt", f"not a readable zip archive ({e})") from e
+    except Exception as e:  # BadZipFile, NotImplementedError (a version from the future), struct errors …
+        raise Unreadable("corrupt", f"not a readable zip archive ({type(e).__name__}: {e})") from e
     try:
         members = zf.infolist()
         if len(members) > _MAX_MEMBERS:

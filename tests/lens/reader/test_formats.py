@@ -274,6 +274,14 @@ def test_zip_member_that_lies_about_its_size_is_cut_at_the_declared_size():
     assert err.reason == "corrupt" and "CRC" in err.message and peak < 3_000_000
 
 
+def test_zip_from_a_future_zip_version_is_corrupt():
+    data = bytearray(zip_bytes(_epub_members()))
+    central = data.rindex(b"META-INF/container.xml") - 46
+    struct.pack_into("<H", data, central + 6, 255)  # "version needed to extract": 25.5
+    err = reason(bytes(data), ".epub")
+    assert err.reason == "corrupt" and "NotImplementedError: zip file version 25.5" in err.message
+
+
 # --------------------------------------------------------------------------- PowerPoint
 
 
