@@ -79,19 +79,19 @@ def render_row(header: list[str], cells: list[str]) -> str:
 
 
 def table_lines(rows: Iterable[tuple[int, list[str]]]) -> list[tuple[int, str]]:
-    """``(row number, line)`` of each data row of a table given as ``(row number, cell texts)``: the header is the
-    first non-empty row, every later non-empty row is read with it. A table with only a header gives the header."""
-    header: list[str] | None = None
-    header_row = 0
-    out = []
-    for n, cells in rows:
-        if not any(cells):
-            continue
-        if header is None:
-            header, header_row = cells, n
-            continue
-        out.append((n, render_row(header, cells)))
-    if header is not None and not out:
+    """``(row number, line)`` of each row of a table given as ``(row number, cell texts)``, empty rows left out.
+    The header is the first non-empty row — or, when some row has two or more values, the first such row: a
+    title line above the table ("Lighthouses of the north coast" alone in A1) is then read as a line of its own,
+    not as the header. Every row after the header is read with it; a table with only a header gives the header."""
+    filled = [(n, cells) for n, cells in rows if any(cells)]
+    if not filled:
+        return []
+    wide = [i for i, (_, cells) in enumerate(filled) if sum(1 for c in cells if c) >= 2]
+    start = wide[0] if wide else 0
+    out = [(n, " · ".join(c for c in cells if c)) for n, cells in filled[:start]]
+    header_row, header = filled[start]
+    out += [(n, render_row(header, cells)) for n, cells in filled[start + 1 :]]
+    if len(filled) == start + 1:
         out.append((header_row, " · ".join(c for c in header if c)))
     return out
 

@@ -2,8 +2,8 @@
 
 The text is UTF-8 (a byte-order mark dropped; bytes that are not UTF-8 read as U+FFFD); the delimiter of a .csv is
 sniffed from its first 64 KB among , ; tab and | (a comma when unclear), a .tsv's is a tab. Units and rows as for a
-spreadsheet (``_xlsx``): the first non-empty record is the header, every later non-empty record one line read
-with it, one unit of at most 50 rows or blocks of 50. Location: ``{"sheet": NAME, "row": N}`` with NAME the file
+spreadsheet (``_xlsx``): the header is the first record with two or more values, every later non-empty record
+one line read with it, one unit of at most 50 rows or blocks of 50. Location: ``{"sheet": NAME, "row": N}`` with NAME the file
 name without its suffix (the sheet a spreadsheet program opens it as) and N the record's number as a spreadsheet
 shows it: the header row is 1, a blank line counts as a row, a quoted field's line breaks do not. Title: the file
 name. A field longer than the csv module's limit (128 KB) → ``oversized_record``; a record it cannot parse (a NUL

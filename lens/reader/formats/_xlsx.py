@@ -2,9 +2,10 @@
 calculated (a formula's cached result; a formula never calculated, as in a file a script wrote, reads empty).
 
 Units: each worksheet's rows, one unit per sheet of at most 50 data rows, else blocks of 50 rows (chart sheets
-have no rows). The header is the sheet's first non-empty row; every later non-empty row is one line read with it
-("Name: Skerrow Light · Height (m): 31 · First lit: 1874"; a column without a header is named by its letter,
-empty cells are left out; numbers as the sheet shows them by default, dates as ISO dates). Location: each line's
+have no rows). The header is the sheet's first row with two or more values (rows above it, such as a title in
+A1, are read as lines of their own; a one-column sheet's header is its first row); every later non-empty row is
+one line read with it ("Name: Skerrow Light · Height (m): 31 · First lit: 1874"; a column without a header is
+named by its letter, empty cells are left out; numbers as the sheet shows them by default, dates as ISO dates). Location: each line's
 ``{"sheet": NAME, "row": N}``, N the row number the spreadsheet shows; the unit's is its first row's. Title: the
 workbook's title property when it reads as one, else the file name; then the sheet's name.
 """

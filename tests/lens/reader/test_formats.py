@@ -316,24 +316,19 @@ def test_pptx_one_unit_per_slide_with_its_title_table_and_notes():
 # --------------------------------------------------------------------------- spreadsheets
 
 
-def test_xlsx_rows_read_with_their_header_at_the_row_the_sheet_shows():
+def test_xlsx_a_title_line_above_the_table_is_not_taken_for_its_header():
     book = openpyxl.Workbook()
     sheet = book.active
     sheet.title = "Lighthouses"
     sheet["A1"] = "Lighthouses of the north coast"
-    sheet.append([])
-    sheet.append(["Name", "Height (m)", "First lit", None, "Lit"])  # row 3 (the title in A1 is row 1)
-    sheet.append(["Skerrow Light", 31, 1874, None, True])
-    sheet.append([])
-    sheet.append(["Far Point", 12.5, None, "extra", False])
-    book.create_sheet("Notes").append(["Checked 2024"])
+    sheet.append(["Name", "Height (m)"])  # row 2: the first row with two values
+    sheet.append(["Skerrow Light", 31])
+    book.create_sheet("Notes").append(["Checked 2024"])  # one column: its first row is the header, read alone
     out = io.BytesIO()
     book.save(out)
     units = extract(out.getvalue(), ".xlsx", name="data/lights.xlsx")
-    # the first non-empty row is the header: here the sheet's own title line in A1
-    assert (
-        units[0].text.split("\n")[0] == "Lighthouses of the north coast: Name · B: Height (m) · C: First lit · E: Lit"
-    )
+    assert units[0].text.split("\n") == ["Lighthouses of the north coast", "Name: Skerrow Light · Height (m): 31"]
+    assert units[0].line_locations == ({"sheet": "Lighthouses", "row": 1}, {"sheet": "Lighthouses", "row": 3})
     assert units[0].title == "lights.xlsx — Lighthouses"
     assert units[1].location == {"sheet": "Notes", "row": 1} and units[1].text == "Checked 2024"
 
