@@ -144,13 +144,17 @@ class Format:
     def reader(self) -> Callable[[bytes, str, Limits], list[Unit]]:
         return getattr(import_module(self.module), self.function)
 
-    def read(self, source: bytes | str | os.PathLike[str], name: str | None = None, limits: Limits | None = None):
-        """The units of ``source`` (its bytes, or a path read here up to ``limits.max_file_bytes``); raises
-        :class:`Unreadable`. Any other failure of the parser on the file is ``corrupt``."""
+    def read(
+        self, source: bytes | str | os.PathLike[str], name: str | None = None, limits: Limits | None = None
+    ) -> list[Unit]:
+        """The units of ``source`` (its bytes, or a path read here), at most ``limits.max_file_bytes`` of it;
+        raises :class:`Unreadable`. Any other failure of the parser on the file is ``corrupt``."""
         limits = limits or Limits()
         if isinstance(source, (bytes, bytearray, memoryview)):
             data = bytes(source)
             name = name or f"document ({self.name})"
+            if len(data) > limits.max_file_bytes:
+                raise Unreadable("oversized", f"larger than {limits.max_file_bytes:,} bytes (reader.max_file_bytes)")
         else:
             data = _read_bounded(source, limits.max_file_bytes)
             name = name or Path(source).name

@@ -116,6 +116,7 @@ def test_a_path_is_read_up_to_the_file_limit(tmp_path):
     assert extract(path, ".csv")[0].text == "Name: Ada · Age: 36"
     assert extract(str(path), ".csv")[0].title == "notes.csv"
     assert reason(path, ".csv", Limits(max_file_bytes=10)).reason == "oversized"
+    assert reason(path.read_bytes(), ".csv", Limits(max_file_bytes=10)).reason == "oversized"
     assert reason(tmp_path / "gone.csv", ".csv").reason == "corrupt"
 
 
