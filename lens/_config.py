@@ -368,6 +368,38 @@ class ReaderSettings(_Section):
         description="The SQLite file of per-file statistics (outside the folder; default: the user cache "
         "folder's lens/stats.sqlite; ':memory:' keeps them for this process only).",
     )
+    # Documents (PDF, Office, e-mail …) are extracted in worker processes (lens/reader/_extraction.py). These
+    # bound resources; a file they stop is skipped and counted by its reason, so they are not in the config hash.
+    max_pages: int = Field(
+        2_000,
+        ge=1,
+        le=1_000_000,
+        json_schema_extra=_NOT_HASHED,
+        description="A PDF with more pages than this is skipped as too_many_pages.",
+    )
+    extraction_timeout_s: float = Field(
+        60.0,
+        gt=0,
+        le=86_400,
+        json_schema_extra=_NOT_HASHED,
+        description="A document whose extraction takes longer is skipped as timeout: its worker process is killed "
+        "and a new one reads the next file.",
+    )
+    extraction_memory_mb: int = Field(
+        2048,
+        ge=0,
+        le=1 << 30,
+        json_schema_extra=_NOT_HASHED,
+        description="Address space each extraction worker may use (RLIMIT_AS), MB; 0: no cap. A file that needs "
+        "more is skipped as corrupt.",
+    )
+    extraction_workers: int = Field(
+        0,
+        ge=0,
+        le=1024,
+        json_schema_extra=_NOT_HASHED,
+        description="Worker processes that extract documents at once; 0: one per CPU this process may use.",
+    )
 
 
 class AblationSettings(_Section):
