@@ -1,4 +1,5 @@
-"""Handlers of the library's own CLI commands (``ask``, ``llm check``, ``corpus stats``, ``calibrate``)."""
+"""Handlers of the library's own CLI commands (``ask``, ``llm check``, ``corpus stats``, ``corpus forget``,
+``calibrate``)."""
 
 from __future__ import annotations
 
@@ -14,13 +15,14 @@ from lens._config import ReaderSettings, config_from_args
 from lens._corpus import scan_corpus
 from lens._errors import LensError
 from lens._files import is_inside
+from lens._filestats import forget_folder
 from lens._llm import open_client
 from lens._memory import MemoryStore
 from lens._progress import Progress, TerminalProgress, for_terminal
 from lens._result import STATUS_WORDS
 from lens._stop import Stop, StopReason
 
-__all__ = ["ask", "llm_check", "corpus_stats"]
+__all__ = ["ask", "llm_check", "corpus_stats", "corpus_forget"]
 
 
 def _print_json(obj: object) -> None:
@@ -112,6 +114,17 @@ def corpus_stats(args: argparse.Namespace) -> int:
         print(f"  {line}")
     if len(scan.problems) > 10:
         print(f"  … {len(scan.problems) - 10} more")
+    return 0
+
+
+def corpus_forget(args: argparse.Namespace) -> int:
+    store, folders, files, notes = forget_folder(args.path, config_from_args(args).reader)
+    for note in notes:
+        print(f"Note: {for_terminal(note)}")
+    if folders:
+        print(for_terminal(f"forgot {folders} folder{'s' * (folders > 1)} ({files:,} files) in {store}"))
+    else:
+        print(for_terminal(f"no statistics of {args.path} in {store}"))
     return 0
 
 
