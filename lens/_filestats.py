@@ -514,7 +514,8 @@ class StatsStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         db = sqlite3.connect(self.path, timeout=60, check_same_thread=False)
         try:
-            db.execute("PRAGMA auto_vacuum=INCREMENTAL")  # a new file only: dropped folders' pages can be handed back
+            if db.execute("PRAGMA page_count").fetchone()[0] == 0:  # a new file (set on one in use, it is a write)
+                db.execute("PRAGMA auto_vacuum=INCREMENTAL")  # the pages of dropped folders can be handed back
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             db.execute(f"PRAGMA cache_size={_CACHE_KIB}")
@@ -1128,9 +1129,12 @@ def recount(scan: CorpusScan, stats: DocColumns, store: StatsStore, exc: StoreEr
     as a survey's would be and the folder surveyed again; (each of ``stats``' documents' row in the store now, -1
     for one gone since; that store). What the survey tells is added to ``scan.notes``."""
     table = scan.documents
-    if not isinstance(table, DocumentTable):
-        raise exc
-    _recover(store, exc, last=False)
+    if not isinstance(table, DocumentTable) or store.path is None:
+        raise exc  # statistics in memory: no file to set aside, nothing else to try
+    try:
+        _recover(store, exc, last=False)
+    except StoreError:
+        pass  # no longer the process's store: the survey opens the one at its path
     again = survey_corpus(table.root_real, table.settings, within=[table.root_real])
     scan.notes.extend(n for n in again.notes if n not in scan.notes)
     columns, ids, new = again.doc_stats
