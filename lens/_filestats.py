@@ -551,7 +551,7 @@ class StatsStore:
             f"file statistics store {self.file}: not usable ({why}); the statistics are kept in memory for this "
             "process, so every new process reads every file again"
         )
-        log.warning("%s", self.note)
+        log.info("%s", self.note)  # the answer carries the note; -v shows it as it happens
 
     def _set_aside_news(self, why: BaseException, aside: Path) -> None:
         self._tell(
@@ -561,7 +561,7 @@ class StatsStore:
 
     def _tell(self, news: str) -> None:
         self.news.append(news)
-        log.warning("%s", news)
+        log.info("%s", news)
 
     def notes(self) -> list[str]:
         """What a question should tell with its answer: what befell the store since the last survey (told once),
