@@ -465,6 +465,14 @@ def _set_aside(path: Path) -> Path:
     return aside
 
 
+def _file_ident(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 def _root_of(scope: str) -> str:
     return scope.split("\x00", 1)[0]
 
@@ -482,6 +490,7 @@ class StatsStore:
         self.news: list[str] = []  # what befell the store (set aside, a folder re-read), for the next survey to tell
         self.key: str | None = None  # its key among the process's stores (_STORES), if it is one of them
         self._pruned = -float("inf")  # time.monotonic() of the last look for folders to drop
+        self._ident: tuple[int, int] | None = None  # (device, inode) of the file opened
         self._lock = threading.RLock()
         self.db = self._connect()
 
@@ -527,6 +536,7 @@ class StatsStore:
                 raise sqlite3.DatabaseError(f"meta row 'schema': {version!r} is not a schema version")
             db.execute("BEGIN IMMEDIATE")  # writable (a read-only file or folder fails here, not mid-survey)
             db.execute("ROLLBACK")
+            self._ident = _file_ident(self.path)
         except BaseException:
             db.close()
             raise
@@ -1005,13 +1015,17 @@ def _recover(store: StatsStore, exc: StoreError, *, last: bool) -> StatsStore:
         new: StatsStore | None = None
         why: BaseException | str = exc.cause
         if exc.damaged and not last:
-            try:
-                aside = _set_aside(store.path)
-            except OSError as err:
-                why = f"{why}; not set aside: {err}"
-            else:
+            if _file_ident(store.path) != store._ident:  # another process set it aside first: its new one is used
                 new = StatsStore(store.path)
-                new._set_aside_news(exc.cause, aside)
+                new._tell(f"file statistics store {store.file}: damaged ({why}); replaced at its path meanwhile")
+            else:
+                try:
+                    aside = _set_aside(store.path)
+                except OSError as err:
+                    why = f"{why}; not set aside: {err}"
+                else:
+                    new = StatsStore(store.path)
+                    new._set_aside_news(exc.cause, aside)
         if new is None:
             new = StatsStore(None)
             new.file = store.file

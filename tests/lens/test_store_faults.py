@@ -162,6 +162,24 @@ def test_a_garbled_field_is_set_aside_and_the_folder_read_again(docs, store, gar
     assert len(_set_aside(store)) == 1
 
 
+def test_a_process_meeting_a_fault_in_a_store_another_process_set_aside_uses_the_new_one(docs, store):
+    settings = ReaderSettings(stats_store=str(store))
+    survey_corpus(docs, settings)
+    held = next(iter(_filestats._STORES.values()))  # this process keeps the old file open
+    for suffix in ("-wal", "-shm", ""):  # another process set it aside and built a new one at the path
+        os.rename(f"{store}{suffix}", f"{store}.corrupt-other{suffix}")
+    StatsStore(store).close()
+    with held.db:  # the old file is damaged, as the other process found
+        held.db.execute("UPDATE files SET sig = 'garbled'")
+        held.db.execute("UPDATE scopes SET gen = gen + 1")
+    _filestats._FOLDERS.clear()
+    scan = survey_corpus(docs, settings)
+    assert _state(CorpusView.of(scan)) == _fresh(docs)
+    (note,) = scan.notes
+    assert "replaced at its path meanwhile" in note
+    assert _set_aside(store) == ["stats.sqlite.corrupt-other"]  # the new store is not set aside in its turn
+
+
 # --------------------------------------------------------------------------- a full disk (defect 2)
 
 
