@@ -793,15 +793,33 @@ class StatsStore:
             if row is None:
                 return False
             if row[0] < now - _SEEN_EVERY_S:
-                with self.db:
-                    self.db.execute("UPDATE scopes SET seen=? WHERE scope=?", (now, scope))
+                with self._if_writable():
+                    with self.db:
+                        self.db.execute("UPDATE scopes SET seen=? WHERE scope=?", (now, scope))
             return True
 
     def tidy(self, keep_days: float) -> None:
         """:meth:`prune` when this process has not looked for a day (or ever)."""
         if time.monotonic() - self._pruned >= _PRUNE_EVERY_S:
             self._pruned = time.monotonic()
-            self.prune(keep_days)
+            with self._using(), self._if_writable():
+                self.prune(keep_days)
+
+    @contextmanager
+    def _if_writable(self) -> Iterator[None]:
+        """A write that may wait: done now if the store can be written at once, else left for a later question (a
+        full disk or another process's long write costs a repeated question neither its store nor any time)."""
+        self.db.execute("PRAGMA busy_timeout=0")
+        try:
+            yield
+        except StoreError as exc:
+            if exc.damaged:
+                raise
+        except sqlite3.Error as exc:
+            if _damaged(exc):
+                raise
+        finally:
+            self.db.execute("PRAGMA busy_timeout=60000")  # connect(timeout=60)
 
     def prune(self, keep_days: float) -> int:
         """Drop the statistics of every folder no question used for ``keep_days`` (``reader.stats_keep_days``), or

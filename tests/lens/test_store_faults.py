@@ -309,6 +309,24 @@ def test_lens_corpus_forget_drops_a_folders_statistics_and_a_process_holding_the
     assert _scopes(store) == sorted([str(docs.resolve()), str(other.resolve())])
 
 
+def test_a_folders_use_is_recorded_without_waiting_on_another_processs_write(docs, store, monkeypatch):
+    monkeypatch.setattr(_filestats, "_RACY_NS", 0)  # files written a moment ago, settled all the same: nothing to write
+    settings = ReaderSettings(stats_store=str(store))
+    survey_corpus(docs, settings)
+    other = sqlite3.connect(store)
+    other.execute("BEGIN IMMEDIATE")  # another process's long write holds the store
+    try:
+        now = time.time()
+        monkeypatch.setattr(_filestats, "_now", lambda: now + 2 * 3600)  # the folder's last use is to be written
+        t0 = time.monotonic()
+        scan = survey_corpus(docs, settings)
+        assert time.monotonic() - t0 < 5 and scan.notes == []  # not waited on, not given up for memory
+        assert _state(CorpusView.of(scan)) == _fresh(docs)
+    finally:
+        other.rollback()
+        other.close()
+
+
 # --------------------------------------------------------------------------- snapshot checksums (defect 14)
 
 
