@@ -806,10 +806,12 @@ class StatsStore:
                 self.prune(keep_days)
 
     @contextmanager
-    def _if_writable(self) -> Iterator[None]:
-        """A write that may wait: done now if the store can be written at once, else left for a later question (a
-        full disk or another process's long write costs a repeated question neither its store nor any time)."""
-        self.db.execute("PRAGMA busy_timeout=0")
+    def _if_writable(self, *, wait: bool = False) -> Iterator[None]:
+        """A write that can be left for a later question: skipped if the store cannot be written now (a full disk)
+        or, unless ``wait``, at once (another process's long write) — it costs a question neither its store nor any
+        time. A damaged store still raises."""
+        if not wait:
+            self.db.execute("PRAGMA busy_timeout=0")
         try:
             yield
         except StoreError as exc:
@@ -819,7 +821,8 @@ class StatsStore:
             if _damaged(exc):
                 raise
         finally:
-            self.db.execute("PRAGMA busy_timeout=60000")  # connect(timeout=60)
+            if not wait:
+                self.db.execute("PRAGMA busy_timeout=60000")  # connect(timeout=60)
 
     def prune(self, keep_days: float) -> int:
         """Drop the statistics of every folder no question used for ``keep_days`` (``reader.stats_keep_days``), or
@@ -971,8 +974,9 @@ class StatsStore:
             self.db.execute("UPDATE meta SET value = CAST(value AS INTEGER) + ? WHERE key='dropped'", (dropped,))
 
     def compact(self) -> bool:
-        """Delete orphaned postings once the documents dropped since the last time are a large enough share."""
-        with self._using():
+        """Delete orphaned postings once the documents dropped since the last time are a large enough share (or
+        later, if the store cannot be written now)."""
+        with self._using(), self._if_writable(wait=True):
             dropped = int(self.db.execute("SELECT value FROM meta WHERE key='dropped'").fetchone()[0])
             if not dropped:
                 return False
@@ -983,6 +987,7 @@ class StatsStore:
                 self.db.execute("DELETE FROM terms WHERE doc NOT IN (SELECT id FROM docs)")
                 self.db.execute("UPDATE meta SET value='0' WHERE key='dropped'")
             return True
+        return False
 
 
 # one store per file path per process
