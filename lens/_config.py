@@ -400,6 +400,15 @@ class ReaderSettings(_Section):
         json_schema_extra=_NOT_HASHED,
         description="Worker processes that extract documents at once; 0: one per CPU this process may use.",
     )
+    stats_keep_days: float = Field(
+        30,
+        ge=1,
+        le=36500,
+        json_schema_extra=_NOT_HASHED,
+        description="The statistics store drops a folder's statistics once no question has used them for this many "
+        "days, or for a day once the folder itself is gone (checked when a process first surveys, then daily); "
+        "`lens corpus forget PATH` drops them at once. A dropped folder is read again when next asked about.",
+    )
 
 
 class AblationSettings(_Section):

@@ -82,7 +82,7 @@ def build_parser(*, groups: bool = True) -> argparse.ArgumentParser:
     add_config_args(q)
     _handler(q, "lens.faces._commands:llm_check")
 
-    # lens corpus stats
+    # lens corpus stats, lens corpus forget
     p = sub.add_parser("corpus", help="raw-corpus commands")
     c_sub = p.add_subparsers(dest="corpus_command", metavar="SUBCOMMAND", required=True)
     q = c_sub.add_parser("stats", help="files, documents, bytes, skips by reason and read throughput")
@@ -90,6 +90,16 @@ def build_parser(*, groups: bool = True) -> argparse.ArgumentParser:
     q.add_argument("--json", action="store_true")
     q.add_argument("--follow-symlinks", action="store_true", help="follow symlinked folders inside PATH")
     _handler(q, "lens.faces._commands:corpus_stats")
+    q = c_sub.add_parser(
+        "forget",
+        help="drop a folder's statistics (and those of folders inside it) from the statistics store",
+        description="Drop the per-file statistics of PATH and of every folder inside it from the statistics store "
+        "(reader.stats_store); the folder need not exist. A folder dropped is read again when next asked about.",
+    )
+    q.add_argument("path")
+    q.add_argument("--config", metavar="FILE", help="TOML file naming reader.stats_store (or $LENS_CONFIG)")
+    q.add_argument("--set", metavar="KEY=VALUE", action="append", default=[], help="e.g. --set reader.stats_store=FILE")
+    _handler(q, "lens.faces._commands:corpus_forget")
 
     # lens mcp
     p = sub.add_parser(

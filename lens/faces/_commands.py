@@ -1,4 +1,5 @@
-"""Handlers of the library's own CLI commands (``ask``, ``llm check``, ``corpus stats``, ``calibrate``)."""
+"""Handlers of the library's own CLI commands (``ask``, ``llm check``, ``corpus stats``, ``corpus forget``,
+``calibrate``)."""
 
 from __future__ import annotations
 
@@ -19,8 +20,9 @@ from lens.llm._llm import open_client
 from lens.loop._stop import Stop, StopReason
 from lens.memory._memory import MemoryStore
 from lens.reader._corpus import scan_corpus
+from lens.reader._filestats import forget_folder
 
-__all__ = ["ask", "llm_check", "corpus_stats"]
+__all__ = ["ask", "llm_check", "corpus_stats", "corpus_forget"]
 
 
 def _print_json(obj: object) -> None:
@@ -112,6 +114,17 @@ def corpus_stats(args: argparse.Namespace) -> int:
         print(f"  {line}")
     if len(scan.problems) > 10:
         print(f"  … {len(scan.problems) - 10} more")
+    return 0
+
+
+def corpus_forget(args: argparse.Namespace) -> int:
+    store, folders, files, notes = forget_folder(args.path, config_from_args(args).reader)
+    for note in notes:
+        print(f"Note: {for_terminal(note)}")
+    if folders:
+        print(for_terminal(f"forgot {folders} folder{'s' * (folders > 1)} ({files:,} files) in {store}"))
+    else:
+        print(for_terminal(f"no statistics of {args.path} in {store}"))
     return 0
 
 

@@ -91,7 +91,7 @@ def result(
         config_hash=config.canonical_hash(),
         model=loop.client.model if loop.client is not None else config.llm.served_model,
         stop_reason=str(answered.stop),
-        notes=run.notes,
+        notes=[*scan.notes, *run.notes],  # the scan's: the statistics store's faults, met at any stage
         decomposition=state.decomposition.to_dict(),
         stages=run.stages,
         memory_entries=[json.loads(e.to_json()) for e in entries],

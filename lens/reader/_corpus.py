@@ -139,6 +139,8 @@ class CorpusScan:
     problems: list[str] = field(default_factory=list)
     bad_encoding: int = 0  # files read although some bytes were not valid UTF-8 (U+FFFD in their place)
     ignore_unread: str | None = None  # why the .lensignore there was not read (no path was ignored), if so
+    # what a question over this scan tells with its answer: the statistics store set aside or kept in memory
+    notes: list[str] = field(default_factory=list)
     # from a survey (lens.reader._filestats): each document's statistics, their rows in the store, the store
     doc_stats: tuple | None = field(default=None, repr=False)
 

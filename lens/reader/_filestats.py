@@ -12,9 +12,15 @@ drops the gone ones. A file changed within two seconds of its reading (timestamp
 content hash on the next survey. Documents are read into memory only when the agent reads them
 (:class:`DocumentTable`). Nothing is written inside the folder: the store is one SQLite file outside it
 (``reader.stats_store``, default ``<user cache>/lens/stats.sqlite``), shared safely by concurrent processes (WAL,
-one transaction per batch). It is a cache, never an index to keep fresh: a corrupt store is rebuilt, a store
-that cannot be written is replaced by one in memory (the scan's notes say so), and whatever it holds, a survey
-gives the statistics that reading every file now would give.
+one transaction per batch). It is a cache, never an index to keep fresh: every use of it passes one guard
+(:meth:`StatsStore._using`) that turns any fault — an SQLite error at open, read or write, a stored value that does
+not decode — into :class:`StoreError`, on which the survey sets a damaged file aside (renamed
+``stats.sqlite.corrupt-<time>``) and builds a new one, or, for a store that cannot be written (a full disk), keeps
+the statistics in memory for the process; either way the question is answered and its notes say what happened
+(:func:`survey_corpus`). Snapshot blobs carry a CRC-32: one that does not match drops that folder's rows, which
+are read again. A folder no question used for ``reader.stats_keep_days`` is dropped (:meth:`StatsStore.prune`),
+as is one named to ``lens corpus forget``; whatever the store holds, a survey gives the statistics that reading
+every file now would give.
 
 A process holds a folder's files as columns (:class:`_Files`: lists of paths, titles and names, numpy arrays of
 signatures, lengths, digests and row ids — no object per file or document), and the store keeps the same columns
@@ -26,11 +32,13 @@ the rows otherwise (a survey that knows it saw every write saves a new snapshot)
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import sqlite3
 import threading
 import time
+import zlib
 from array import array
 from collections import Counter, OrderedDict
 from contextlib import contextmanager
@@ -42,6 +50,7 @@ import numpy as np
 from platformdirs import user_cache_dir
 
 from lens._config import ReaderSettings
+from lens._errors import LensError
 from lens._files import is_inside, sha256_hex
 from lens.reader._columns import NAMES_SEP, DocColumns, DocStat, TitleIndex, pick_array, pick_strings
 from lens.reader._corpus import (
@@ -57,7 +66,19 @@ from lens.reader._corpus import (
 )
 from lens.reader._watch import FolderWatch
 
-__all__ = ["StatsStore", "DocStat", "DocumentTable", "survey_corpus", "default_store_path", "SUFFIXES", "NAMES_SEP"]
+__all__ = [
+    "StatsStore",
+    "StoreError",
+    "DocStat",
+    "DocumentTable",
+    "survey_corpus",
+    "forget_folder",
+    "default_store_path",
+    "SUFFIXES",
+    "NAMES_SEP",
+]
+
+log = logging.getLogger("lens.stats")
 
 # suffixes folded onto a term match (-s, -es, -ed, -ing, ...): a cheap stand-in for stemming. A possessive ('s)
 # needs no entry: the apostrophe already ends the run.
@@ -66,10 +87,14 @@ _RUN = re.compile(r"[^\W_]+")  # a maximal run of str.isalnum() characters
 _RACY_NS = 2_000_000_000  # a file changed this close to its reading is checked by content next time
 _BATCH = 5_000  # files per write transaction, at most (larger: fewer B-tree page writes, more memory)
 _BATCH_DOCS = 20_000  # documents held for one write transaction, at most (≈ 40 MB of text)
-_SCHEMA = 3
+_SCHEMA = 4  # 4: snapshot checksums, a folder's last use, incremental vacuum
 _CACHE_KIB = -65536  # SQLite page cache while writing (negative: KiB), 64 MiB: large batches insert without thrashing
 _PART = 100_000  # strings per part of a snapshot's string column
 _COMPACT_AT = 0.25  # orphaned postings are deleted once the documents dropped since exceed this share of the live ones
+_SEEN_EVERY_S = 3600  # a folder's last use is written at most this often (a write per question would contend)
+_PRUNE_EVERY_S = 86400  # a process looks for folders to drop when it first surveys, then at most this often
+_GONE_S = 86400  # a folder that no longer exists is dropped once unused for this long (a drive may be remounted)
+_now = time.time  # the clock of a folder's last use
 
 
 def default_store_path() -> Path:
@@ -104,8 +129,30 @@ _NO_TIMES = (-1, -1, -1)  # no signature: a size of -1 equals no file's
 def _unpack_sig(text: str) -> tuple[tuple[int, int], tuple[int, int, int]]:
     if not text:
         return _NO_IDENT, _NO_TIMES
-    dev, ino, size, mtime, ctime = map(int, text.split(","))
+    parts = text.split(",") if isinstance(text, str) else ()
+    if len(parts) != 5 or not all(_INT.fullmatch(x) for x in parts):
+        raise ValueError(f"sig {text!r} is not a stat signature")
+    dev, ino, size, mtime, ctime = map(int, parts)
     return (dev, ino), (size, mtime, ctime)
+
+
+_INT = re.compile(r"-?[0-9]{1,20}")
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+
+
+def _bad_doc_field(doc_id, title, names, length, sha256, line) -> str:
+    """Which field of a stored document is not of its kind, and its value."""
+    for name, value, ok in (
+        ("doc_id", doc_id, type(doc_id) is str),
+        ("title", title, type(title) is str),
+        ("names", names, type(names) is str),
+        ("length", length, type(length) is int),
+        ("sha256", sha256, type(sha256) is str and _HEX64.fullmatch(sha256)),
+        ("line", line, line is None or type(line) is int),
+    ):
+        if not ok:
+            return f"{name} {value!r:.80} is not of its kind"
+    return "a field is not of its kind"
 
 
 _TRIVIAL = {"skip": None, "bad": False, "malformed": 0, "oversized": 0, "problems": []}
@@ -119,6 +166,35 @@ def _trivial(summary: dict) -> bool:
 def _pack_summary(summary: dict) -> str:
     """A file's reading outcome: its byte count alone in the common case, JSON otherwise."""
     return str(summary.get("nbytes", 0)) if _trivial(summary) else json.dumps(summary)
+
+
+_SUMMARY_TYPES = {
+    "skip": (str, type(None)),
+    "nbytes": int,
+    "bad": bool,
+    "malformed": int,
+    "oversized": int,
+    "problems": list,
+}
+
+
+def _unpack_summary(text: str) -> int | dict:
+    """A stored reading outcome: its byte count (an int) or the whole outcome (a dict); ValueError if it is
+    neither."""
+    if isinstance(text, str) and text.isdigit():
+        return int(text)
+    try:
+        s = json.loads(text)
+    except (TypeError, ValueError):
+        s = None
+    if not (
+        isinstance(s, dict)
+        and s.keys() >= _SUMMARY_TYPES.keys()
+        and all(isinstance(s[k], t) for k, t in _SUMMARY_TYPES.items())
+        and all(isinstance(x, str) for x in s["problems"])
+    ):
+        raise ValueError(f"summary {text!r} is not a reading outcome")
+    return s
 
 
 # --------------------------------------------------------------------------- one folder's files, as columns
@@ -330,12 +406,91 @@ class _Files:
         )
 
 
+class StoreError(Exception):
+    """A fault of the statistics store met at any point (open, read, write): an SQLite error, or a stored value that
+    does not decode. ``damaged``: the file is wrong (it is set aside and a new one built); else the store is sound
+    but cannot be used now (a full disk, a lock held too long: the statistics are kept in memory instead)."""
+
+    def __init__(self, where: str, exc: BaseException):
+        super().__init__(f"{where}: {exc}")
+        self.cause = exc
+        self.damaged = _damaged(exc)
+
+
+# SQLite's primary result codes of a store that may be sound but cannot be used now: no permission, busy, locked, out
+# of memory, read-only, an I/O error, full, cannot be opened, too big, no large-file support
+_UNUSABLE = {3, 5, 6, 7, 8, 10, 13, 14, 18, 22}
+# what one use of the store may raise on a damaged file: SQLite's errors, and those of decoding what it returned
+_FAULTS = (sqlite3.Error, ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError)
+
+
+def _damaged(exc: BaseException) -> bool:
+    """Whether ``exc`` says the store's file is damaged, not merely unusable now."""
+    if not isinstance(exc, sqlite3.Error):
+        return True  # a stored value that does not decode
+    code = getattr(exc, "sqlite_errorcode", None)  # Python 3.11+
+    if code is None:
+        return not isinstance(exc, sqlite3.OperationalError)
+    return code & 0xFF not in _UNUSABLE
+
+
+class _OldSchema(Exception):
+    """A store written by another version of lens: replaced without a word."""
+
+
+class _Garbled(Exception):
+    """A snapshot blob whose checksum does not match: the folder's rows are dropped and its files read again."""
+
+
+def _checked(blobs: Iterable[tuple[str, bytes, int]]) -> Iterator[tuple[str, bytes]]:
+    for name, data, crc in blobs:
+        if not isinstance(data, bytes) or zlib.crc32(data) != crc:
+            raise _Garbled(name)
+        yield name, data
+
+
+def _set_aside(path: Path) -> Path:
+    """Rename a damaged store file, with its -wal and -shm, to ``<name>.corrupt-<time>``: kept, never deleted."""
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    aside = path.with_name(f"{path.name}.corrupt-{stamp}")
+    k = 1
+    while aside.exists():
+        aside, k = path.with_name(f"{path.name}.corrupt-{stamp}.{k}"), k + 1
+    # the log first: a process opening the path meanwhile must not replay the old log onto a new file
+    for suffix in ("-wal", "-shm", ""):
+        try:
+            os.rename(f"{path}{suffix}", f"{aside}{suffix}")
+        except FileNotFoundError:
+            pass
+    return aside
+
+
+def _file_ident(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _root_of(scope: str) -> str:
+    return scope.split("\x00", 1)[0]
+
+
 class StatsStore:
-    """The SQLite file of per-file statistics (``path`` None: in memory, for this process only)."""
+    """The SQLite file of per-file statistics (``path`` None: in memory, for this process only).
+
+    Every use of it (:meth:`_using`) raises :class:`StoreError` on any fault; :func:`survey_corpus` decides what
+    follows. What happened to it is told once (``news``); why it is in memory, with every survey (``note``)."""
 
     def __init__(self, path: str | os.PathLike[str] | None = None):
         self.path = Path(path) if path is not None else None
+        self.file = self.path  # the file asked for (``path`` is None once the store is kept in memory instead)
         self.note: str | None = None  # why the store is in memory although a file was asked for
+        self.news: list[str] = []  # what befell the store (set aside, a folder re-read), for the next survey to tell
+        self.key: str | None = None  # its key among the process's stores (_STORES), if it is one of them
+        self._pruned = -float("inf")  # time.monotonic() of the last look for folders to drop
+        self._ident: tuple[int, int] | None = None  # (device, inode) of the file opened
         self._lock = threading.RLock()
         self.db = self._connect()
 
@@ -345,13 +500,22 @@ class StatsStore:
             return self._init(sqlite3.connect(":memory:", check_same_thread=False))
         try:
             return self._open_file()
-        except sqlite3.DatabaseError:  # corrupt or not a database: rebuilt from the folder, it is only a cache
+        except _OldSchema:
             try:
                 self._remove_file()
                 return self._open_file()
             except (sqlite3.Error, OSError) as exc:
                 return self._in_memory(exc)
-        except (sqlite3.Error, OSError) as exc:  # cannot be created or written
+        except sqlite3.Error as exc:
+            if not _damaged(exc):  # cannot be created or written
+                return self._in_memory(exc)
+            try:  # corrupt or not a database: a cache, rebuilt from the folder; the file is kept for a post-mortem
+                aside = _set_aside(self.path)
+                self._set_aside_news(exc, aside)
+                return self._open_file()
+            except (sqlite3.Error, OSError) as again:
+                return self._in_memory(again)
+        except OSError as exc:
             return self._in_memory(exc)
 
     def _open_file(self) -> sqlite3.Connection:
@@ -359,14 +523,20 @@ class StatsStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         db = sqlite3.connect(self.path, timeout=60, check_same_thread=False)
         try:
+            if db.execute("PRAGMA page_count").fetchone()[0] == 0:  # a new file (set on one in use, it is a write)
+                db.execute("PRAGMA auto_vacuum=INCREMENTAL")  # the pages of dropped folders can be handed back
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             db.execute(f"PRAGMA cache_size={_CACHE_KIB}")
-            version = self._init(db).execute("SELECT value FROM meta WHERE key='schema'").fetchone()
-            if version is None or int(version[0]) != _SCHEMA:
-                raise sqlite3.DatabaseError(f"schema {version} is not {_SCHEMA}")
+            row = self._init(db).execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+            version = row[0] if row else None
+            if version != str(_SCHEMA):
+                if isinstance(version, str) and version.isdigit():
+                    raise _OldSchema(version)
+                raise sqlite3.DatabaseError(f"meta row 'schema': {version!r} is not a schema version")
             db.execute("BEGIN IMMEDIATE")  # writable (a read-only file or folder fails here, not mid-survey)
             db.execute("ROLLBACK")
+            self._ident = _file_ident(self.path)
         except BaseException:
             db.close()
             raise
@@ -374,16 +544,41 @@ class StatsStore:
 
     def _remove_file(self) -> None:
         assert self.path is not None
-        for suffix in ("", "-wal", "-shm"):
+        for suffix in ("-wal", "-shm", ""):
             try:
                 os.unlink(f"{self.path}{suffix}")
             except FileNotFoundError:
                 pass
 
     def _in_memory(self, exc: BaseException) -> sqlite3.Connection:
-        self.note = f"file statistics store {self.path}: not usable ({exc}); kept in memory for this process"
+        self.kept_in_memory(exc)
         self.path = None
         return self._init(sqlite3.connect(":memory:", check_same_thread=False))
+
+    def kept_in_memory(self, why: BaseException | str) -> None:
+        """Say, with every survey from now on, that the store asked for is not used and why."""
+        self.note = (
+            f"file statistics store {self.file}: not usable ({why}); the statistics are kept in memory for this "
+            "process, so every new process reads every file again"
+        )
+        log.info("%s", self.note)  # the answer carries the note; -v shows it as it happens
+
+    def _set_aside_news(self, why: BaseException, aside: Path) -> None:
+        self._tell(
+            f"file statistics store {self.file}: damaged ({why}); set aside as {aside.name} and a new one built "
+            "(each folder is read again when next asked about)"
+        )
+
+    def _tell(self, news: str) -> None:
+        self.news.append(news)
+        log.info("%s", news)
+
+    def notes(self) -> list[str]:
+        """What a question should tell with its answer: what befell the store since the last survey (told once),
+        and why it is in memory (every time)."""
+        with self._lock:
+            news, self.news = self.news, []
+        return news + ([self.note] if self.note else [])
 
     @staticmethod
     def _init(db: sqlite3.Connection) -> sqlite3.Connection:
@@ -392,7 +587,8 @@ class StatsStore:
                 """
                 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
                 CREATE TABLE IF NOT EXISTS scopes(
-                    id INTEGER PRIMARY KEY, scope TEXT NOT NULL UNIQUE, gen INTEGER NOT NULL DEFAULT 0);
+                    id INTEGER PRIMARY KEY, scope TEXT NOT NULL UNIQUE, gen INTEGER NOT NULL DEFAULT 0,
+                    seen INTEGER NOT NULL DEFAULT 0);  -- a question's last use (unix seconds): StatsStore.prune
                 CREATE TABLE IF NOT EXISTS files(
                     id INTEGER PRIMARY KEY, scope INTEGER NOT NULL, path TEXT NOT NULL, sig TEXT NOT NULL,
                     settled INTEGER NOT NULL, whole INTEGER NOT NULL, summary TEXT NOT NULL, UNIQUE(scope, path));
@@ -407,10 +603,10 @@ class StatsStore:
                     term TEXT NOT NULL, doc INTEGER NOT NULL, n INTEGER NOT NULL, PRIMARY KEY(term, doc)
                 ) WITHOUT ROWID;
                 -- a folder's files as columns (_Files.blobs), valid while the folder's generation is theirs: every
-                -- write to a folder's files moves its scopes.gen
+                -- write to a folder's files moves its scopes.gen; crc: zlib.crc32(data), checked on every load
                 CREATE TABLE IF NOT EXISTS snapshots(
                     scope INTEGER NOT NULL, name TEXT NOT NULL, gen INTEGER NOT NULL, data BLOB NOT NULL,
-                    PRIMARY KEY(scope, name));
+                    crc INTEGER NOT NULL, PRIMARY KEY(scope, name));
                 """
             )
             db.execute("INSERT OR IGNORE INTO meta VALUES('schema', ?)", (str(_SCHEMA),))
@@ -420,17 +616,29 @@ class StatsStore:
     def close(self) -> None:
         self.db.close()
 
+    @contextmanager
+    def _using(self) -> Iterator[None]:
+        """One use of the store, under its lock: any fault in it — SQLite's at any point, or a stored value that
+        does not decode — is a StoreError naming the store (what the survey recovers from, in one place)."""
+        with self._lock:
+            try:
+                yield
+            except _FAULTS as exc:
+                raise StoreError(f"file statistics store {self.file or ':memory:'}", exc) from exc
+
     # ---------------------------------------------------------------- reading
     def _scope_id(self, scope: str, *, create: bool) -> int | None:
         if create:  # another process may be adding the same scope at this moment
-            self.db.execute("INSERT OR IGNORE INTO scopes(scope) VALUES(?)", (scope,))
+            self.db.execute("INSERT OR IGNORE INTO scopes(scope, seen) VALUES(?, ?)", (scope, int(_now())))
         row = self.db.execute("SELECT id FROM scopes WHERE scope=?", (scope,)).fetchone()
         return row[0] if row else None
 
     def load(self, scope: str) -> _Files:
         """Every file the store holds for ``scope``, with its documents' statistics, and the folder's generation:
-        its snapshot when that is of the current generation (a few reads), else its rows (one query)."""
-        with self._lock:
+        its snapshot when that is of the current generation (a few reads), else its rows (one query). A snapshot
+        blob that does not match its checksum drops the folder's rows: its files are read again."""
+        with self._using():
+            garbled = None
             self.db.execute("BEGIN")  # one read transaction: the generation and what is read agree
             try:
                 row = self.db.execute("SELECT id, gen FROM scopes WHERE scope=?", (scope,)).fetchone()
@@ -441,15 +649,32 @@ class StatsStore:
                 sid, gen = row
                 try:
                     with self._blob_pages():
-                        blobs = self.db.execute("SELECT name, data FROM snapshots WHERE scope=? AND gen=?", (sid, gen))
-                        files = _Files.from_blobs(blobs)
+                        blobs = self.db.execute(
+                            "SELECT name, data, crc FROM snapshots WHERE scope=? AND gen=?", (sid, gen)
+                        )
+                        try:
+                            files = _Files.from_blobs(_checked(blobs))
+                        finally:
+                            blobs.close()  # a read left open would lock the table for the writes that follow
                     files.saved = True
-                except ValueError:  # none of this generation, or damaged: the rows say the same, more slowly
+                    files.gen = gen
+                except ValueError:  # none of this generation, or of other lengths: the rows say the same, more slowly
                     files = self._rows(sid)
-                files.gen = gen
-                return files
+                    files.gen = gen
+                except _Garbled as exc:
+                    garbled = exc
+                    files = _Files.empty()
+                    files.gen = 0  # the folder's as a new one's, once its rows are dropped below
             finally:
                 self.db.execute("COMMIT")
+            if garbled is not None:  # never served: the rows are not trusted either, the files are read again
+                self._forget([sid])
+                self._tell(
+                    f"file statistics store {self.file or ':memory:'}: the snapshot of {_root_of(scope)} is damaged "
+                    f"(blob {garbled} does not match its checksum); its statistics were dropped and its files read "
+                    "again"
+                )
+            return files
 
     @contextmanager
     def _blob_pages(self) -> Iterator[None]:
@@ -463,6 +688,8 @@ class StatsStore:
             self.db.execute("PRAGMA shrink_memory")
 
     def _rows(self, sid: int) -> _Files:
+        """The folder's files from their rows; ValueError naming the row and field of a value that does not
+        decode."""
         paths: list[str] = []
         ident: list[tuple] = []
         times: list[tuple] = []
@@ -491,21 +718,36 @@ class StatsStore:
                 if last is not None:
                     start.append(len(doc_id))
                 last = p
+                try:
+                    if type(p) is not str:
+                        raise ValueError("path is not text")
+                    i, tm = _unpack_sig(sig)
+                    outcome = _unpack_summary(summary)
+                except ValueError as exc:
+                    raise ValueError(f"files row {p!r}: {exc}") from None
                 paths.append(p)
-                i, tm = _unpack_sig(sig)
                 ident.append(i)
                 times.append(tm)
                 settled.append(st)
                 whole.append(wh)
-                if summary.isdigit():
-                    nbytes.append(int(summary))
+                if isinstance(outcome, int):
+                    nbytes.append(outcome)
                     detail.append(-1)
                 else:
-                    s = json.loads(summary)
-                    nbytes.append(s.get("nbytes", 0))
+                    nbytes.append(outcome["nbytes"])
                     detail.append(len(details))
-                    details.append(s)
+                    details.append(outcome)
             if did is not None:
+                if not (
+                    type(d_id) is str
+                    and type(t) is str
+                    and type(nm) is str
+                    and type(ln) is int
+                    and type(sh) is str
+                    and _HEX64.fullmatch(sh)
+                    and (li is None or type(li) is int)
+                ):
+                    raise ValueError(f"docs row {did} (of file {p!r}): {_bad_doc_field(d_id, t, nm, ln, sh, li)}")
                 doc_id.append(p if d_id == p else d_id)
                 path.append(p)
                 title.append(t)
@@ -536,9 +778,98 @@ class StatsStore:
         """(run, document row id, count) for every document holding one of the runs ``variants``."""
         if not variants:
             return []
-        with self._lock:
-            q = f"SELECT term, doc, n FROM terms WHERE term IN ({','.join('?' * len(variants))})"
+        with self._using():
+            # as integers whatever a damaged page holds: a count is never a string in the prior's arithmetic
+            q = f"SELECT term, CAST(doc AS INTEGER), CAST(n AS INTEGER) FROM terms WHERE term IN ({','.join('?' * len(variants))})"
             return self.db.execute(q, list(variants)).fetchall()
+
+    # ---------------------------------------------------------------- a folder's use, dropping folders
+    def visit(self, scope: str) -> bool:
+        """Whether the store holds statistics of ``scope``; if so they are marked used now (written at most
+        hourly, so a repeated question does not wait on another process's writes)."""
+        now = int(_now())
+        with self._using():
+            row = self.db.execute("SELECT seen FROM scopes WHERE scope=?", (scope,)).fetchone()
+            if row is None:
+                return False
+            if row[0] < now - _SEEN_EVERY_S:
+                with self._if_writable():
+                    with self.db:
+                        self.db.execute("UPDATE scopes SET seen=? WHERE scope=?", (now, scope))
+            return True
+
+    def tidy(self, keep_days: float) -> None:
+        """:meth:`prune` when this process has not looked for a day (or ever)."""
+        if time.monotonic() - self._pruned >= _PRUNE_EVERY_S:
+            self._pruned = time.monotonic()
+            with self._using(), self._if_writable():
+                self.prune(keep_days)
+
+    @contextmanager
+    def _if_writable(self, *, wait: bool = False) -> Iterator[None]:
+        """A write that can be left for a later question: skipped if the store cannot be written now (a full disk)
+        or, unless ``wait``, at once (another process's long write) — it costs a question neither its store nor any
+        time. A damaged store still raises."""
+        if not wait:
+            self.db.execute("PRAGMA busy_timeout=0")
+        try:
+            yield
+        except StoreError as exc:
+            if exc.damaged:
+                raise
+        except sqlite3.Error as exc:
+            if _damaged(exc):
+                raise
+        finally:
+            if not wait:
+                self.db.execute("PRAGMA busy_timeout=60000")  # connect(timeout=60)
+
+    def prune(self, keep_days: float) -> int:
+        """Drop the statistics of every folder no question used for ``keep_days`` (``reader.stats_keep_days``), or
+        for a day once the folder no longer exists; how many folders."""
+        now = _now()
+        with self._using():
+            old = [
+                sid
+                for sid, scope, seen in self.db.execute("SELECT id, scope, seen FROM scopes").fetchall()
+                if seen < now - keep_days * 86400 or (seen < now - _GONE_S and not os.path.isdir(_root_of(scope)))
+            ]
+            self._forget(old)
+        return len(old)
+
+    def forget(self, root: str) -> tuple[int, int]:
+        """Drop the statistics of the folder ``root`` (its real path) and of every folder inside it: (folders,
+        files) dropped."""
+        inside = os.path.join(root, "")
+        with self._using():
+            sids = [
+                sid
+                for sid, scope in self.db.execute("SELECT id, scope FROM scopes").fetchall()
+                if _root_of(scope) == root or _root_of(scope).startswith(inside)
+            ]
+            marks = ",".join("?" * len(sids))
+            files = self.db.execute(f"SELECT count(*) FROM files WHERE scope IN ({marks})", sids).fetchone()[0]
+            self._forget(sids)
+        return len(sids), files
+
+    def _forget(self, sids: list[int]) -> None:
+        """Every row of the folders ``sids`` deleted, their postings once enough are orphaned (:meth:`compact`),
+        and the pages freed handed back to the file system."""
+        if not sids:
+            return
+        with self.db:
+            for sid in sids:
+                dropped = self.db.execute(
+                    "DELETE FROM docs WHERE file IN (SELECT id FROM files WHERE scope=?)", (sid,)
+                ).rowcount
+                for table in ("files", "snapshots"):
+                    self.db.execute(f"DELETE FROM {table} WHERE scope=?", (sid,))
+                self.db.execute("DELETE FROM scopes WHERE id=?", (sid,))
+                self.db.execute("UPDATE meta SET value = CAST(value AS INTEGER) + ? WHERE key='dropped'", (dropped,))
+        self.compact()
+        # every free page handed back (a script is stepped to its end; execute() would free one page), and the file
+        # shrinks now, not at the last close
+        self.db.executescript("PRAGMA incremental_vacuum; PRAGMA wal_checkpoint(TRUNCATE);")
 
     # ---------------------------------------------------------------- writing
     # Every write to a folder's files moves its generation and returns (generation before, after): a survey whose
@@ -553,17 +884,19 @@ class StatsStore:
         if files.gen is None:
             return False
         try:
-            with self._lock, self._blob_pages(), self.db:
+            with self._using(), self._blob_pages(), self.db:
                 sid = self._scope_id(scope, create=True)
                 if self.db.execute("SELECT gen FROM scopes WHERE id=?", (sid,)).fetchone()[0] != files.gen:
                     return False  # another process wrote meanwhile: its survey or the next one saves
                 self.db.execute("DELETE FROM snapshots WHERE scope=?", (sid,))
                 self.db.executemany(
-                    "INSERT INTO snapshots(scope, name, gen, data) VALUES(?,?,?,?)",
-                    ((sid, k, files.gen, v) for k, v in files.blobs()),
+                    "INSERT INTO snapshots(scope, name, gen, data, crc) VALUES(?,?,?,?,?)",
+                    ((sid, k, files.gen, v, zlib.crc32(v)) for k, v in files.blobs()),
                 )
-        except sqlite3.Error:  # too large for a blob, a full disk: the rows still say it all
-            return False
+        except StoreError as exc:
+            if exc.damaged:
+                raise
+            return False  # too large for a blob, a full disk: the rows still say it all
         files.saved = True
         return True
 
@@ -571,7 +904,7 @@ class StatsStore:
         """Store (path, entry, its documents) for each file, replacing what the store held for those paths; each
         entry's ``ids`` are set to its documents' new row ids."""
         postings: list[tuple[str, int, int]] = []
-        with self._lock, self.db:
+        with self._using(), self.db:
             sid = self._scope_id(scope, create=True)
             assert sid is not None
             gens = self._bump(sid)
@@ -612,7 +945,7 @@ class StatsStore:
 
     def settle(self, scope: str, path: str, sig: str, settled: bool) -> tuple[int, int]:
         """Record whether a file whose content (hash) is unchanged is now settled."""
-        with self._lock, self.db:
+        with self._using(), self.db:
             sid = self._scope_id(scope, create=True)
             assert sid is not None
             gens = self._bump(sid)
@@ -622,7 +955,7 @@ class StatsStore:
         return gens
 
     def drop(self, scope: str, paths: Iterable[str]) -> tuple[int, int]:
-        with self._lock, self.db:
+        with self._using(), self.db:
             sid = self._scope_id(scope, create=True)
             assert sid is not None
             gens = self._bump(sid)
@@ -641,8 +974,9 @@ class StatsStore:
             self.db.execute("UPDATE meta SET value = CAST(value AS INTEGER) + ? WHERE key='dropped'", (dropped,))
 
     def compact(self) -> bool:
-        """Delete orphaned postings once the documents dropped since the last time are a large enough share."""
-        with self._lock:
+        """Delete orphaned postings once the documents dropped since the last time are a large enough share (or
+        later, if the store cannot be written now)."""
+        with self._using(), self._if_writable(wait=True):
             dropped = int(self.db.execute("SELECT value FROM meta WHERE key='dropped'").fetchone()[0])
             if not dropped:
                 return False
@@ -653,6 +987,7 @@ class StatsStore:
                 self.db.execute("DELETE FROM terms WHERE doc NOT IN (SELECT id FROM docs)")
                 self.db.execute("UPDATE meta SET value='0' WHERE key='dropped'")
             return True
+        return False
 
 
 # one store per file path per process
@@ -666,15 +1001,83 @@ def _store_for(settings: ReaderSettings, root_real: str) -> StatsStore:
         key = f":memory:{root_real}"
         with _STORES_LOCK:
             if key not in _STORES:
-                _STORES[key] = StatsStore(None)
+                store = _STORES[key] = StatsStore(None)
+                store.key = key
                 if settings.stats_store != ":memory:":
-                    _STORES[key].note = f"file statistics store {path}: inside the folder; kept in memory instead"
+                    store.file = path
+                    store.kept_in_memory("it lies inside the folder, where lens never writes")
             return _STORES[key]
     key = str(path.resolve())
     with _STORES_LOCK:
         if key not in _STORES:
-            _STORES[key] = StatsStore(path)
+            store = _STORES[key] = StatsStore(path)
+            store.key = key
         return _STORES[key]
+
+
+def _recover(store: StatsStore, exc: StoreError, *, last: bool) -> StatsStore:
+    """The store to use after ``exc`` from ``store``, in its place for the rest of the process: a damaged file set
+    aside (renamed, with its log) and a new one at its path; one that cannot be used (a full disk), or a second
+    fault (``last``), gives a store in memory. What this process knew of the old store's rows is dropped. Raises
+    ``exc`` for a store in memory (nothing to set aside) or one that is not the process's."""
+    with _STORES_LOCK:
+        current = _STORES.get(store.key) if store.key is not None else None
+        if current is not store:
+            if current is None:
+                raise exc
+            return current  # another thread met the fault first and replaced it
+        if store.path is None:
+            raise exc
+        for key in [k for k in _FOLDERS if k[0] is store]:
+            del _FOLDERS[key]
+        with store._lock:  # a thread still using it finishes first; its next use meets the closed store
+            try:
+                store.close()
+            except sqlite3.Error:
+                pass
+        new: StatsStore | None = None
+        why: BaseException | str = exc.cause
+        if exc.damaged and not last:
+            if _file_ident(store.path) != store._ident:  # another process set it aside first: its new one is used
+                new = StatsStore(store.path)
+                new._tell(f"file statistics store {store.file}: damaged ({why}); replaced at its path meanwhile")
+            else:
+                try:
+                    aside = _set_aside(store.path)
+                except OSError as err:
+                    why = f"{why}; not set aside: {err}"
+                else:
+                    new = StatsStore(store.path)
+                    new._set_aside_news(exc.cause, aside)
+        if new is None:
+            new = StatsStore(None)
+            new.file = store.file
+            new.kept_in_memory(why)
+        new.key = store.key
+        _STORES[store.key] = new
+        return new
+
+
+def forget_folder(
+    path: str | os.PathLike[str], settings: ReaderSettings | None = None
+) -> tuple[str, int, int, list[str]]:
+    """Drop the statistics of the folder ``path`` (which need not exist any more) and of every folder inside it
+    from the store ``settings`` name: (the store, folders dropped, files dropped, notes). A damaged store is set
+    aside (which forgets every folder); LensError if the store cannot be written now."""
+    settings = settings or ReaderSettings()
+    root = os.path.realpath(path)
+    file = Path(settings.stats_store) if settings.stats_store else default_store_path()
+    if settings.stats_store == ":memory:" or not file.exists():
+        return str(file), 0, 0, []  # nothing is kept there
+    store = _store_for(settings, root)
+    try:
+        folders, files = store.forget(root)
+    except StoreError as exc:
+        if not exc.damaged:
+            raise LensError(f"{exc}; nothing was forgotten") from None
+        store = _recover(store, exc, last=False)
+        folders = files = 0
+    return str(file), folders, files, store.notes()
 
 
 # --------------------------------------------------------------------------- the survey
@@ -696,8 +1099,14 @@ class _Folder:
     watch: FolderWatch | None = None
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
+    def reset(self) -> None:
+        """Forget what this process knew of the folder (the store no longer holds its rows)."""
+        if self.watch is not None:
+            self.watch.close()
+        self.files = self.last = self.listing = self.watch = None
 
-_FOLDERS: dict[tuple[str, str], _Folder] = {}  # (store path, scope) -> folder
+
+_FOLDERS: dict[tuple[StatsStore, str], _Folder] = {}  # (store, scope) -> folder
 _INHERITED: list = []  # a forked child's copies of its parent's stores and watches: never used, never closed
 
 
@@ -734,10 +1143,40 @@ def survey_corpus(
     root_real = _open_folder(root_path, within)
     store = _store_for(settings, root_real)
     scope = _scope(root_real, settings)
-    with _STORES_LOCK:
-        folder = _FOLDERS.setdefault((str(store.path), scope), _Folder())
-    with folder.lock:  # threads of one process asking about one folder survey it one at a time
-        return _survey(root_path, root_real, settings, store, scope, folder, t0)
+    faults = 0
+    while True:
+        with _STORES_LOCK:
+            folder = _FOLDERS.setdefault((store, scope), _Folder())
+        try:
+            with folder.lock:  # threads of one process asking about one folder survey it one at a time
+                if not store.visit(scope) and folder.files is not None:
+                    folder.reset()  # forgotten or dropped meanwhile: what this process knew of its rows is void
+                store.tidy(settings.stats_keep_days)
+                scan = _survey(root_path, root_real, settings, store, scope, folder, t0)
+            break
+        except StoreError as exc:  # a store fault at any point costs time, never the question
+            store = _recover(store, exc, last=faults > 0)
+            faults += 1
+    scan.notes = store.notes()
+    return scan
+
+
+def recount(scan: CorpusScan, stats: DocColumns, store: StatsStore, exc: StoreError) -> tuple[np.ndarray, StatsStore]:
+    """After ``exc`` from ``store`` once a survey is done (the prior asking for term counts): the store recovered
+    as a survey's would be and the folder surveyed again; (each of ``stats``' documents' row in the store now, -1
+    for one gone since; that store). What the survey tells is added to ``scan.notes``."""
+    table = scan.documents
+    if not isinstance(table, DocumentTable) or store.path is None:
+        raise exc  # statistics in memory: no file to set aside, nothing else to try
+    try:
+        _recover(store, exc, last=False)
+    except StoreError:
+        pass  # no longer the process's store: the survey opens the one at its path
+    again = survey_corpus(table.root_real, table.settings, within=[table.root_real])
+    scan.notes.extend(n for n in again.notes if n not in scan.notes)
+    columns, ids, new = again.doc_stats
+    row = dict(zip(columns.doc_id, ids.tolist()))
+    return np.fromiter((row.get(d, -1) for d in stats.doc_id), dtype=np.int64, count=len(stats)), new
 
 
 def _after(gen: int | None, gens: tuple[int, int]) -> int | None:

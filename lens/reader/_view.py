@@ -23,7 +23,7 @@ import numpy as np
 from lens._terms import tokens
 from lens.reader._columns import NAMES_SEP, DocColumns, TitleIndex
 from lens.reader._corpus import CorpusScan, Document
-from lens.reader._filestats import SUFFIXES, StatsStore, _Entry, _stat_of
+from lens.reader._filestats import SUFFIXES, StatsStore, StoreError, _Entry, _stat_of, recount
 
 __all__ = ["CorpusView"]
 
@@ -49,13 +49,26 @@ class CorpusView:
             scan.doc_stats = (columns, columns.ids, store)
         self.stats: DocColumns
         self.stats, self._ids, self._store = scan.doc_stats
-        self._id_order = np.argsort(self._ids, kind="stable")
-        self._sorted_ids = self._ids[self._id_order]
+        self._index_ids()
         # document length in characters: BM25 only uses length relative to the average, so characters
         # serve as well as words and cost no pass over the text
         self.lengths = self.stats.length.astype(np.float64)
         self.avg_len = float(self.lengths.mean()) if len(self.stats) else 1.0
         self._title_keys: list[str] | None = None
+
+    def _index_ids(self) -> None:
+        self._id_order = np.argsort(self._ids, kind="stable")
+        self._sorted_ids = self._ids[self._id_order]
+
+    def _counts(self, variants: list[str]) -> list[tuple[str, int, int]]:
+        """The store's postings of ``variants``; after a store fault, those of the store the folder is surveyed
+        into again (a fault costs time, never the question)."""
+        try:
+            return self._store.counts(variants)
+        except StoreError as exc:
+            self._ids, self._store = recount(self.scan, self.stats, self._store, exc)
+            self._index_ids()
+            return self._store.counts(variants)
 
     @classmethod
     def of(cls, scan: CorpusScan) -> "CorpusView":
@@ -145,7 +158,7 @@ class CorpusView:
         for j, term in enumerate(terms):
             for form in (term, *(term + suffix for suffix in SUFFIXES)):
                 columns.setdefault(form, []).append(j)
-        rows = self._store.counts(list(columns))
+        rows = self._counts(list(columns))
         if not rows:
             return none
         ids = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))

@@ -105,12 +105,13 @@ def test_a_new_process_loads_the_folders_columns_from_the_snapshot_not_from_ever
     assert _state(CorpusView.of(survey_corpus(folder))) == before and rows == []
 
 
-def test_a_damaged_snapshot_is_read_from_the_rows_and_saved_again(folder, monkeypatch):
+def test_a_snapshot_missing_a_blob_is_read_from_the_rows_and_saved_again(folder, monkeypatch):
+    """(A garbled blob fails its checksum and the folder is read again: tests/lens/test_store_faults.py.)"""
     monkeypatch.setattr(_filestats, "_RACY_NS", 0)
     before = _state(CorpusView.of(survey_corpus(folder)))
     store = next(iter(_filestats._STORES.values()))
     with store.db:
-        store.db.execute("UPDATE snapshots SET data = x'0001' WHERE name = 'start'")
+        store.db.execute("DELETE FROM snapshots WHERE name = 'start'")
     _forget_process_memo()
     rows = _spy_rows(monkeypatch)
     assert _state(CorpusView.of(survey_corpus(folder))) == before and len(rows) == 1
