@@ -13,6 +13,7 @@ import operator
 import os
 import re
 import stat
+import threading
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -25,6 +26,8 @@ from lens._config import ReaderSettings
 from lens._errors import LensError
 from lens._files import sha256_hex
 from lens._terms import base_title, fold, title_key
+from lens.reader._extraction import Extractor
+from lens.reader.formats import FORMATS, Unit, format_of
 
 __all__ = [
     "CorpusError",
@@ -34,22 +37,27 @@ __all__ = [
     "scan_corpus",
     "read_document",
     "split_sentences",
+    "unit_documents",
 ]
 
 CONTAINER_SUFFIXES = (".jsonl", ".jsonl.bz2", ".bz2", ".ndjson")
-BINARY_SUFFIXES = frozenset(
-    ".pdf .png .jpg .jpeg .gif .bmp .tif .tiff .webp .ico .zip .gz .tgz .xz .7z .rar .zst .tar .exe .dll .so "
-    ".dylib .o .a .class .jar .pyc .whl .bin .dat .db .sqlite .parquet .npy .npz .pkl .pt .gguf .mp3 .mp4 "
-    ".wav .flac .ogg .avi .mov .mkv .woff .woff2 .ttf .otf .doc .docx .xls .xlsx .ppt .pptx".split()
+# files no format reads (a document format in the reader's table, lens.reader.formats.FORMATS, is read instead)
+BINARY_SUFFIXES = (
+    frozenset(
+        ".png .jpg .jpeg .gif .bmp .tif .tiff .webp .ico .zip .gz .tgz .xz .7z .rar .zst .tar .exe .dll .so "
+        ".dylib .o .a .class .jar .pyc .whl .bin .dat .db .sqlite .parquet .npy .npz .pkl .pt .gguf .mp3 .mp4 "
+        ".wav .flac .ogg .avi .mov .mkv .woff .woff2 .ttf .otf .doc .xls .ppt".split()
+    )
+    - FORMATS.keys()
 )
 _HTML_SUFFIXES = (".html", ".htm", ".xhtml")
-_TEXT_SUFFIXES = frozenset(".txt .md .markdown .rst .text .html .htm .csv .tsv .json .xml .org .tex .log".split())
+_TEXT_SUFFIXES = frozenset(".txt .md .markdown .rst .text .html .htm .json .xml .org .tex .log".split())
 
 
 def _file_stem(name: str) -> str:
-    """The file name without a known text extension ("notes.md" -> "notes"; "A. Smith" stays)."""
+    """The file name without a known text or document extension ("notes.md" -> "notes"; "A. Smith" stays)."""
     i = name.rfind(".")
-    return name[:i] if i > 0 and name[i:].lower() in _TEXT_SUFFIXES else name
+    return name[:i] if i > 0 and (name[i:].lower() in _TEXT_SUFFIXES or name[i:].lower() in FORMATS) else name
 
 
 _SNIFF_BYTES = 8192
@@ -61,13 +69,16 @@ class CorpusError(LensError, OSError):
 
 @dataclass(frozen=True)
 class Sentence:
-    """One segmentation unit of a document: text plus its 1-based line range in the source file."""
+    """One segmentation unit of a document: text plus its 1-based line range in the source file (in a unit of a
+    document format: in the unit's text) and, in a unit, where it stands in the file (``{"page": 3}``,
+    ``{"sheet": "Lights", "row": 4}``, …; ``lens.reader.formats``)."""
 
     index: int
     text: str
     line_start: int
     line_end: int
     heading: bool = False
+    location: dict | None = None
 
 
 @dataclass(frozen=True)
@@ -79,14 +90,19 @@ class Document:
     title: str
     text: str
     sha256: str
-    line: int | None = None  # 1-based line inside a container file, None for whole files
-    kind: str = "text"  # "text" | "record"
+    line: int | None = None  # 1-based line inside a container file, 1-based unit of a document format, None else
+    kind: str = "text"  # "text" | "record" | "unit" (a page, slide, sheet block, message, … of a document format)
     # a container record's body: "lines" — one given sentence per line after the title; "prose" — a plain string
     # segmented on first use. Either way the record's text is held once (no second copy as a sentence list).
     _record_form: str | None = field(default=None, repr=False, compare=False)
+    location: dict | None = None  # a unit's place in its file (lens.reader.formats.Unit.location)
+    # a unit's per-line places, one per line after the title (empty: every line is at ``location``)
+    line_locations: tuple[dict, ...] = field(default=(), repr=False, compare=False)
 
     @cached_property
     def sentences(self) -> tuple[Sentence, ...]:
+        if self.kind == "unit":
+            return _unit_sentences(self.text.split("\n", 1)[1] if "\n" in self.text else "", self)
         if self._record_form is not None:
             ln = self.line or 1
             body = self.text.split("\n", 1)[1] if "\n" in self.text else ""
@@ -108,7 +124,9 @@ class Document:
         base = base_title(self.title)
         if base != self.title:
             names.append(title_key(base))
-        if self.line is None:
+        if self.kind == "unit":  # a unit's title is its file's, then " — " and its own heading
+            names.append(title_key(self.title.split(" — ", 1)[0]))
+        if self.line is None or self.kind == "unit":
             stem = _file_stem(self.name)
             if stem != self.title:
                 names.append(title_key(stem))
@@ -326,6 +344,7 @@ class _FileResult:
     malformed: int = 0  # container records skipped as malformed
     oversized: int = 0  # container records skipped as larger than max_file_bytes
     bad_encoding: bool = False  # some bytes were not valid UTF-8 (read with U+FFFD in their place)
+    units: int = 0  # units of a document format read (pages, slides, sheet blocks, messages, …)
 
     def outcome(self) -> dict:
         """What reading the file gave, besides its documents (what the statistics store keeps per file)."""
@@ -588,9 +607,12 @@ def _open_regular(full: str, root_real: str) -> tuple[int, os.stat_result] | str
     return reason
 
 
-def _read_bytes(full: str, max_bytes: int, root_real: str, sig: list | None = None) -> bytes | str:
+def _read_bytes(
+    full: str, max_bytes: int, root_real: str, sig: list | None = None, *, binary: bool = False
+) -> bytes | str:
     """The file's bytes (at most ``max_bytes + 1``), or a skip reason. The stat signature of the open file
-    (taken before reading) is appended to ``sig`` when given.
+    (taken before reading) is appended to ``sig`` when given. ``binary``: a document format's bytes, which may
+    hold NULs (else a NUL in the first 8 KiB makes the file "binary").
 
     One ``os.read`` per file in the common case (a regular file that did not change since ``fstat``); the
     scan of a folder of many small files is dominated by per-file overhead, not by bytes.
@@ -604,7 +626,7 @@ def _read_bytes(full: str, max_bytes: int, root_real: str, sig: list | None = No
             sig.append(_signature(st))
         size = st.st_size
         if size > max_bytes:
-            return "binary" if b"\x00" in os.read(fd, _SNIFF_BYTES) else "oversized"
+            return "binary" if not binary and b"\x00" in os.read(fd, _SNIFF_BYTES) else "oversized"
         limit = max_bytes + 1
         data = os.read(fd, size + 1)
         if len(data) != size:  # grew, shrank or a short read since fstat: read on to EOF or the limit
@@ -622,7 +644,7 @@ def _read_bytes(full: str, max_bytes: int, root_real: str, sig: list | None = No
         return "unreadable"
     finally:
         os.close(fd)
-    if data.find(b"\x00", 0, _SNIFF_BYTES) >= 0:
+    if not binary and data.find(b"\x00", 0, _SNIFF_BYTES) >= 0:
         return "binary"
     if len(data) > max_bytes:  # grew while we read it
         return "oversized"
@@ -638,6 +660,12 @@ def _decode(data: bytes) -> tuple[str, bool]:
 
 
 def _read_file(full: str, path: str, settings: ReaderSettings, root_real: str, sig: list | None = None) -> _FileResult:
+    if format_of(_suffix(path)) is not None:
+        got: list = []
+        res = read_files([(full, path)], settings, root_real, got)[0]
+        if sig is not None and got[0] is not None:
+            sig.append(got[0])
+        return res
     if _is_container(path):
         return _read_container(path, full, settings, root_real, sig)
     data = _read_bytes(full, settings.max_file_bytes, root_real, sig)
@@ -661,6 +689,84 @@ def _read_file(full: str, path: str, settings: ReaderSettings, root_real: str, s
     if bad:
         res.problems.append(f"{path}: invalid UTF-8, read with U+FFFD replacement characters")
     return res
+
+
+_BATCH_BYTES = 64 << 20  # document-format bytes handed to the extraction workers at once, at most
+
+
+def read_files(
+    jobs: Sequence[tuple[str, str]], settings: ReaderSettings, root_real: str, sigs: list | None = None
+) -> list[_FileResult]:
+    """Read each ``(full path, relative path)``: text and containers here, one after another; document formats
+    (``lens.reader.formats``) through the extraction workers, in batches that use every worker. Each file's stat
+    signature (None when it could not be opened) is appended to ``sigs`` in order."""
+    results: list[_FileResult | None] = [None] * len(jobs)
+    pending: list[tuple[int, bytes]] = []
+    size = 0
+    for i, (full, path) in enumerate(jobs):
+        sig: list = []
+        if format_of(_suffix(path)) is None:
+            results[i] = _read_file(full, path, settings, root_real, sig)
+        else:
+            data = _read_bytes(full, settings.max_file_bytes, root_real, sig, binary=True)
+            if isinstance(data, str):
+                results[i] = _FileResult(path, [], skip=data)
+            else:
+                pending.append((i, data))
+                size += len(data)
+        if sigs is not None:
+            sigs.append(sig[0] if sig else None)
+        if pending and (size >= _BATCH_BYTES or i == len(jobs) - 1):
+            _extract_batch(jobs, pending, results, settings)
+            pending, size = [], 0
+    return results  # type: ignore[return-value]
+
+
+def _extract_batch(
+    jobs: Sequence[tuple[str, str]],
+    pending: list[tuple[int, bytes]],
+    results: list[_FileResult | None],
+    settings: ReaderSettings,
+) -> None:
+    """The units of the files ``pending`` (index into ``jobs``, bytes), as their results."""
+    items = [(data, _suffix(jobs[i][1]), jobs[i][1].rsplit("/", 1)[-1]) for i, data in pending]
+    for (i, data), got in zip(pending, extractor_for(settings).extract_all(items)):
+        path = jobs[i][1]
+        if not got.ok:
+            results[i] = _FileResult(path, [], nbytes=len(data), skip=got.reason, problems=[f"{path}: {got.message}"])
+            continue
+        docs = unit_documents(path, got.units)
+        results[i] = _FileResult(path, docs, nbytes=len(data), skip=None if docs else "empty", units=len(docs))
+
+
+_EXTRACTORS: dict[tuple, Extractor] = {}
+_EXTRACTORS_LOCK = threading.Lock()
+
+
+def extractor_for(settings: ReaderSettings) -> Extractor:
+    """This process's extraction workers for ``settings``' limits (started on first use, kept for the next file)."""
+    key = (
+        settings.max_file_bytes,
+        settings.max_pages,
+        settings.extraction_workers,
+        settings.extraction_timeout_s,
+        settings.extraction_memory_mb,
+    )
+    with _EXTRACTORS_LOCK:
+        if key not in _EXTRACTORS:
+            _EXTRACTORS[key] = Extractor.from_settings(settings)
+        return _EXTRACTORS[key]
+
+
+def _forget_extractors() -> None:
+    """In a forked child: the parent's workers are the parent's (their sockets must not be shared)."""
+    global _EXTRACTORS_LOCK
+    _EXTRACTORS.clear()
+    _EXTRACTORS_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_extractors)
 
 
 # Files whose stat signature (device, inode, size, mtime, ctime) is unchanged since this process last read
@@ -894,3 +1000,47 @@ def split_sentences(text: str, *, title_first: bool = False) -> list[Sentence]:
             flush()
     flush()
     return [Sentence(k, s, a, b, h) for k, (s, a, b, h) in enumerate(units)]
+
+
+def _unit_sentences(body: str, doc: Document) -> tuple[Sentence, ...]:
+    """A unit's sentences, each with its place in the file. Lines of one place (a PDF page, a slide) are segmented
+    as prose; a unit whose lines have places of their own (rows, paragraphs, cells) is segmented line by line, and
+    a table row — its values with their headers — is one sentence whatever its punctuation."""
+    if not doc.line_locations:
+        return tuple(
+            Sentence(x.index, x.text, x.line_start, x.line_end, x.heading, doc.location) for x in split_sentences(body)
+        )
+    out: list[Sentence] = []
+    for i, (line, where) in enumerate(zip(body.split("\n"), doc.line_locations), 1):
+        if not line.strip():
+            continue
+        if "row" in where:
+            out.append(Sentence(len(out), line.strip(), i, i, False, where))
+            continue
+        for x in split_sentences(line):
+            out.append(Sentence(len(out), x.text, i, i, x.heading, where))
+    return tuple(out)
+
+
+def unit_documents(path: str, units: Sequence[Unit]) -> list[Document]:
+    """The documents of a document-format file: one per unit (``path#u<k>``, k from 1), its text the unit's title
+    line then its text, its sha256 that of this text (what a reading of it read)."""
+    docs = []
+    for k, unit in enumerate(units, 1):
+        if not unit.text.strip():
+            continue
+        text = f"{unit.title}\n{unit.text}"
+        docs.append(
+            Document(
+                doc_id=f"{path}#u{k}",
+                path=path,
+                title=unit.title,
+                text=text,
+                sha256=sha256_hex(text),
+                line=k,
+                kind="unit",
+                location=dict(unit.location),
+                line_locations=tuple(dict(x) for x in unit.line_locations),
+            )
+        )
+    return docs

@@ -95,9 +95,12 @@ def test_text_kinds_and_extensionless_files_are_read(tmp_path):
     write(tmp_path, "Gamma Station", "Gamma Station\nThird.\n")
     write(tmp_path, "d.csv", "name,year\nDelta,1901\n")
     scan = scan_corpus(tmp_path)
-    assert sorted(by_id(scan)) == ["Gamma Station", "a.md", "b.txt", "d.csv"]
+    assert sorted(by_id(scan)) == ["Gamma Station", "a.md", "b.txt", "d.csv#u1"]  # a CSV is a table: units
     assert by_id(scan)["Gamma Station"].title == "Gamma Station"
     assert by_id(scan)["a.md"].title == "Alpha"
+    table = by_id(scan)["d.csv#u1"]
+    assert table.kind == "unit" and [s.text for s in table.sentences] == ["name: Delta · year: 1901"]
+    assert table.sentences[0].location == {"sheet": "d", "row": 2}
     assert scan.files == 4 and not scan.skipped
 
 
@@ -142,10 +145,18 @@ def test_binary_file_by_content_is_skipped_and_counted(tmp_path):
 
 
 def test_binary_file_by_kind_is_skipped_without_reading(tmp_path):
-    write(tmp_path, "scan.pdf", "%PDF-1.4 pretend text")
     write(tmp_path, "model.gguf", "GGUF")
+    write(tmp_path, "old.doc", "legacy Word")
     scan = scan_corpus(tmp_path)
     assert scan.documents == [] and scan.skipped["binary"] == 2
+
+
+def test_a_pdf_that_is_not_one_is_skipped_as_corrupt_with_its_name(tmp_path):
+    write(tmp_path, "scan.pdf", "%PDF-1.4 pretend text")
+    write(tmp_path, "note.txt", "Harbor\nBoats moor here.\n")
+    scan = scan_corpus(tmp_path)
+    assert [d.path for d in scan.documents] == ["note.txt"]
+    assert scan.skipped["corrupt"] == 1 and any(p.startswith("scan.pdf: ") for p in scan.problems)
 
 
 def test_invalid_utf8_is_decoded_with_replacement(tmp_path):
