@@ -13,9 +13,9 @@ from typing import Any
 _EXPORTS = {
     # the folder as the agent reads it
     "scan_corpus": "lens.reader._corpus",
-    "Document": "lens.reader._corpus",
+    "Document": "lens.reader._documents",
     "CorpusScan": "lens.reader._corpus",
-    "split_sentences": "lens.reader._corpus",
+    "split_sentences": "lens.reader._documents",
     "CorpusView": "lens.reader._view",
     "survey_corpus": "lens.reader._filestats",
     "StatsStore": "lens.reader._filestats",

@@ -24,7 +24,7 @@ from lens.loop._stop import Stop, StopReason
 from lens.prior._prior import Prior, merge_round_robin
 from lens.question._requirements import Decomposition, Requirement
 from lens.question._values import answer_type
-from lens.reader._corpus import Document
+from lens.reader._documents import Document
 from lens.reader._view import CorpusView
 from lens.reader._windows import Window, windows_for
 

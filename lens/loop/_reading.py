@@ -22,7 +22,7 @@ from typing import Any, Callable, Sequence
 from lens._terms import STOPWORDS, find_span, normalise, tokens
 from lens.llm._prompts import fence_passage, render
 from lens.question._values import fits_type
-from lens.reader._corpus import Document
+from lens.reader._documents import Document
 from lens.reader._windows import Window
 
 __all__ = [

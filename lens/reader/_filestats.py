@@ -53,17 +53,11 @@ from lens._config import ReaderSettings
 from lens._errors import LensError
 from lens._files import is_inside, sha256_hex
 from lens.reader._columns import NAMES_SEP, DocColumns, DocStat, TitleIndex, pick_array, pick_strings
-from lens.reader._corpus import (
-    CorpusScan,
-    Document,
-    _ignore_patterns,
-    _is_container,
-    _list_files,
-    _open_folder,
-    _read_bytes,
-    _read_file,
-    tally,
-)
+from lens.reader._corpus import CorpusScan
+from lens.reader._documents import Document, _is_container
+from lens.reader._listing import _ignore_patterns, _list_files
+from lens.reader._open import _open_folder, _read_bytes
+from lens.reader._read import _read_file, tally
 from lens.reader._watch import FolderWatch
 
 __all__ = [

@@ -22,7 +22,8 @@ import numpy as np
 
 from lens._terms import tokens
 from lens.reader._columns import NAMES_SEP, DocColumns, TitleIndex
-from lens.reader._corpus import CorpusScan, Document
+from lens.reader._corpus import CorpusScan
+from lens.reader._documents import Document
 from lens.reader._filestats import SUFFIXES, StatsStore, StoreError, _Entry, _stat_of, recount
 
 __all__ = ["CorpusView"]

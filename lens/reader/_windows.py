@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lens._terms import tokens
-from lens.reader._corpus import Document
+from lens.reader._documents import Document
 
 __all__ = ["Window", "windows_for", "estimate_tokens"]
 

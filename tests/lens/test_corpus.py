@@ -19,7 +19,10 @@ import pytest
 import lens.reader._corpus as corpus
 from lens._config import ReaderSettings
 from lens._errors import LensError
-from lens.reader._corpus import CorpusError, read_document, scan_corpus, split_sentences
+from lens.reader._corpus import scan_corpus
+from lens.reader._documents import split_sentences
+from lens.reader._open import CorpusError
+from lens.reader._read import read_document
 
 
 def write(root: Path, rel: str, data: str | bytes) -> Path:

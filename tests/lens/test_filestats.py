@@ -435,7 +435,7 @@ def test_files_gathered_from_parts_keep_each_files_signature_documents_and_outco
 def test_a_listing_hands_out_the_known_path_strings_where_the_same_path_comes_at_the_same_place(folder):
     from collections import Counter
 
-    from lens.reader._corpus import _list_files
+    from lens.reader._listing import _list_files
 
     first = _list_files(folder, ReaderSettings(), Counter(), [])
     known = [p.encode().decode() for p in first]  # equal strings, other objects

@@ -23,7 +23,7 @@ from lens.faces._cli import main
 from lens.loop._grading import reading_features
 from lens.loop._reading import Judgement, read_window, reading_messages
 from lens.memory._memory import MemoryStore
-from lens.reader._corpus import Document
+from lens.reader._documents import Document
 from lens.reader._windows import windows_for
 
 from .conftest import BASE_URL, CHAT_URL, MODEL, completion, error
