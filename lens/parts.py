@@ -18,7 +18,7 @@ _EXPORTS = {
     "split_sentences": "lens.reader._documents",
     "CorpusView": "lens.reader._view",
     "survey_corpus": "lens.reader._filestats",
-    "StatsStore": "lens.reader._filestats",
+    "StatsStore": "lens.reader._store",
     # requirements
     "Requirement": "lens.question._requirements",
     "Decomposition": "lens.question._requirements",

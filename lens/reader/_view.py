@@ -24,7 +24,9 @@ from lens._terms import tokens
 from lens.reader._columns import NAMES_SEP, DocColumns, TitleIndex
 from lens.reader._corpus import CorpusScan
 from lens.reader._documents import Document
-from lens.reader._filestats import SUFFIXES, StatsStore, StoreError, _Entry, _stat_of, recount
+from lens.reader._filestats import SUFFIXES, _stat_of, recount
+from lens.reader._folder import _Entry
+from lens.reader._store import StatsStore, StoreError
 
 __all__ = ["CorpusView"]
 

@@ -16,8 +16,9 @@ import pytest
 
 from lens import CorpusView, scan_corpus
 from lens._config import ReaderSettings
-from lens.reader import _filestats
-from lens.reader._filestats import StatsStore, survey_corpus
+from lens.reader import _filestats, _folder, _read, _store
+from lens.reader._filestats import survey_corpus
+from lens.reader._store import StatsStore
 
 TERMS = ["quill", "lighthouse", "harbor", "cape", "tower", "gutierrez", "x2", "snake"]
 
@@ -67,8 +68,8 @@ def folder(tmp_path):
 
 def test_a_survey_gives_what_reading_every_file_gives_and_reads_documents_only_when_asked(folder, monkeypatch):
     reads = []
-    real = _filestats._read_file
-    monkeypatch.setattr(_filestats, "_read_file", lambda *a, **k: reads.append(a[1]) or real(*a, **k))
+    real = _read._read_file
+    monkeypatch.setattr(_read, "_read_file", lambda *a, **k: reads.append(a[1]) or real(*a, **k))
     scan = survey_corpus(folder)
     view = CorpusView.of(scan)
     assert _state(view) == _fresh(folder)
@@ -85,8 +86,8 @@ def test_a_new_process_takes_unchanged_files_from_the_store_without_reading_them
     before = _state(CorpusView.of(survey_corpus(folder)))
     _forget_process_memo()
     reads = []
-    real = _filestats._read_file
-    monkeypatch.setattr(_filestats, "_read_file", lambda *a, **k: reads.append(a[1]) or real(*a, **k))
+    real = _read._read_file
+    monkeypatch.setattr(_read, "_read_file", lambda *a, **k: reads.append(a[1]) or real(*a, **k))
     assert _state(CorpusView.of(survey_corpus(folder))) == before and reads == []
 
 
@@ -130,8 +131,8 @@ def test_a_snapshot_older_than_another_processs_write_is_not_used(folder, monkey
     _forget_process_memo()
     rows = _spy_rows(monkeypatch)
     reads = []
-    real = _filestats._read_file
-    monkeypatch.setattr(_filestats, "_read_file", lambda *a, **k: reads.append(a[1]) or real(*a, **k))
+    real = _read._read_file
+    monkeypatch.setattr(_read, "_read_file", lambda *a, **k: reads.append(a[1]) or real(*a, **k))
     assert _state(CorpusView.of(survey_corpus(folder))) == _fresh(folder)
     assert len(rows) == 1 and reads == ["a.txt"]  # the rows, in which a.txt is missing, so it is read again
 
@@ -181,8 +182,8 @@ def test_a_file_read_moments_after_a_change_is_checked_by_its_content_next_time(
     row = folder_memo.files.paths.index("a.txt")
     assert not folder_memo.files.settled[row] and folder_memo.files.file_hash(row)
     reads = []
-    real = _filestats._read_file
-    monkeypatch.setattr(_filestats, "_read_file", lambda *a, **k: reads.append(a[1]) or real(*a, **k))
+    real = _read._read_file
+    monkeypatch.setattr(_read, "_read_file", lambda *a, **k: reads.append(a[1]) or real(*a, **k))
     monkeypatch.setattr(_filestats, "_RACY_NS", 0)
     survey_corpus(folder)
     # whole files: the same bytes, so their statistics stand (now settled); the container is read again
@@ -344,7 +345,7 @@ def test_a_store_of_another_schema_is_rebuilt(folder, tmp_path):
     assert not any("statistics store" in p for p in scan.problems)
     assert _state(CorpusView.of(scan)) == _fresh(folder)
     again = StatsStore(store)
-    assert again.db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()[0] == str(_filestats._SCHEMA)
+    assert again.db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()[0] == str(_store._SCHEMA)
 
 
 def test_a_read_only_store_is_kept_in_memory_with_a_warning(folder, tmp_path, monkeypatch):
@@ -425,9 +426,9 @@ def test_files_gathered_from_parts_keep_each_files_signature_documents_and_outco
         outcome = f.details[f.detail[i]] if f.detail[i] >= 0 else None
         return f.paths[i], f.sig(i), bool(f.settled[i]), bool(f.whole[i]), int(f.nbytes[i]), outcome, docs
 
-    parts = [files.take(np.arange(0, 2)), _filestats._Files.empty(), files.take(np.arange(2, n))]
+    parts = [files.take(np.arange(0, 2)), _folder._Files.empty(), files.take(np.arange(2, n))]
     for order in ([5, 0, 3, 1, 4, 2], [3, 3], [], list(range(n))):
-        got = _filestats._Files.gather(parts, np.asarray(order, dtype=np.int64))
+        got = _folder._Files.gather(parts, np.asarray(order, dtype=np.int64))
         assert [row(got, k) for k in range(len(got))] == [row(files, i) for i in order]
         assert got.start[0] == 0 and got.start[-1] == len(got.docs)
 

@@ -17,8 +17,9 @@ import pytest
 from lens import CorpusView, scan_corpus
 from lens._config import ReaderSettings
 from lens.faces._cli import main
-from lens.reader import _filestats
-from lens.reader._filestats import StatsStore, survey_corpus
+from lens.reader import _filestats, _read, _store
+from lens.reader._filestats import survey_corpus
+from lens.reader._store import StatsStore
 
 from .conftest import BASE_URL, completion, with_full_disk
 
@@ -276,14 +277,14 @@ def test_folders_deleted_or_long_unused_are_dropped_and_the_file_shrinks(docs, t
         copy.rmdir()
 
     now = time.time()
-    monkeypatch.setattr(_filestats, "_now", lambda: now + 2 * 86400, raising=False)  # two days on: the copies go
+    monkeypatch.setattr(_store, "_now", lambda: now + 2 * 86400, raising=False)  # two days on: the copies go
     scan = survey_corpus(docs, settings)
     assert _scopes(store) == sorted([str(docs.resolve()), str(idle.resolve())])
     assert _state(CorpusView.of(scan)) == _fresh(docs)
     _forget_process_memo()
     assert store.stat().st_size < 1.5 * alone < grown
 
-    monkeypatch.setattr(_filestats, "_now", lambda: now + 31 * 86400, raising=False)  # a month on: the idle one too
+    monkeypatch.setattr(_store, "_now", lambda: now + 31 * 86400, raising=False)  # a month on: the idle one too
     survey_corpus(docs, settings)
     assert _scopes(store) == [str(docs.resolve())]
 
@@ -303,8 +304,8 @@ def test_lens_corpus_forget_drops_a_folders_statistics_and_a_process_holding_the
     assert capsys.readouterr().out.strip() == f"no statistics of {docs} in {store}"
 
     reads = []
-    real = _filestats._read_file
-    monkeypatch.setattr(_filestats, "_read_file", lambda *a, **k: reads.append(a[1]) or real(*a, **k))
+    real = _read._read_file
+    monkeypatch.setattr(_read, "_read_file", lambda *a, **k: reads.append(a[1]) or real(*a, **k))
     scan = survey_corpus(docs, settings)  # another process forgot them: what this one knew is void
     assert len(reads) == 120 and _state(CorpusView.of(scan)) == _fresh(docs)
     assert _scopes(store) == sorted([str(docs.resolve()), str(other.resolve())])
@@ -318,7 +319,7 @@ def test_a_folders_use_is_recorded_without_waiting_on_another_processs_write(doc
     other.execute("BEGIN IMMEDIATE")  # another process's long write holds the store
     try:
         now = time.time()
-        monkeypatch.setattr(_filestats, "_now", lambda: now + 2 * 3600)  # the folder's last use is to be written
+        monkeypatch.setattr(_store, "_now", lambda: now + 2 * 3600)  # the folder's last use is to be written
         t0 = time.monotonic()
         scan = survey_corpus(docs, settings)
         assert time.monotonic() - t0 < 5 and scan.notes == []  # not waited on, not given up for memory
@@ -346,8 +347,8 @@ def test_a_garbled_snapshot_blob_is_never_served_the_folder_is_read_again(docs, 
     db.close()
 
     reads = []
-    real = _filestats._read_file
-    monkeypatch.setattr(_filestats, "_read_file", lambda *a, **k: reads.append(a[1]) or real(*a, **k))
+    real = _read._read_file
+    monkeypatch.setattr(_read, "_read_file", lambda *a, **k: reads.append(a[1]) or real(*a, **k))
     scan = survey_corpus(docs, settings)
     assert _state(CorpusView.of(scan)) == fresh and len(reads) == 120
     (note,) = scan.notes

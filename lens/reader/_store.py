@@ -1,0 +1,650 @@
+"""The statistics store: one SQLite file outside every folder (``reader.stats_store``) holding, per folder, each
+file's stat signature and reading outcome, its documents' statistics and term counts, and the folder's snapshot.
+A cache, never an index: every fault met in it is a :class:`StoreError`, which the survey turns into a rebuild or
+a store kept in memory (``lens.reader._filestats``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import sqlite3
+import threading
+import time
+import zlib
+from collections import Counter
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterable, Iterator, Sequence
+
+import numpy as np
+from platformdirs import user_cache_dir
+
+from lens.reader._columns import DocColumns
+from lens.reader._documents import Document
+from lens.reader._folder import _HEX64, _bad_doc_field, _Entry, _Files, _pack_summary, _unpack_sig, _unpack_summary
+
+__all__ = ["StatsStore", "StoreError", "default_store_path"]
+
+
+log = logging.getLogger("lens.stats")
+
+
+_RUN = re.compile(r"[^\W_]+")  # a maximal run of str.isalnum() characters
+
+
+_SCHEMA = 4  # 4: snapshot checksums, a folder's last use, incremental vacuum
+
+
+_CACHE_KIB = -65536  # SQLite page cache while writing (negative: KiB), 64 MiB: large batches insert without thrashing
+
+
+_COMPACT_AT = 0.25  # orphaned postings are deleted once the documents dropped since exceed this share of the live ones
+
+
+_SEEN_EVERY_S = 3600  # a folder's last use is written at most this often (a write per question would contend)
+
+
+_PRUNE_EVERY_S = 86400  # a process looks for folders to drop when it first surveys, then at most this often
+
+
+_GONE_S = 86400  # a folder that no longer exists is dropped once unused for this long (a drive may be remounted)
+
+
+_now = time.time  # the clock of a folder's last use
+
+
+def default_store_path() -> Path:
+    """Where the store lives unless ``reader.stats_store`` says otherwise: the user cache folder."""
+    return Path(user_cache_dir("lens")) / "stats.sqlite"
+
+
+def _terms_of(lowered: str) -> Counter:
+    return Counter(_RUN.findall(lowered))
+
+
+class StoreError(Exception):
+    """A fault of the statistics store met at any point (open, read, write): an SQLite error, or a stored value that
+    does not decode. ``damaged``: the file is wrong (it is set aside and a new one built); else the store is sound
+    but cannot be used now (a full disk, a lock held too long: the statistics are kept in memory instead)."""
+
+    def __init__(self, where: str, exc: BaseException):
+        super().__init__(f"{where}: {exc}")
+        self.cause = exc
+        self.damaged = _damaged(exc)
+
+
+# SQLite's primary result codes of a store that may be sound but cannot be used now: no permission, busy, locked, out
+# of memory, read-only, an I/O error, full, cannot be opened, too big, no large-file support
+_UNUSABLE = {3, 5, 6, 7, 8, 10, 13, 14, 18, 22}
+
+
+# what one use of the store may raise on a damaged file: SQLite's errors, and those of decoding what it returned
+_FAULTS = (sqlite3.Error, ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError)
+
+
+def _damaged(exc: BaseException) -> bool:
+    """Whether ``exc`` says the store's file is damaged, not merely unusable now."""
+    if not isinstance(exc, sqlite3.Error):
+        return True  # a stored value that does not decode
+    code = getattr(exc, "sqlite_errorcode", None)  # Python 3.11+
+    if code is None:
+        return not isinstance(exc, sqlite3.OperationalError)
+    return code & 0xFF not in _UNUSABLE
+
+
+class _OldSchema(Exception):
+    """A store written by another version of lens: replaced without a word."""
+
+
+class _Garbled(Exception):
+    """A snapshot blob whose checksum does not match: the folder's rows are dropped and its files read again."""
+
+
+def _checked(blobs: Iterable[tuple[str, bytes, int]]) -> Iterator[tuple[str, bytes]]:
+    for name, data, crc in blobs:
+        if not isinstance(data, bytes) or zlib.crc32(data) != crc:
+            raise _Garbled(name)
+        yield name, data
+
+
+def _set_aside(path: Path) -> Path:
+    """Rename a damaged store file, with its -wal and -shm, to ``<name>.corrupt-<time>``: kept, never deleted."""
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    aside = path.with_name(f"{path.name}.corrupt-{stamp}")
+    k = 1
+    while aside.exists():
+        aside, k = path.with_name(f"{path.name}.corrupt-{stamp}.{k}"), k + 1
+    # the log first: a process opening the path meanwhile must not replay the old log onto a new file
+    for suffix in ("-wal", "-shm", ""):
+        try:
+            os.rename(f"{path}{suffix}", f"{aside}{suffix}")
+        except FileNotFoundError:
+            pass
+    return aside
+
+
+def _file_ident(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _root_of(scope: str) -> str:
+    return scope.split("\x00", 1)[0]
+
+
+class StatsStore:
+    """The SQLite file of per-file statistics (``path`` None: in memory, for this process only).
+
+    Every use of it (:meth:`_using`) raises :class:`StoreError` on any fault; :func:`survey_corpus` decides what
+    follows. What happened to it is told once (``news``); why it is in memory, with every survey (``note``)."""
+
+    def __init__(self, path: str | os.PathLike[str] | None = None):
+        self.path = Path(path) if path is not None else None
+        self.file = self.path  # the file asked for (``path`` is None once the store is kept in memory instead)
+        self.note: str | None = None  # why the store is in memory although a file was asked for
+        self.news: list[str] = []  # what befell the store (set aside, a folder re-read), for the next survey to tell
+        self.key: str | None = None  # its key among the process's stores (_STORES), if it is one of them
+        self._pruned = -float("inf")  # time.monotonic() of the last look for folders to drop
+        self._ident: tuple[int, int] | None = None  # (device, inode) of the file opened
+        self._lock = threading.RLock()
+        self.db = self._connect()
+
+    # ---------------------------------------------------------------- opening
+    def _connect(self) -> sqlite3.Connection:
+        if self.path is None:
+            return self._init(sqlite3.connect(":memory:", check_same_thread=False))
+        try:
+            return self._open_file()
+        except _OldSchema:
+            try:
+                self._remove_file()
+                return self._open_file()
+            except (sqlite3.Error, OSError) as exc:
+                return self._in_memory(exc)
+        except sqlite3.Error as exc:
+            if not _damaged(exc):  # cannot be created or written
+                return self._in_memory(exc)
+            try:  # corrupt or not a database: a cache, rebuilt from the folder; the file is kept for a post-mortem
+                aside = _set_aside(self.path)
+                self._set_aside_news(exc, aside)
+                return self._open_file()
+            except (sqlite3.Error, OSError) as again:
+                return self._in_memory(again)
+        except OSError as exc:
+            return self._in_memory(exc)
+
+    def _open_file(self) -> sqlite3.Connection:
+        assert self.path is not None
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(self.path, timeout=60, check_same_thread=False)
+        try:
+            if db.execute("PRAGMA page_count").fetchone()[0] == 0:  # a new file (set on one in use, it is a write)
+                db.execute("PRAGMA auto_vacuum=INCREMENTAL")  # the pages of dropped folders can be handed back
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute(f"PRAGMA cache_size={_CACHE_KIB}")
+            row = self._init(db).execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+            version = row[0] if row else None
+            if version != str(_SCHEMA):
+                if isinstance(version, str) and version.isdigit():
+                    raise _OldSchema(version)
+                raise sqlite3.DatabaseError(f"meta row 'schema': {version!r} is not a schema version")
+            db.execute("BEGIN IMMEDIATE")  # writable (a read-only file or folder fails here, not mid-survey)
+            db.execute("ROLLBACK")
+            self._ident = _file_ident(self.path)
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def _remove_file(self) -> None:
+        assert self.path is not None
+        for suffix in ("-wal", "-shm", ""):
+            try:
+                os.unlink(f"{self.path}{suffix}")
+            except FileNotFoundError:
+                pass
+
+    def _in_memory(self, exc: BaseException) -> sqlite3.Connection:
+        self.kept_in_memory(exc)
+        self.path = None
+        return self._init(sqlite3.connect(":memory:", check_same_thread=False))
+
+    def kept_in_memory(self, why: BaseException | str) -> None:
+        """Say, with every survey from now on, that the store asked for is not used and why."""
+        self.note = (
+            f"file statistics store {self.file}: not usable ({why}); the statistics are kept in memory for this "
+            "process, so every new process reads every file again"
+        )
+        log.info("%s", self.note)  # the answer carries the note; -v shows it as it happens
+
+    def _set_aside_news(self, why: BaseException, aside: Path) -> None:
+        self._tell(
+            f"file statistics store {self.file}: damaged ({why}); set aside as {aside.name} and a new one built "
+            "(each folder is read again when next asked about)"
+        )
+
+    def _tell(self, news: str) -> None:
+        self.news.append(news)
+        log.info("%s", news)
+
+    def notes(self) -> list[str]:
+        """What a question should tell with its answer: what befell the store since the last survey (told once),
+        and why it is in memory (every time)."""
+        with self._lock:
+            news, self.news = self.news, []
+        return news + ([self.note] if self.note else [])
+
+    @staticmethod
+    def _init(db: sqlite3.Connection) -> sqlite3.Connection:
+        with db:
+            db.executescript(
+                """
+                CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+                CREATE TABLE IF NOT EXISTS scopes(
+                    id INTEGER PRIMARY KEY, scope TEXT NOT NULL UNIQUE, gen INTEGER NOT NULL DEFAULT 0,
+                    seen INTEGER NOT NULL DEFAULT 0);  -- a question's last use (unix seconds): StatsStore.prune
+                CREATE TABLE IF NOT EXISTS files(
+                    id INTEGER PRIMARY KEY, scope INTEGER NOT NULL, path TEXT NOT NULL, sig TEXT NOT NULL,
+                    settled INTEGER NOT NULL, whole INTEGER NOT NULL, summary TEXT NOT NULL, UNIQUE(scope, path));
+                CREATE TABLE IF NOT EXISTS docs(
+                    id INTEGER PRIMARY KEY AUTOINCREMENT, file INTEGER NOT NULL, ord INTEGER NOT NULL,
+                    doc_id TEXT NOT NULL, title TEXT NOT NULL, names TEXT NOT NULL, length INTEGER NOT NULL,
+                    sha256 TEXT NOT NULL, line INTEGER);
+                CREATE INDEX IF NOT EXISTS docs_file ON docs(file);
+                -- postings by term; a document's row id is never reused (AUTOINCREMENT), so the postings of a
+                -- dropped document are orphans no view maps, deleted in bulk now and then (_compact)
+                CREATE TABLE IF NOT EXISTS terms(
+                    term TEXT NOT NULL, doc INTEGER NOT NULL, n INTEGER NOT NULL, PRIMARY KEY(term, doc)
+                ) WITHOUT ROWID;
+                -- a folder's files as columns (_Files.blobs), valid while the folder's generation is theirs: every
+                -- write to a folder's files moves its scopes.gen; crc: zlib.crc32(data), checked on every load
+                CREATE TABLE IF NOT EXISTS snapshots(
+                    scope INTEGER NOT NULL, name TEXT NOT NULL, gen INTEGER NOT NULL, data BLOB NOT NULL,
+                    crc INTEGER NOT NULL, PRIMARY KEY(scope, name));
+                """
+            )
+            db.execute("INSERT OR IGNORE INTO meta VALUES('schema', ?)", (str(_SCHEMA),))
+            db.execute("INSERT OR IGNORE INTO meta VALUES('dropped', '0')")
+        return db
+
+    def close(self) -> None:
+        self.db.close()
+
+    @contextmanager
+    def _using(self) -> Iterator[None]:
+        """One use of the store, under its lock: any fault in it — SQLite's at any point, or a stored value that
+        does not decode — is a StoreError naming the store (what the survey recovers from, in one place)."""
+        with self._lock:
+            try:
+                yield
+            except _FAULTS as exc:
+                raise StoreError(f"file statistics store {self.file or ':memory:'}", exc) from exc
+
+    # ---------------------------------------------------------------- reading
+    def _scope_id(self, scope: str, *, create: bool) -> int | None:
+        if create:  # another process may be adding the same scope at this moment
+            self.db.execute("INSERT OR IGNORE INTO scopes(scope, seen) VALUES(?, ?)", (scope, int(_now())))
+        row = self.db.execute("SELECT id FROM scopes WHERE scope=?", (scope,)).fetchone()
+        return row[0] if row else None
+
+    def load(self, scope: str) -> _Files:
+        """Every file the store holds for ``scope``, with its documents' statistics, and the folder's generation:
+        its snapshot when that is of the current generation (a few reads), else its rows (one query). A snapshot
+        blob that does not match its checksum drops the folder's rows: its files are read again."""
+        with self._using():
+            garbled = None
+            self.db.execute("BEGIN")  # one read transaction: the generation and what is read agree
+            try:
+                row = self.db.execute("SELECT id, gen FROM scopes WHERE scope=?", (scope,)).fetchone()
+                if row is None:
+                    files = _Files.empty()
+                    files.gen = 0
+                    return files
+                sid, gen = row
+                try:
+                    with self._blob_pages():
+                        blobs = self.db.execute(
+                            "SELECT name, data, crc FROM snapshots WHERE scope=? AND gen=?", (sid, gen)
+                        )
+                        try:
+                            files = _Files.from_blobs(_checked(blobs))
+                        finally:
+                            blobs.close()  # a read left open would lock the table for the writes that follow
+                    files.saved = True
+                    files.gen = gen
+                except ValueError:  # none of this generation, or of other lengths: the rows say the same, more slowly
+                    files = self._rows(sid)
+                    files.gen = gen
+                except _Garbled as exc:
+                    garbled = exc
+                    files = _Files.empty()
+                    files.gen = 0  # the folder's as a new one's, once its rows are dropped below
+            finally:
+                self.db.execute("COMMIT")
+            if garbled is not None:  # never served: the rows are not trusted either, the files are read again
+                self._forget([sid])
+                self._tell(
+                    f"file statistics store {self.file or ':memory:'}: the snapshot of {_root_of(scope)} is damaged "
+                    f"(blob {garbled} does not match its checksum); its statistics were dropped and its files read "
+                    "again"
+                )
+            return files
+
+    @contextmanager
+    def _blob_pages(self) -> Iterator[None]:
+        """A snapshot's blobs pass through few cached pages (each is read or written once), and the pages the
+        writes before cached are handed back: a million documents' snapshot is not held twice."""
+        self.db.execute("PRAGMA cache_size=-2048")
+        try:
+            yield
+        finally:
+            self.db.execute(f"PRAGMA cache_size={_CACHE_KIB}")
+            self.db.execute("PRAGMA shrink_memory")
+
+    def _rows(self, sid: int) -> _Files:
+        """The folder's files from their rows; ValueError naming the row and field of a value that does not
+        decode."""
+        paths: list[str] = []
+        ident: list[tuple] = []
+        times: list[tuple] = []
+        settled: list[int] = []
+        whole: list[int] = []
+        nbytes: list[int] = []
+        detail: list[int] = []
+        details: list[dict] = []
+        start = [0]
+        doc_id: list[str] = []
+        path: list[str] = []
+        title: list[str] = []
+        names: list[str] = []
+        length: list[int] = []
+        sha: list[str] = []
+        line: list[int] = []
+        ids: list[int] = []
+        rows = self.db.execute(
+            "SELECT f.path, f.sig, f.settled, f.whole, f.summary, d.id, d.doc_id, d.title, d.names, d.length, "
+            "d.sha256, d.line FROM files f LEFT JOIN docs d ON d.file = f.id WHERE f.scope = ? ORDER BY f.id, d.ord",
+            (sid,),
+        )
+        last = None
+        for p, sig, st, wh, summary, did, d_id, t, nm, ln, sh, li in rows:
+            if p != last:
+                if last is not None:
+                    start.append(len(doc_id))
+                last = p
+                try:
+                    if type(p) is not str:
+                        raise ValueError("path is not text")
+                    i, tm = _unpack_sig(sig)
+                    outcome = _unpack_summary(summary)
+                except ValueError as exc:
+                    raise ValueError(f"files row {p!r}: {exc}") from None
+                paths.append(p)
+                ident.append(i)
+                times.append(tm)
+                settled.append(st)
+                whole.append(wh)
+                if isinstance(outcome, int):
+                    nbytes.append(outcome)
+                    detail.append(-1)
+                else:
+                    nbytes.append(outcome["nbytes"])
+                    detail.append(len(details))
+                    details.append(outcome)
+            if did is not None:
+                if not (
+                    type(d_id) is str
+                    and type(t) is str
+                    and type(nm) is str
+                    and type(ln) is int
+                    and type(sh) is str
+                    and _HEX64.fullmatch(sh)
+                    and (li is None or type(li) is int)
+                ):
+                    raise ValueError(f"docs row {did} (of file {p!r}): {_bad_doc_field(d_id, t, nm, ln, sh, li)}")
+                doc_id.append(p if d_id == p else d_id)
+                path.append(p)
+                title.append(t)
+                names.append(nm)
+                length.append(ln)
+                sha.append(sh)
+                line.append(-1 if li is None else li)
+                ids.append(did)
+        if last is not None:
+            start.append(len(doc_id))
+        docs = DocColumns(
+            doc_id, path, title, names, length, np.frombuffer(bytes.fromhex("".join(sha)), np.uint8), line, ids
+        )
+        return _Files(
+            paths,
+            np.asarray(ident, dtype=np.uint64).reshape(-1, 2),
+            np.asarray(times, dtype=np.int64).reshape(-1, 3),
+            np.asarray(settled, dtype=bool),
+            np.asarray(whole, dtype=bool),
+            np.asarray(nbytes, dtype=np.int64),
+            np.asarray(detail, dtype=np.int64),
+            details,
+            np.asarray(start, dtype=np.int64),
+            docs,
+        )
+
+    def counts(self, variants: Sequence[str]) -> list[tuple[str, int, int]]:
+        """(run, document row id, count) for every document holding one of the runs ``variants``."""
+        if not variants:
+            return []
+        with self._using():
+            # as integers whatever a damaged page holds: a count is never a string in the prior's arithmetic
+            q = f"SELECT term, CAST(doc AS INTEGER), CAST(n AS INTEGER) FROM terms WHERE term IN ({','.join('?' * len(variants))})"
+            return self.db.execute(q, list(variants)).fetchall()
+
+    # ---------------------------------------------------------------- a folder's use, dropping folders
+    def visit(self, scope: str) -> bool:
+        """Whether the store holds statistics of ``scope``; if so they are marked used now (written at most
+        hourly, so a repeated question does not wait on another process's writes)."""
+        now = int(_now())
+        with self._using():
+            row = self.db.execute("SELECT seen FROM scopes WHERE scope=?", (scope,)).fetchone()
+            if row is None:
+                return False
+            if row[0] < now - _SEEN_EVERY_S:
+                with self._if_writable():
+                    with self.db:
+                        self.db.execute("UPDATE scopes SET seen=? WHERE scope=?", (now, scope))
+            return True
+
+    def tidy(self, keep_days: float) -> None:
+        """:meth:`prune` when this process has not looked for a day (or ever)."""
+        if time.monotonic() - self._pruned >= _PRUNE_EVERY_S:
+            self._pruned = time.monotonic()
+            with self._using(), self._if_writable():
+                self.prune(keep_days)
+
+    @contextmanager
+    def _if_writable(self, *, wait: bool = False) -> Iterator[None]:
+        """A write that can be left for a later question: skipped if the store cannot be written now (a full disk)
+        or, unless ``wait``, at once (another process's long write) — it costs a question neither its store nor any
+        time. A damaged store still raises."""
+        if not wait:
+            self.db.execute("PRAGMA busy_timeout=0")
+        try:
+            yield
+        except StoreError as exc:
+            if exc.damaged:
+                raise
+        except sqlite3.Error as exc:
+            if _damaged(exc):
+                raise
+        finally:
+            if not wait:
+                self.db.execute("PRAGMA busy_timeout=60000")  # connect(timeout=60)
+
+    def prune(self, keep_days: float) -> int:
+        """Drop the statistics of every folder no question used for ``keep_days`` (``reader.stats_keep_days``), or
+        for a day once the folder no longer exists; how many folders."""
+        now = _now()
+        with self._using():
+            old = [
+                sid
+                for sid, scope, seen in self.db.execute("SELECT id, scope, seen FROM scopes").fetchall()
+                if seen < now - keep_days * 86400 or (seen < now - _GONE_S and not os.path.isdir(_root_of(scope)))
+            ]
+            self._forget(old)
+        return len(old)
+
+    def forget(self, root: str) -> tuple[int, int]:
+        """Drop the statistics of the folder ``root`` (its real path) and of every folder inside it: (folders,
+        files) dropped."""
+        inside = os.path.join(root, "")
+        with self._using():
+            sids = [
+                sid
+                for sid, scope in self.db.execute("SELECT id, scope FROM scopes").fetchall()
+                if _root_of(scope) == root or _root_of(scope).startswith(inside)
+            ]
+            marks = ",".join("?" * len(sids))
+            files = self.db.execute(f"SELECT count(*) FROM files WHERE scope IN ({marks})", sids).fetchone()[0]
+            self._forget(sids)
+        return len(sids), files
+
+    def _forget(self, sids: list[int]) -> None:
+        """Every row of the folders ``sids`` deleted, their postings once enough are orphaned (:meth:`compact`),
+        and the pages freed handed back to the file system."""
+        if not sids:
+            return
+        with self.db:
+            for sid in sids:
+                dropped = self.db.execute(
+                    "DELETE FROM docs WHERE file IN (SELECT id FROM files WHERE scope=?)", (sid,)
+                ).rowcount
+                for table in ("files", "snapshots"):
+                    self.db.execute(f"DELETE FROM {table} WHERE scope=?", (sid,))
+                self.db.execute("DELETE FROM scopes WHERE id=?", (sid,))
+                self.db.execute("UPDATE meta SET value = CAST(value AS INTEGER) + ? WHERE key='dropped'", (dropped,))
+        self.compact()
+        # every free page handed back (a script is stepped to its end; execute() would free one page), and the file
+        # shrinks now, not at the last close
+        self.db.executescript("PRAGMA incremental_vacuum; PRAGMA wal_checkpoint(TRUNCATE);")
+
+    # ---------------------------------------------------------------- writing
+    # Every write to a folder's files moves its generation and returns (generation before, after): a survey whose
+    # writes each began at the generation it knew holds columns equal to the store's, and may save them.
+    def _bump(self, sid: int) -> tuple[int, int]:
+        before = self.db.execute("SELECT gen FROM scopes WHERE id=?", (sid,)).fetchone()[0]
+        self.db.execute("UPDATE scopes SET gen=? WHERE id=?", (before + 1, sid))
+        return before, before + 1
+
+    def save(self, scope: str, files: _Files) -> bool:
+        """Keep ``files`` as the folder's snapshot, if they are of its current generation."""
+        if files.gen is None:
+            return False
+        try:
+            with self._using(), self._blob_pages(), self.db:
+                sid = self._scope_id(scope, create=True)
+                if self.db.execute("SELECT gen FROM scopes WHERE id=?", (sid,)).fetchone()[0] != files.gen:
+                    return False  # another process wrote meanwhile: its survey or the next one saves
+                self.db.execute("DELETE FROM snapshots WHERE scope=?", (sid,))
+                self.db.executemany(
+                    "INSERT INTO snapshots(scope, name, gen, data, crc) VALUES(?,?,?,?,?)",
+                    ((sid, k, files.gen, v, zlib.crc32(v)) for k, v in files.blobs()),
+                )
+        except StoreError as exc:
+            if exc.damaged:
+                raise
+            return False  # too large for a blob, a full disk: the rows still say it all
+        files.saved = True
+        return True
+
+    def put(self, scope: str, items: Sequence[tuple[str, _Entry, Sequence[Document]]]) -> tuple[int, int]:
+        """Store (path, entry, its documents) for each file, replacing what the store held for those paths; each
+        entry's ``ids`` are set to its documents' new row ids."""
+        postings: list[tuple[str, int, int]] = []
+        with self._using(), self.db:
+            sid = self._scope_id(scope, create=True)
+            assert sid is not None
+            gens = self._bump(sid)
+            for path, entry, documents in items:
+                row = self.db.execute("SELECT id, sig FROM files WHERE scope=? AND path=?", (sid, path)).fetchone()
+                if row is not None and row[1] == entry.sig:
+                    # another process stored this very content meanwhile: share its rows (replacing them would
+                    # orphan the rows that process's memo points at)
+                    entry.ids = tuple(
+                        r[0] for r in self.db.execute("SELECT id FROM docs WHERE file=? ORDER BY ord", row[:1])
+                    )
+                    continue
+                self._drop(sid, [path])
+                cur = self.db.execute(
+                    "INSERT INTO files(scope, path, sig, settled, whole, summary) VALUES(?,?,?,?,?,?)",
+                    (
+                        sid,
+                        path,
+                        entry.sig,
+                        int(entry.settled),
+                        int(entry.whole),
+                        _pack_summary(entry.summary),
+                    ),
+                )
+                fid = cur.lastrowid
+                ids = []
+                for k, (d, st) in enumerate(zip(documents, entry.docs)):
+                    did = self.db.execute(
+                        "INSERT INTO docs(file, ord, doc_id, title, names, length, sha256, line) VALUES(?,?,?,?,?,?,?,?)",
+                        (fid, k, st.doc_id, st.title, st.names, st.length, st.sha256, st.line),
+                    ).lastrowid
+                    ids.append(did)
+                    postings.extend((t, did, n) for t, n in _terms_of(d.lowered).items())
+                entry.ids = tuple(ids)
+            postings.sort()  # in key order: the B-tree is appended to in runs, not split page by page
+            self.db.executemany("INSERT INTO terms(term, doc, n) VALUES(?,?,?)", postings)
+        return gens
+
+    def settle(self, scope: str, path: str, sig: str, settled: bool) -> tuple[int, int]:
+        """Record whether a file whose content (hash) is unchanged is now settled."""
+        with self._using(), self.db:
+            sid = self._scope_id(scope, create=True)
+            assert sid is not None
+            gens = self._bump(sid)
+            self.db.execute(
+                "UPDATE files SET sig=?, settled=? WHERE scope=? AND path=?", (sig, int(settled), sid, path)
+            )
+        return gens
+
+    def drop(self, scope: str, paths: Iterable[str]) -> tuple[int, int]:
+        with self._using(), self.db:
+            sid = self._scope_id(scope, create=True)
+            assert sid is not None
+            gens = self._bump(sid)
+            self._drop(sid, list(paths))
+        return gens
+
+    def _drop(self, sid: int | None, paths: list[str]) -> None:
+        dropped = 0
+        for path in paths:
+            row = self.db.execute("SELECT id FROM files WHERE scope=? AND path=?", (sid, path)).fetchone()
+            if row is None:
+                continue
+            dropped += self.db.execute("DELETE FROM docs WHERE file=?", row).rowcount
+            self.db.execute("DELETE FROM files WHERE id=?", row)
+        if dropped:
+            self.db.execute("UPDATE meta SET value = CAST(value AS INTEGER) + ? WHERE key='dropped'", (dropped,))
+
+    def compact(self) -> bool:
+        """Delete orphaned postings once the documents dropped since the last time are a large enough share (or
+        later, if the store cannot be written now)."""
+        with self._using(), self._if_writable(wait=True):
+            dropped = int(self.db.execute("SELECT value FROM meta WHERE key='dropped'").fetchone()[0])
+            if not dropped:
+                return False
+            live = self.db.execute("SELECT count(*) FROM docs").fetchone()[0]
+            if dropped <= _COMPACT_AT * max(live, 1):
+                return False
+            with self.db:
+                self.db.execute("DELETE FROM terms WHERE doc NOT IN (SELECT id FROM docs)")
+                self.db.execute("UPDATE meta SET value='0' WHERE key='dropped'")
+            return True
+        return False
