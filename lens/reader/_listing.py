@@ -91,86 +91,101 @@ def _list_files(
     directory while it is listed (no second walk of every path); ``known``: the last listing's paths, whose
     strings are handed out again where the same path comes at the same place (a million paths are then not held
     twice)."""
-    out: list[str] = []
     root_real = root_real or _folder_real(root)
     if patterns is None:
         patterns, unread = _ignore_patterns(root, root_real)
         problems.extend([unread] if unread else [])
+    walk = _Walk(root_real, settings, skipped, problems, patterns, dirs, sigs, known)
+    walk.folder(str(root), "", {root_real})
+    return walk.out
 
-    ident, times = sigs if sigs is not None else (None, None)
 
-    def walk(dir_path: str, rel: str, seen: set[str]) -> None:
-        try:
-            # listed through an open descriptor: a file's stat then resolves one name, not its whole path
-            fd = os.open(dir_path, _DIR_FLAGS) if _SCANDIR_FD else None
-        except FileNotFoundError:
-            skipped["vanished"] += 1
+class _Walk:
+    """One listing of a folder, depth first in name order: what :func:`_list_files` returns and counts."""
+
+    def __init__(self, root_real, settings, skipped, problems, patterns, dirs, sigs, known) -> None:
+        self.root_real, self.settings, self.skipped, self.problems = root_real, settings, skipped, problems
+        self.patterns, self.dirs, self.known = patterns, dirs, known
+        self.ident, self.times = sigs if sigs is not None else (None, None)
+        self.out: list[str] = []
+
+    def folder(self, dir_path: str, rel: str, seen: set[str]) -> None:
+        """List ``dir_path`` (``rel`` under the root) and the folders under it; ``seen``: real paths on the way."""
+        fd, entries = self._entries(dir_path, rel)
+        if entries is None:
             return
-        except OSError as exc:
-            skipped["unreadable"] += 1
-            problems.append(f"{rel or '.'}: cannot list folder: {exc.strerror or exc}")
-            return
         try:
-            try:
-                with os.scandir(dir_path if fd is None else fd) as it:
-                    entries = sorted(it, key=_NAME)
-            except FileNotFoundError:
-                skipped["vanished"] += 1
-                return
-            except OSError as exc:
-                skipped["unreadable"] += 1
-                problems.append(f"{rel or '.'}: cannot list folder: {exc.strerror or exc}")
-                return
-            if dirs is not None:
-                dirs.append(dir_path)
+            if self.dirs is not None:
+                self.dirs.append(dir_path)
             for entry in entries:
                 name = entry.name
                 rel_path = f"{rel}/{name}" if rel else name
                 if name.startswith("."):
-                    skipped["hidden"] += 1
-                    continue
-                if patterns and _ignored(rel_path, patterns):
-                    skipped["ignored"] += 1
-                    continue
-                try:
-                    if entry.is_symlink():
-                        target = os.path.realpath(os.path.join(dir_path, name))
-                        if not _within(target, root_real):
-                            skipped["symlink_outside"] += 1
-                            continue
-                        if not settings.follow_symlinks and os.path.isdir(target):
-                            skipped["symlink_dir"] += 1
-                            continue
-                    if entry.is_dir(follow_symlinks=True):
-                        full = os.path.join(dir_path, name)
-                        real = os.path.realpath(full)
-                        if real in seen:  # a loop through symlinks
-                            continue
-                        walk(full, rel_path, seen | {real})
-                    elif entry.is_file(follow_symlinks=True):
-                        if _suffix(name) in BINARY_SUFFIXES and not _is_container(name):
-                            skipped["binary"] += 1
-                            continue
-                        k = len(out)
-                        out.append(known[k] if k < len(known) and known[k] == rel_path else rel_path)
-                        if ident is not None:
-                            try:
-                                st = entry.stat()
-                            except OSError:
-                                ident.extend((0, 0))
-                                times.extend((-1, -1, -1))
-                            else:
-                                ident.extend((st.st_dev, st.st_ino))
-                                times.extend((st.st_size, st.st_mtime_ns, st.st_ctime_ns))
-                    else:
-                        skipped["not_regular"] += 1
-                except FileNotFoundError:
-                    skipped["vanished"] += 1
-                except OSError:
-                    skipped["unreadable"] += 1
+                    self.skipped["hidden"] += 1
+                elif self.patterns and _ignored(rel_path, self.patterns):
+                    self.skipped["ignored"] += 1
+                else:
+                    try:
+                        self._entry(entry, dir_path, name, rel_path, seen)
+                    except FileNotFoundError:
+                        self.skipped["vanished"] += 1
+                    except OSError:
+                        self.skipped["unreadable"] += 1
         finally:
             if fd is not None:
                 os.close(fd)
 
-    walk(str(root), "", {root_real})
-    return out
+    def _entries(self, dir_path: str, rel: str) -> tuple[int | None, list | None]:
+        """The folder's open descriptor and its entries in name order; (None, None) when it cannot be listed."""
+        fd = None
+        try:
+            # listed through an open descriptor: a file's stat then resolves one name, not its whole path
+            fd = os.open(dir_path, _DIR_FLAGS) if _SCANDIR_FD else None
+            with os.scandir(dir_path if fd is None else fd) as it:
+                return fd, sorted(it, key=_NAME)
+        except FileNotFoundError:
+            self.skipped["vanished"] += 1
+        except OSError as exc:
+            self.skipped["unreadable"] += 1
+            self.problems.append(f"{rel or '.'}: cannot list folder: {exc.strerror or exc}")
+        if fd is not None:
+            os.close(fd)
+        return None, None
+
+    def _entry(self, entry: os.DirEntry, dir_path: str, name: str, rel_path: str, seen: set[str]) -> None:
+        """One directory entry: a link checked against the folder, a folder walked, a file listed."""
+        if entry.is_symlink():
+            target = os.path.realpath(os.path.join(dir_path, name))
+            if not _within(target, self.root_real):
+                self.skipped["symlink_outside"] += 1
+                return
+            if not self.settings.follow_symlinks and os.path.isdir(target):
+                self.skipped["symlink_dir"] += 1
+                return
+        if entry.is_dir(follow_symlinks=True):
+            full = os.path.join(dir_path, name)
+            real = os.path.realpath(full)
+            if real not in seen:  # else a loop through symlinks
+                self.folder(full, rel_path, seen | {real})
+        elif not entry.is_file(follow_symlinks=True):
+            self.skipped["not_regular"] += 1
+        elif _suffix(name) in BINARY_SUFFIXES and not _is_container(name):
+            self.skipped["binary"] += 1
+        else:
+            self._file(entry, rel_path)
+
+    def _file(self, entry: os.DirEntry, rel_path: str) -> None:
+        """A candidate file: its path (the known string where it is the same) and, when asked, its signature."""
+        k = len(self.out)
+        known = self.known
+        self.out.append(known[k] if k < len(known) and known[k] == rel_path else rel_path)
+        if self.ident is None:
+            return
+        try:
+            st = entry.stat()
+        except OSError:
+            self.ident.extend((0, 0))
+            self.times.extend((-1, -1, -1))
+        else:
+            self.ident.extend((st.st_dev, st.st_ino))
+            self.times.extend((st.st_size, st.st_mtime_ns, st.st_ctime_ns))

@@ -15,13 +15,14 @@ import time
 import zlib
 from collections import Counter
 from contextlib import contextmanager
+from itertools import groupby
+from operator import itemgetter
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
-import numpy as np
 from platformdirs import user_cache_dir
 
-from lens.reader._columns import DocColumns
+from lens.reader._columns import DocStat
 from lens.reader._documents import Document
 from lens.reader._folder import _HEX64, _bad_doc_field, _Entry, _Files, _pack_summary, _unpack_sig, _unpack_summary
 
@@ -350,89 +351,13 @@ class StatsStore:
     def _rows(self, sid: int) -> _Files:
         """The folder's files from their rows; ValueError naming the row and field of a value that does not
         decode."""
-        paths: list[str] = []
-        ident: list[tuple] = []
-        times: list[tuple] = []
-        settled: list[int] = []
-        whole: list[int] = []
-        nbytes: list[int] = []
-        detail: list[int] = []
-        details: list[dict] = []
-        start = [0]
-        doc_id: list[str] = []
-        path: list[str] = []
-        title: list[str] = []
-        names: list[str] = []
-        length: list[int] = []
-        sha: list[str] = []
-        line: list[int] = []
-        ids: list[int] = []
         rows = self.db.execute(
             "SELECT f.path, f.sig, f.settled, f.whole, f.summary, d.id, d.doc_id, d.title, d.names, d.length, "
             "d.sha256, d.line FROM files f LEFT JOIN docs d ON d.file = f.id WHERE f.scope = ? ORDER BY f.id, d.ord",
             (sid,),
         )
-        last = None
-        for p, sig, st, wh, summary, did, d_id, t, nm, ln, sh, li in rows:
-            if p != last:
-                if last is not None:
-                    start.append(len(doc_id))
-                last = p
-                try:
-                    if type(p) is not str:
-                        raise ValueError("path is not text")
-                    i, tm = _unpack_sig(sig)
-                    outcome = _unpack_summary(summary)
-                except ValueError as exc:
-                    raise ValueError(f"files row {p!r}: {exc}") from None
-                paths.append(p)
-                ident.append(i)
-                times.append(tm)
-                settled.append(st)
-                whole.append(wh)
-                if isinstance(outcome, int):
-                    nbytes.append(outcome)
-                    detail.append(-1)
-                else:
-                    nbytes.append(outcome["nbytes"])
-                    detail.append(len(details))
-                    details.append(outcome)
-            if did is not None:
-                if not (
-                    type(d_id) is str
-                    and type(t) is str
-                    and type(nm) is str
-                    and type(ln) is int
-                    and type(sh) is str
-                    and _HEX64.fullmatch(sh)
-                    and (li is None or type(li) is int)
-                ):
-                    raise ValueError(f"docs row {did} (of file {p!r}): {_bad_doc_field(d_id, t, nm, ln, sh, li)}")
-                doc_id.append(p if d_id == p else d_id)
-                path.append(p)
-                title.append(t)
-                names.append(nm)
-                length.append(ln)
-                sha.append(sh)
-                line.append(-1 if li is None else li)
-                ids.append(did)
-        if last is not None:
-            start.append(len(doc_id))
-        docs = DocColumns(
-            doc_id, path, title, names, length, np.frombuffer(bytes.fromhex("".join(sha)), np.uint8), line, ids
-        )
-        return _Files(
-            paths,
-            np.asarray(ident, dtype=np.uint64).reshape(-1, 2),
-            np.asarray(times, dtype=np.int64).reshape(-1, 3),
-            np.asarray(settled, dtype=bool),
-            np.asarray(whole, dtype=bool),
-            np.asarray(nbytes, dtype=np.int64),
-            np.asarray(detail, dtype=np.int64),
-            details,
-            np.asarray(start, dtype=np.int64),
-            docs,
-        )
+        # a path is one file of a folder (UNIQUE(scope, path)), and a file's rows come together (ORDER BY f.id)
+        return _Files.of_entries([(p, _entry_of(p, list(group))) for p, group in groupby(rows, key=itemgetter(0))])
 
     def counts(self, variants: Sequence[str]) -> list[tuple[str, int, int]]:
         """(run, document row id, count) for every document holding one of the runs ``variants``."""
@@ -648,3 +573,34 @@ class StatsStore:
                 self.db.execute("UPDATE meta SET value='0' WHERE key='dropped'")
             return True
         return False
+
+
+def _entry_of(path: Any, rows: list[tuple]) -> _Entry:
+    """One file's entry from its rows (its columns, then one document's per row); ValueError naming the row and
+    the field of a value that does not decode."""
+    _, sig, settled, whole, summary = rows[0][:5]
+    try:
+        if type(path) is not str:
+            raise ValueError("path is not text")
+        _unpack_sig(sig)
+        outcome = _unpack_summary(summary)
+    except ValueError as exc:
+        raise ValueError(f"files row {path!r}: {exc}") from None
+    docs, ids = [], []
+    for *_, did, d_id, t, nm, ln, sh, li in rows:
+        if did is None:  # a file without documents (skipped, empty)
+            continue
+        if not (
+            type(d_id) is str
+            and type(t) is str
+            and type(nm) is str
+            and type(ln) is int
+            and type(sh) is str
+            and _HEX64.fullmatch(sh)
+            and (li is None or type(li) is int)
+        ):
+            raise ValueError(f"docs row {did} (of file {path!r}): {_bad_doc_field(d_id, t, nm, ln, sh, li)}")
+        docs.append(DocStat(path if d_id == path else d_id, path, t, nm, ln, sh, li))
+        ids.append(did)
+    summary = {"nbytes": outcome} if isinstance(outcome, int) else outcome
+    return _Entry(sig, bool(settled), bool(whole), summary, tuple(docs), tuple(ids))
