@@ -213,58 +213,27 @@ class _Files:
             if docs.doc_id is docs.path or docs.doc_id == paths:
                 docs.doc_id = paths
             docs.path = paths
-        return _Files(
-            paths,
-            pick_array([p.ident for p in parts], rows),
-            pick_array([p.times for p in parts], rows),
-            pick_array([p.settled for p in parts], rows),
-            pick_array([p.whole for p in parts], rows),
-            pick_array([p.nbytes for p in parts], rows),
-            detail,
-            [details[d] for d in kept],
-            start,
-            docs,
+        ident, times, settled, whole, nbytes = (
+            pick_array([getattr(p, k) for p in parts], rows) for k in ("ident", "times", "settled", "whole", "nbytes")
         )
+        return _Files(paths, ident, times, settled, whole, nbytes, detail, [details[d] for d in kept], start, docs)
 
     # ---------------------------------------------------------------- the store's snapshot of a folder
-    _ARRAYS = {
-        "ident": (np.uint64, 2),
-        "times": (np.int64, 3),
-        "settled": (np.bool_, 0),
-        "whole": (np.bool_, 0),
-        "nbytes": (np.int64, 0),
-        "detail": (np.int64, 0),
-        "start": (np.int64, 0),
-        "length": (np.int64, 0),
-        "sha": (np.uint8, 32),
-        "line": (np.int64, 0),
-        "ids": (np.int64, 0),
-        "title_hashes": (np.uint32, 0),
-        "title_docs": (np.int64, 0),
-    }
+    # name: numpy type code and width (0: one value per row) of each array column, files' then documents'
+    _SPEC = "ident:u8:2 times:i8:3 settled:?:0 whole:?:0 nbytes:i8:0 detail:i8:0 start:i8:0 length:i8:0 sha:u1:32 "
+    _SPEC += "line:i8:0 ids:i8:0 title_hashes:u4:0 title_docs:i8:0"
+    _ARRAYS = {name: (np.dtype(code), int(w)) for name, code, w in (x.split(":") for x in _SPEC.split())}
 
     def blobs(self) -> Iterator[tuple[str, bytes]]:
         """The columns as named byte strings (numpy arrays as their bytes, lists of strings as JSON), one at a
         time: a million documents' columns are never all encoded at once."""
         d = self.docs
         titles = d.titles
-        arrays = {
-            "ident": self.ident,
-            "times": self.times,
-            "settled": self.settled,
-            "whole": self.whole,
-            "nbytes": self.nbytes,
-            "detail": self.detail,
-            "start": self.start,
-            "length": d.length,
-            "sha": d.sha,
-            "line": d.line,
-            "ids": d.ids,
-            "title_hashes": titles.hashes,
-            "title_docs": titles.docs,
-        }
-        for k, v in arrays.items():
-            yield k, np.ascontiguousarray(v, dtype=self._ARRAYS[k][0]).tobytes()
+        # each array by its name: the files' own columns, then the documents', then the title index's
+        owner = {"title_hashes": (titles, "hashes"), "title_docs": (titles, "docs")}
+        for k, (dtype, _) in self._ARRAYS.items():
+            obj, attr = owner.get(k, (self, k) if hasattr(self, k) else (d, k))
+            yield k, np.ascontiguousarray(getattr(obj, attr), dtype=dtype).tobytes()
         # a document's id is its file's path unless it is a record of a container: 0 stands for "the path"
         doc_ids = [0 if i is p or i == p else i for i, p in zip(d.doc_id, d.path)]
         for k, v in (("paths", self.paths), ("doc_id", doc_ids), ("title", d.title), ("names", d.names)):
