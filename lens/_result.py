@@ -7,7 +7,7 @@ import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-__all__ = ["Cost", "QuestionCost", "Evidence", "RequirementStatus", "RoundTrace", "AskResult", "STATUS_WORDS"]
+__all__ = ["Cost", "QuestionCost", "Evidence", "place", "RequirementStatus", "RoundTrace", "AskResult", "STATUS_WORDS"]
 
 # what each evidence status means, in the words `lens ask` prints
 STATUS_WORDS = {
@@ -60,6 +60,22 @@ class QuestionCost(Cost):
         return d
 
 
+def place(location: dict) -> str:
+    """A unit's place as a citation writes it: ``p.3``, ``slide 2``, ``Lighthouses!4``, ``table 1 row 3``, ``¶12``,
+    ``message 3``, ``cell 5``, ``section 2``; ``line 7`` for a line."""
+    if "sheet" in location:
+        return f"{location['sheet']}!{location.get('row', '')}".rstrip("!")
+    if "table" in location:
+        return f"table {location['table']} row {location.get('row', '')}".rstrip()
+    for key, shown in (("page", "p.{}"), ("slide", "slide {}"), ("paragraph", "¶{}"), ("message", "message {}")):
+        if key in location:
+            return shown.format(location[key])
+    for key in ("cell", "section", "line"):
+        if key in location:
+            return f"{key} {location[key]}"
+    return ", ".join(f"{k} {v}" for k, v in location.items())
+
+
 @dataclass(frozen=True)
 class Evidence:
     """One consolidated evidence region: a sentence range of one document, with the hash of what was read."""
@@ -82,10 +98,17 @@ class Evidence:
     sentence_text: str | None = None  # its text as read
     sentence_lines: tuple[int, int] | None = None  # its line range
     sentence_sha256: str | None = None  # sha256 of its text
+    # where the cited sentence (else the region's first) stands in its file: {"line": N} for text and records,
+    # {"page": N}, {"slide": N}, {"sheet": S, "row": N}, {"paragraph": N}, {"table": T, "row": N},
+    # {"message": N}, {"cell": N} or {"section": N} for a unit of a document format (lens.reader.formats)
+    location: dict | None = None
 
     @property
     def citation(self) -> str:
-        """``path:line`` of the sentence a reading named, else of the whole region."""
+        """Where the evidence is, as a reader finds it: ``path:line`` (or a line range) for text, else the place
+        in the document (``report.pdf p.3``, ``lights.xlsx Lighthouses!4``, ``deck.pptx slide 2``)."""
+        if self.location and "line" not in self.location:
+            return f"{self.path} {place(self.location)}"
         start, end = self.sentence_lines or (self.line_start, self.line_end)
         return f"{self.path}:{start}" if start == end else f"{self.path}:{start}-{end}"
 

@@ -507,7 +507,7 @@ def _scan_of(
         docs = files.take(np.flatnonzero(read)).docs
     if store.note:
         problems.insert(0, store.note)
-    table = DocumentTable(root_path, root_real, settings, docs)
+    table = DocumentTable(root_path, root_real, settings, docs, store)
     return CorpusScan(
         root=root_path,
         documents=table,  # type: ignore[arg-type]

@@ -6,6 +6,7 @@ a store kept in memory (``lens.reader._filestats``).
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -35,7 +36,7 @@ log = logging.getLogger("lens.stats")
 _RUN = re.compile(r"[^\W_]+")  # a maximal run of str.isalnum() characters
 
 
-_SCHEMA = 4  # 4: snapshot checksums, a folder's last use, incremental vacuum
+_SCHEMA = 5  # 4: snapshot checksums, a folder's last use, incremental vacuum; 5: units' text
 
 
 _CACHE_KIB = -65536  # SQLite page cache while writing (negative: KiB), 64 MiB: large batches insert without thrashing
@@ -265,6 +266,9 @@ class StatsStore:
                 ) WITHOUT ROWID;
                 -- a folder's files as columns (_Files.blobs), valid while the folder's generation is theirs: every
                 -- write to a folder's files moves its scopes.gen; crc: zlib.crc32(data), checked on every load
+                -- a document format's unit (a PDF page, a slide, …) as extracted: its text and places, compressed,
+                -- so an unchanged file is never parsed again; orphans of dropped documents go with the postings
+                CREATE TABLE IF NOT EXISTS units(doc INTEGER PRIMARY KEY, data BLOB NOT NULL);
                 CREATE TABLE IF NOT EXISTS snapshots(
                     scope INTEGER NOT NULL, name TEXT NOT NULL, gen INTEGER NOT NULL, data BLOB NOT NULL,
                     crc INTEGER NOT NULL, PRIMARY KEY(scope, name));
@@ -523,10 +527,28 @@ class StatsStore:
                     ).lastrowid
                     ids.append(did)
                     postings.extend((t, did, n) for t, n in _terms_of(d.lowered).items())
+                    if d.kind == "unit":
+                        self.db.execute("INSERT OR REPLACE INTO units(doc, data) VALUES(?,?)", (did, _pack_unit(d)))
                 entry.ids = tuple(ids)
             postings.sort()  # in key order: the B-tree is appended to in runs, not split page by page
             self.db.executemany("INSERT INTO terms(term, doc, n) VALUES(?,?,?)", postings)
         return gens
+
+    def unit(self, doc_row: int) -> tuple[str, dict] | None:
+        """(the signature of its file when stored, the unit's text and places) for the unit stored as document row
+        ``doc_row``; None when the store holds no such unit."""
+        with self._using():
+            row = self.db.execute(
+                "SELECT f.sig, u.data FROM units u JOIN docs d ON d.id = u.doc JOIN files f ON f.id = d.file "
+                "WHERE u.doc = ?",
+                (int(doc_row),),
+            ).fetchone()
+            if row is None:
+                return None
+            try:
+                return row[0], json.loads(zlib.decompress(row[1]))
+            except (zlib.error, ValueError, TypeError) as exc:
+                raise ValueError(f"units row {doc_row}: data does not decode ({exc})") from None
 
     def settle(self, scope: str, path: str, sig: str, settled: bool) -> tuple[int, int]:
         """Record whether a file whose content (hash) is unchanged is now settled."""
@@ -570,6 +592,7 @@ class StatsStore:
                 return False
             with self.db:
                 self.db.execute("DELETE FROM terms WHERE doc NOT IN (SELECT id FROM docs)")
+                self.db.execute("DELETE FROM units WHERE doc NOT IN (SELECT id FROM docs)")
                 self.db.execute("UPDATE meta SET value='0' WHERE key='dropped'")
             return True
         return False
@@ -604,3 +627,9 @@ def _entry_of(path: Any, rows: list[tuple]) -> _Entry:
         ids.append(did)
     summary = {"nbytes": outcome} if isinstance(outcome, int) else outcome
     return _Entry(sig, bool(settled), bool(whole), summary, tuple(docs), tuple(ids))
+
+
+def _pack_unit(doc: Document) -> bytes:
+    """A unit's text (its title line first) and places, as the store keeps them."""
+    data = {"text": doc.text, "location": doc.location, "lines": list(doc.line_locations)}
+    return zlib.compress(json.dumps(data, ensure_ascii=True).encode("ascii"), 6)
