@@ -95,7 +95,7 @@ def llm_check(args: argparse.Namespace) -> int:
 
 def corpus_stats(args: argparse.Namespace) -> int:
     scan = scan_corpus(args.path, ReaderSettings(follow_symlinks=args.follow_symlinks))
-    stats = scan.stats()
+    stats = scan.stats() | {"formats": scan.formats(), "extract_seconds": round(scan.extract_seconds, 3)}
     if args.json:
         _print_json(stats)
         return 0
@@ -104,6 +104,11 @@ def corpus_stats(args: argparse.Namespace) -> int:
     print(f"documents   {stats['documents']:,}")
     print(f"bytes       {stats['bytes']:,}")
     print(f"read        {stats['seconds']:.3f} s  ({stats['mb_per_s']:.1f} MB/s)")
+    for name, n in stats["formats"].items():  # documents read through the table of formats
+        units = "pages" if name == "PDF" else "units"
+        print(f"  {name:<10}{n['files']:,} files, {n['units']:,} {units}")
+    if stats["formats"]:
+        print(f"extraction  {stats['extract_seconds']:.3f} s, summed over files (isolated workers, in parallel)")
     skipped = stats["skipped"]
     print("skipped     " + (", ".join(f"{k} {v}" for k, v in skipped.items()) if skipped else "none"))
     if stats["bad_encoding"]:

@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from lens._config import ReaderSettings
-from lens.reader._documents import Document
+from lens.reader._documents import Document, _suffix
 from lens.reader._listing import _ignore_patterns, _list_files
 from lens.reader._open import _open_folder, _signature
-from lens.reader._read import _FileResult, _read_file, tally
+from lens.reader._read import _FileResult, _read_file, read_files, tally
+from lens.reader.formats import format_of
 
 __all__ = ["CorpusScan", "scan_corpus"]
 
@@ -38,6 +39,20 @@ class CorpusScan:
     notes: list[str] = field(default_factory=list)
     # from a survey (lens.reader._filestats): each document's statistics, their rows in the store, the store
     doc_stats: tuple | None = field(default=None, repr=False)
+    extract_seconds: float = 0.0  # spent extracting document formats in the workers (summed over files)
+
+    def formats(self) -> dict[str, dict[str, int]]:
+        """Per document format read (by its name in the table: PDF, Word, …): the files and the units they gave
+        (a PDF's units are its pages); text files and containers are not listed. Walks every document's path."""
+        paths = self.doc_stats[0].path if self.doc_stats else [d.path for d in self.documents]
+        out: dict[str, dict[str, int]] = {}
+        for path, units in Counter(paths).items():
+            fmt = format_of(_suffix(path))
+            if fmt is not None:
+                entry = out.setdefault(fmt.name, {"files": 0, "units": 0})
+                entry["files"] += 1
+                entry["units"] += units
+        return dict(sorted(out.items()))
 
     @property
     def mb_per_s(self) -> float:
@@ -121,13 +136,17 @@ def scan_corpus(
                 _UNCHANGED[key] = (sig[0], res)
         return res
 
+    # document formats first, all at once over the extraction workers (each is then a memo hit for work)
+    extracted = _extract_formats(prefix, [p for p in paths if format_of(_suffix(p)) is not None], settings, root_real)
     if settings.workers > 1 and len(paths) > 64:
         with ThreadPoolExecutor(settings.workers) as pool:
             results: Iterator[_FileResult] = pool.map(work, paths, chunksize=64)
             results = list(results)  # type: ignore[assignment]
     else:
-        results = map(work, paths)
+        results = (extracted.get(p) or work(p) for p in paths)
+    extract_s = 0.0
     for res in results:
+        extract_s += res.extract_s
         if not tally(res.outcome(), skipped, problems):
             continue
         files += 1
@@ -144,4 +163,32 @@ def scan_corpus(
         problems=problems,
         bad_encoding=bad_encoding,
         ignore_unread=ignore_unread,
+        extract_seconds=extract_s,
     )
+
+
+def _extract_formats(prefix: str, paths: list[str], settings: ReaderSettings, root_real: str) -> dict:
+    """The document-format files among ``paths`` not remembered unchanged, read in batches over the extraction
+    workers: path -> its reading (what ``work`` would give, without one worker round trip per file)."""
+    todo = []
+    for p in paths:
+        hit = _UNCHANGED.get((root_real, p, settings.max_file_bytes)) if settings.reuse_unchanged else None
+        try:
+            if hit is not None and _signature(os.stat(prefix + p)) == hit[0]:
+                continue
+        except OSError:
+            pass
+        todo.append(p)
+    settled = time.time_ns() - _RACY_NS
+    sigs: list = []
+    out = dict(zip(todo, read_files([(prefix + p, p) for p in todo], settings, root_real, sigs)))
+    for p, sig in zip(todo, sigs):
+        key = (root_real, p, settings.max_file_bytes)
+        if (
+            settings.reuse_unchanged
+            and sig
+            and sig[4] < settled
+            and (key in _UNCHANGED or len(_UNCHANGED) < _UNCHANGED_MAX)
+        ):
+            _UNCHANGED[key] = (sig, out[p])
+    return out

@@ -38,6 +38,7 @@ class _FileResult:
     oversized: int = 0  # container records skipped as larger than max_file_bytes
     bad_encoding: bool = False  # some bytes were not valid UTF-8 (read with U+FFFD in their place)
     units: int = 0  # units of a document format read (pages, slides, sheet blocks, messages, …)
+    extract_s: float = 0.0  # seconds its extraction took in a worker (a document format)
 
     def outcome(self) -> dict:
         """What reading the file gave, besides its documents (what the statistics store keeps per file)."""
@@ -302,10 +303,14 @@ def _extract_batch(
     for (i, data), got in zip(pending, extractor_for(settings).extract_all(items)):
         path = jobs[i][1]
         if not got.ok:
-            results[i] = _FileResult(path, [], nbytes=len(data), skip=got.reason, problems=[f"{path}: {got.message}"])
+            problem = [f"{path}: {got.message}"]
+            results[i] = _FileResult(
+                path, [], nbytes=len(data), skip=got.reason, problems=problem, extract_s=got.seconds
+            )
             continue
         docs = unit_documents(path, got.units)
-        results[i] = _FileResult(path, docs, nbytes=len(data), skip=None if docs else "empty", units=len(docs))
+        skip = None if docs else "empty"
+        results[i] = _FileResult(path, docs, nbytes=len(data), skip=skip, units=len(docs), extract_s=got.seconds)
 
 
 _EXTRACTORS: dict[tuple, Extractor] = {}
