@@ -1,11 +1,15 @@
-"""harness.files: the JSON-lines and manifest readers every harness loader shares name the file and the line."""
+"""harness.files: the JSON-lines and manifest readers every harness loader shares name the file and the line; the
+files a run keeps open (its lock, its row logs) are never written through a symbolic link."""
 
 from __future__ import annotations
 
 import json
+import os
+import stat
 
 import pytest
 
+from harness.bench.run_store import RowLog, RunLock, RunStoreError
 from harness.files import read_json_manifest, read_jsonl
 from lens import LensError
 
@@ -61,3 +65,31 @@ def test_read_json_manifest_checks_its_kind_and_names_the_file(tmp_path):
         read_json_manifest(p, "x/1", "x")
     with pytest.raises(LensError, match="none.json: no such manifest"):
         read_json_manifest(tmp_path / "none.json", "x/1", "x")
+
+
+@pytest.mark.parametrize("planted", ["symlink", "fifo", "folder"])
+def test_a_run_lock_or_row_log_planted_as_a_non_regular_file_is_refused_and_its_target_untouched(tmp_path, planted):
+    """`ln -s ~/.bashrc RUN/run.lock` once made the lock truncate and overwrite the link's target."""
+    run = tmp_path / "run"
+    run.mkdir()
+    target = tmp_path / "bashrc"
+    target.write_text("export PATH=/usr/bin\n")
+    for name in ("run.lock", "rows.jsonl"):
+        path = run / name
+        if planted == "symlink":
+            path.symlink_to(target)
+        elif planted == "fifo":
+            os.mkfifo(path)
+        else:
+            path.mkdir()
+    with pytest.raises(RunStoreError, match=r"run\.lock: (is a symbolic link|not a regular file)"):
+        RunLock(run).__enter__()
+    with pytest.raises(RunStoreError, match=r"rows\.jsonl: (is a symbolic link|not a regular file)"):
+        RowLog(run / "rows.jsonl").open()
+    assert target.read_text() == "export PATH=/usr/bin\n"
+
+
+def test_a_new_run_lock_is_private_and_names_its_holder(tmp_path):
+    with RunLock(tmp_path) as lock:
+        assert stat.S_IMODE(lock.path.stat().st_mode) == 0o600
+        assert json.loads(lock.path.read_text())["pid"] == os.getpid()
