@@ -15,7 +15,15 @@ import tempfile
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Sequence
 
-__all__ = ["atomic_write", "append_lines", "canonical_json", "canonical_hash", "sha256_hex", "is_inside"]
+__all__ = [
+    "atomic_write",
+    "append_lines",
+    "is_complete_line",
+    "canonical_json",
+    "canonical_hash",
+    "sha256_hex",
+    "is_inside",
+]
 
 _TAIL_CHUNK = 1 << 16
 
@@ -69,7 +77,8 @@ def atomic_write(
 
 def append_lines(path: str | os.PathLike[str], lines: Sequence[str]) -> None:
     """Append whole lines (JSONL rows) all-or-nothing under an exclusive ``flock`` (safe across threads and
-    processes), then fsync. A torn last line left by a crash (no final newline) is cut off first; a write that
+    processes), then fsync. A last line without its newline is mended first: kept, its newline written, when it
+    is a complete JSON object (a hand edit), cut off when it is not (the torn tail of a crash); a write that
     fails part-way (disk full) is cut back before the ``OSError`` is raised, so the file only ever holds whole
     lines."""
     data = "".join(line.rstrip("\n") + "\n" for line in lines).encode("utf-8")
@@ -78,9 +87,9 @@ def append_lines(path: str | os.PathLike[str], lines: Sequence[str]) -> None:
     fd = os.open(target, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)  # released when the descriptor is closed
-        size = _cut_torn_tail(fd)
+        size, newline = _mend_tail(fd)
         try:
-            view = memoryview(data)
+            view = memoryview(newline + data)
             while view:  # os.write may write less than asked (a nearly full disk): go on from there
                 view = view[os.write(fd, view) :]
             os.fsync(fd)
@@ -94,12 +103,13 @@ def append_lines(path: str | os.PathLike[str], lines: Sequence[str]) -> None:
         os.close(fd)
 
 
-def _cut_torn_tail(fd: int) -> int:
-    """Truncate the file after its last newline (a line without one is the torn tail of a crash); returns the
-    new size."""
+def _mend_tail(fd: int) -> tuple[int, bytes]:
+    """Look at a last line without its newline: a complete JSON object is kept (returns ``b"\\n"``, to be written
+    before the new lines); anything else is the torn tail of a crash and is cut off. Returns (the file's size
+    now, that prefix)."""
     size = end = os.fstat(fd).st_size
     if not size or os.pread(fd, 1, size - 1) == b"\n":
-        return size
+        return size, b""
     while end > 0:
         start = max(0, end - _TAIL_CHUNK)
         nl = os.pread(fd, end - start, start).rfind(b"\n")
@@ -107,8 +117,19 @@ def _cut_torn_tail(fd: int) -> int:
             end = start + nl + 1
             break
         end = start
+    if is_complete_line(os.pread(fd, size - end, end)):
+        return size, b"\n"
     os.ftruncate(fd, end)
-    return end
+    return end, b""
+
+
+def is_complete_line(raw: bytes) -> bool:
+    """Whether a JSONL line read without its newline is a whole record (a JSON object), not a crash's torn
+    tail: a prefix of a JSON object is never a JSON object itself."""
+    try:
+        return isinstance(json.loads(raw.decode("utf-8")), dict)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return False
 
 
 def is_inside(child: str | os.PathLike[str], parent: str | os.PathLike[str]) -> bool:
