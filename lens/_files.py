@@ -45,11 +45,16 @@ def canonical_hash(value: Any, *, ascii: bool = False) -> str:
 
 
 def atomic_write(
-    path: str | os.PathLike[str], write: Callable[[BinaryIO], None] | bytes, *, durable: bool = True
+    path: str | os.PathLike[str],
+    write: Callable[[BinaryIO], None] | bytes,
+    *,
+    durable: bool = True,
+    mode: int | None = None,
 ) -> Path:
     """Write ``path`` all-or-nothing: ``write`` is the bytes or a callable given the open file; an exception from
-    it (a failed check included) leaves nothing behind. The file gets the umask's usual permissions. ``durable``:
-    fsync the file and its folder around the rename (a cache may skip it: a lost entry is only a miss)."""
+    it (a failed check included) leaves nothing behind. The file gets the umask's usual permissions, or ``mode``
+    (to keep those of the file it replaces). ``durable``: fsync the file and its folder around the rename (a cache
+    may skip it: a lost entry is only a miss)."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
@@ -62,7 +67,7 @@ def atomic_write(
             if durable:
                 fh.flush()
                 os.fsync(fh.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600
+        os.chmod(tmp, 0o666 & ~_umask() if mode is None else mode)  # mkstemp creates 0600
         os.replace(tmp, target)
         if durable:
             _fsync_dir(target.parent)

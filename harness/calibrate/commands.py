@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 import time
 from importlib import resources
@@ -13,6 +12,7 @@ from typing import Iterable
 
 from harness.calibrate.fit import fit_readings, preset_block
 from harness.calibrate.run import READINGS, calibrate_readings, done_ids
+from harness.calibrate.user_config import check_config_target, write_reading_model
 from harness.files import read_id_list, read_jsonl
 from lens import LensError, config_from_args
 from lens.parts import ReadingModel, atomic_write, title_key, user_config_path
@@ -132,25 +132,6 @@ def fit(args: argparse.Namespace) -> int:
     return 0
 
 
-def write_reading_model(path: Path, block: str, model: str) -> None:
-    """Put ``block`` (a ``[loop.reading_model."<model>"]`` table) into the TOML file ``path``, replacing that
-    model's table if the file has one; the file is written whole or not at all."""
-    old = path.read_text(encoding="utf-8") if path.exists() else ""
-    header = re.compile(r'^\[loop\.reading_model\."' + re.escape(model) + r'"\]\s*$')
-    out, skipping = [], False
-    for line in old.splitlines():
-        if header.match(line):
-            skipping = True
-            continue
-        if skipping and line.startswith("["):
-            skipping = False
-        if not skipping:
-            out.append(line)
-    text = "\n".join(out).rstrip() + ("\n\n" if out and "".join(out).strip() else "") + block + "\n"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, lambda fh: fh.write(text.encode("utf-8")))
-
-
 def endpoint(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     model = config.llm.served_model
@@ -158,6 +139,7 @@ def endpoint(args: argparse.Namespace) -> int:
     target = Path(args.write_config) if args.write_config else user_config_path()
     if target is None:
         raise LensError("no user config file (LENS_USER_CONFIG is empty): name one with --write-config FILE")
+    check_config_target(target)  # before the work, not after it
     data = resources.files(DATA)
     questions = json.loads(data.joinpath("questions.json").read_text(encoding="utf-8"))[: args.limit]
     with resources.as_file(data.joinpath("articles.jsonl")) as articles:
@@ -169,8 +151,7 @@ def endpoint(args: argparse.Namespace) -> int:
     report = _fit_report(rows, 5) | {"runs": [str(out)], "seconds": round(time.monotonic() - t0, 1)}
     atomic_write(out / "fit.json", lambda fh: fh.write((json.dumps(report, indent=2) + "\n").encode("utf-8")))
     _print_report(report)
-    block = preset_block(report)
     ReadingModel.model_validate(report["reading_model"])
-    write_reading_model(target, block, str(report["model"]))
+    write_reading_model(target, str(report["model"]), report["reading_model"])
     print(f"{written} questions read now ({len(rows)} in all, {out}); the reading model of {model} is in {target}")
     return 0

@@ -14,13 +14,13 @@ points log LR ≥ +0.5 / ≤ −0.5; the fit on every row gives the preset block
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 
+from harness.calibrate.user_config import reading_model_toml
 from lens import LensError
 from lens.parts import LOGPROB_FEATURES, READING_FEATURES, ReadingModel
 
@@ -258,8 +258,4 @@ def _rounded(model: ReadingModel) -> dict:
 
 def preset_block(report: dict) -> str:
     """The TOML table a preset or user config holds for the model: ``[loop.reading_model."<model>"]``."""
-    lines = [f'[loop.reading_model."{report["model"]}"]']
-    for key, value in report["reading_model"].items():
-        if value is not None:
-            lines.append(f"{key} = {json.dumps(value)}")
-    return "\n".join(lines)
+    return reading_model_toml(str(report["model"]), report["reading_model"])
