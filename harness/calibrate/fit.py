@@ -140,6 +140,8 @@ def _choose(rows: list[dict], folds: int) -> _Fit:
 
 def fit_readings(rows: list[dict], *, folds: int = 5) -> dict:
     """Fit and cross-validate the reading model on calibration rows; returns the report (module docstring)."""
+    if folds < 2:
+        raise LensError(f"cross-validation needs 2 or more folds (got {folds})")
     readings = [r for row in rows for r in row["readings"]]
     if len({r["label"] for r in readings}) < 2:
         raise LensError("calibration rows need both positive and negative readings to fit")
@@ -157,6 +159,11 @@ def fit_readings(rows: list[dict], *, folds: int = 5) -> dict:
             base = m.model.base_logit(r["features"])
             lr = m.model.log_lr(r["features"], logprobs=r["logprobs"])
             held.append((_sigmoid(base), _sigmoid(base + lr), lr, r["label"], _rank(r)))
+    if not held:
+        raise LensError(
+            f"{len(rows)} question(s) cannot be cross-validated in {folds} folds: no fold has a held-out reading "
+            "and both labels in the other folds (fit on more questions)"
+        )
     labels = [h[3] for h in held]
     report = {
         "questions": len(rows),

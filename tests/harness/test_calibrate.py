@@ -19,6 +19,7 @@ from harness.calibrate.fit import auc, fit_readings, logistic_fit
 from harness.calibrate.labels import SupportingFacts, hop_articles
 from harness.calibrate.run import calibrate_readings
 from lens import LensError
+from lens._cli import main
 from lens._config import READING_FEATURES, ReadingModel, load_config
 from tests.lens.conftest import BASE_URL, CHAT_URL, MODEL, with_full_disk
 from tests.lens.scripted_oracle import Rule, ScriptedOracle
@@ -335,3 +336,90 @@ def test_endpoint_calibrates_on_the_shipped_set_and_writes_the_user_config(tmp_p
         assert endpoint(endpoint_args(tmp_path)) == 0
     c = load_config("deep", overrides={"llm": {"model": MODEL, "base_url": BASE_URL}})
     assert c.reading_model().n > 0 and (tmp_path / "cal" / "fit.json").exists()
+
+
+# --------------------------------------------------------------------------- malformed inputs
+
+
+def _reading(rows, **change):
+    rows[0]["readings"][0].update(change)
+
+
+def _feature(name, value):
+    return lambda rows: rows[0]["readings"][0]["features"].__setitem__(name, value)
+
+
+FIT_INPUTS = {  # id: (change to 12 good rows, extra arguments, what the error names)
+    "nan-feature": (_feature("score", math.nan), [], "readings.jsonl:1: readings[0]: feature 'score'"),
+    "string-feature": (_feature("score", "high"), [], "readings.jsonl:1: readings[0]: feature 'score'"),
+    "null-feature": (_feature("found", None), [], "readings.jsonl:1: readings[0]: feature 'found'"),
+    "huge-log-rank": (_feature("log_rank", 1e6), [], "readings.jsonl:1: readings[0]: feature 'log_rank'"),
+    "missing-log-rank": (
+        lambda rows: rows[0]["readings"][0]["features"].pop("log_rank"),
+        [],
+        "readings.jsonl:1: readings[0]: field 'features'",
+    ),
+    "null-features": (
+        lambda rows: _reading(rows, features=None),
+        [],
+        "readings.jsonl:1: readings[0]: field 'features'",
+    ),
+    "string-label": (lambda rows: _reading(rows, label="yes"), [], "readings.jsonl:1: readings[0]: field 'label'"),
+    "readings-not-a-list": (lambda rows: rows[0].update(readings={}), [], "readings.jsonl:1: field 'readings'"),
+    "id-not-a-string": (lambda rows: rows[0].update(id=["q0"]), [], "readings.jsonl:1: field 'id'"),
+    "single-question": (lambda rows: rows.__delitem__(slice(1, None)), [], "1 question(s) cannot be cross-validated"),
+    "folds-0": (lambda rows: None, ["--folds", "0"], "--folds must be 2 or more (got 0)"),
+    "folds-1": (lambda rows: None, ["--folds", "1"], "--folds must be 2 or more (got 1)"),
+    "folds-negative": (lambda rows: None, ["--folds", "-3"], "--folds must be 2 or more (got -3)"),
+    "out-is-a-folder": (lambda rows: None, ["--out", "{tmp}"], "a folder; --out names the file"),
+}
+
+
+@pytest.mark.parametrize("change, extra, names", FIT_INPUTS.values(), ids=FIT_INPUTS.keys())
+def test_a_malformed_fit_input_is_one_line_naming_it_and_exit_2(tmp_path, capsys, change, extra, names):
+    rows = synthetic_rows(12)
+    change(rows)
+    run_dir = tmp_path / "r"
+    run_dir.mkdir()
+    (run_dir / "readings.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    argv = ["calibrate", "fit", str(run_dir), *[a.format(tmp=tmp_path) for a in extra]]
+    assert main(argv) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("lens: error: ") and names in line
+
+
+RUN_INPUTS = {  # id: (question fields, articles file text or None for no file, extra arguments, what the error names)
+    "supporting-facts-not-pairs": ({"supporting_facts": [["Osk Yard"]]}, ..., [], "record 0: field 'supporting_facts'"),
+    "supporting-facts-a-string": ({"supporting_facts": "Osk Yard"}, ..., [], "record 0: field 'supporting_facts'"),
+    "null-question": ({"question": None}, ..., [], "questions.json: record 0: field 'question'"),
+    "missing-articles": ({}, None, [], "articles.jsonl: cannot read the articles"),
+    "title-not-a-string": ({}, '{"title": 5, "sentences": ["x"]}\n', [], "articles.jsonl: line 1: field 'title'"),
+    "sentences-not-strings": ({}, '{"title": "A", "sentences": [1]}\n', [], "line 1: field 'sentences'"),
+    "article-not-an-object": ({}, '["Osk Yard"]\n', [], "articles.jsonl: line 1: not an article record"),
+    "empty-articles": ({}, "\n", [], "articles.jsonl: no articles"),
+    "out-is-a-file": ({}, ..., ["--out", "{tmp}/questions.json"], "questions.json: not a folder"),
+    "negative-limit": ({}, ..., ["--limit", "-1"], "--limit must be 0 or more"),
+}
+
+
+@pytest.mark.parametrize("fields, articles, extra, names", RUN_INPUTS.values(), ids=RUN_INPUTS.keys())
+def test_a_malformed_run_input_is_one_line_naming_it_exit_2_and_marks_nothing_done(
+    tmp_path, capsys, fields, articles, extra, names
+):
+    """Checked before any call: no question is read, and none is marked done (an empty articles file once wrote
+    rows with no reading that a rerun with the real articles skipped)."""
+    (tmp_path / "questions.json").write_text(json.dumps([dict(QUESTION, **fields)]))
+    pool = pool_file(tmp_path)
+    if articles is None:
+        pool.unlink()
+    elif articles is not ...:
+        pool.write_text(articles)
+    out = tmp_path / "cal"
+    argv = ["calibrate", "run", "--questions", str(tmp_path / "questions.json"), "--articles", str(pool)]
+    argv += ["--out", str(out), *[a.format(tmp=tmp_path) for a in extra], "--base-url", BASE_URL]
+    with respx.mock(assert_all_called=False) as router:
+        route = router.post(CHAT_URL).mock(side_effect=oracle().reply)
+        assert main([*argv, "--set", "llm.cache=false", "--set", "llm.max_retries=0"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("lens: error: ") and names in line
+    assert not route.called and not (out / "readings.jsonl").exists()
