@@ -10,6 +10,7 @@ import stat
 import pytest
 
 from harness.bench.run_store import RowLog, RunLock, RunStoreError
+from harness.bench.stream import _drop_orphan_entries
 from harness.files import read_json_manifest, read_jsonl
 from lens import LensError
 
@@ -93,3 +94,17 @@ def test_a_new_run_lock_is_private_and_names_its_holder(tmp_path):
     with RunLock(tmp_path) as lock:
         assert stat.S_IMODE(lock.path.stat().st_mode) == 0o600
         assert json.loads(lock.path.read_text())["pid"] == os.getpid()
+
+
+def test_a_stream_resume_rewrites_its_memory_log_without_following_a_planted_temporary_name(tmp_path):
+    """The resume's rewrite of memory.jsonl once went through a fixed `memory.jsonl.tmp`, a symlink planted there
+    had its target overwritten."""
+    target = tmp_path / "bashrc"
+    target.write_text("export PATH=/usr/bin\n")
+    memory = tmp_path / "memory"
+    memory.mkdir()
+    (memory / "memory.jsonl").write_text("".join(json.dumps({"position": p}) + "\n" for p in range(3)))
+    (memory / "memory.jsonl.tmp").symlink_to(target)
+    assert _drop_orphan_entries(memory, 2) == 1
+    assert target.read_text() == "export PATH=/usr/bin\n" and not (memory / "memory.jsonl").is_symlink()
+    assert [json.loads(line)["position"] for line in (memory / "memory.jsonl").read_text().splitlines()] == [0, 1]
