@@ -86,13 +86,13 @@ def write_json_atomic(path: str | os.PathLike[str], obj: Any) -> Path:
 def open_regular(
     path: str | os.PathLike[str], flags: int, mode: int = 0o600, error: type[Exception] = LensError
 ) -> int:
-    """``os.open`` (created with ``mode`` if missing) of a file a run keeps open — its lock, its append-only logs —
-    that refuses a symbolic link or anything but a regular file instead of writing through it (a link planted as
-    ``run.lock`` would otherwise truncate its target); raises ``error`` naming the path. Any other OSError
-    (permissions, a full disk) passes through as it is."""
+    """``os.open`` (``flags``; with ``os.O_CREAT`` among them a missing file is created with ``mode``) of a file a
+    run keeps open — its lock, its append-only logs — that refuses a symbolic link or anything but a regular file
+    instead of writing through it (a link planted as ``run.lock`` would otherwise truncate its target); raises
+    ``error`` naming the path. Any other OSError (no such file, permissions, a full disk) passes through."""
     # O_NONBLOCK: a FIFO planted there is refused, never waited on (it means nothing for a regular file)
     try:
-        fd = os.open(path, flags | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode)
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise error(f"{path}: is a symbolic link; refusing to write through it (remove it)") from None

@@ -141,7 +141,7 @@ class RunLock:
         self._fd: int | None = None
 
     def __enter__(self) -> "RunLock":
-        fd = open_regular(self.path, os.O_RDWR, 0o600, RunStoreError)  # never through a planted symlink
+        fd = open_regular(self.path, os.O_RDWR | os.O_CREAT, 0o600, RunStoreError)  # never through a planted symlink
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -192,18 +192,21 @@ class RowLog:
         are checked against the run's ``manifest`` (bindings, one row per key); ``None`` for files whose rows
         carry their own keys (the judge's verdicts)."""
         try:
-            data = self.path.read_bytes()
+            fd = open_regular(self.path, os.O_RDWR, error=RunStoreError)  # the cut never truncates a link's target
         except FileNotFoundError:
             return [], 0
-        rows, end = _parse_lines(self.path, data, self.row_format)
-        if manifest is not None:
-            check_rows(self.path, rows, manifest)
-        cut = len(data) - end
-        if cut:
-            with open(self.path, "r+b") as fh:
-                fh.truncate(end)
-                fh.flush()
-                os.fsync(fh.fileno())
+        try:
+            with os.fdopen(os.dup(fd), "rb") as fh:
+                data = fh.read()
+            rows, end = _parse_lines(self.path, data, self.row_format)
+            if manifest is not None:
+                check_rows(self.path, rows, manifest)
+            cut = len(data) - end
+            if cut:
+                os.ftruncate(fd, end)
+                os.fsync(fd)
+        finally:
+            os.close(fd)
         return rows, cut
 
     @property
@@ -211,7 +214,7 @@ class RowLog:
         return self._fd is not None
 
     def open(self) -> "RowLog":
-        self._fd = open_regular(self.path, os.O_WRONLY | os.O_APPEND, 0o644, RunStoreError)
+        self._fd = open_regular(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644, RunStoreError)
         return self
 
     def append(self, row: dict[str, Any]) -> None:
