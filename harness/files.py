@@ -1,5 +1,6 @@
 """Files the harness writes and the hashes it binds them with — one home for each: sha256 of bytes and files,
-the canonical JSON form that is hashed, the JSON text form of manifests, all-or-nothing writes, and the reading
+the canonical JSON form that is hashed, the JSON text form of manifests, all-or-nothing writes, the opening of
+the files a run keeps open (its lock, its append-only logs) that never follows a symbolic link, and the reading
 back of JSON-lines files (rows, readings, id lists) with errors that name the file and line.
 
 A file is either fully written or not there at all: the library's atomic writer (a temporary sibling, flushed,
@@ -9,9 +10,11 @@ folder is fsynced so the rename is durable.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
+import stat
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -26,6 +29,7 @@ __all__ = [
     "atomic_write_json",
     "write_text_atomic",
     "write_json_atomic",
+    "open_regular",
     "read_jsonl",
     "read_id_list",
     "read_json_manifest",
@@ -77,6 +81,28 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
 def write_json_atomic(path: str | os.PathLike[str], obj: Any) -> Path:
     """Write ``obj`` as :func:`json_text` (1-space indent) to ``path`` atomically; returns the path."""
     return write_text_atomic(path, json_text(obj))
+
+
+def open_regular(
+    path: str | os.PathLike[str], flags: int, mode: int = 0o600, error: type[Exception] = LensError
+) -> int:
+    """``os.open`` (``flags``; with ``os.O_CREAT`` among them a missing file is created with ``mode``) of a file a
+    run keeps open — its lock, its append-only logs — that refuses a symbolic link or anything but a regular file
+    instead of writing through it (a link planted as ``run.lock`` would otherwise truncate its target); raises
+    ``error`` naming the path. Any other OSError (no such file, permissions, a full disk) passes through."""
+    # O_NONBLOCK: a FIFO planted there is refused, never waited on (it means nothing for a regular file)
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise error(f"{path}: is a symbolic link; refusing to write through it (remove it)") from None
+        if exc.errno in (errno.ENXIO, errno.EISDIR):
+            raise error(f"{path}: not a regular file; refusing to use it (remove it)") from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise error(f"{path}: not a regular file; refusing to use it (remove it)")
+    return fd
 
 
 def read_jsonl(

@@ -15,7 +15,15 @@ import tempfile
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Sequence
 
-__all__ = ["atomic_write", "append_lines", "canonical_json", "canonical_hash", "sha256_hex", "is_inside"]
+__all__ = [
+    "atomic_write",
+    "append_lines",
+    "is_complete_line",
+    "canonical_json",
+    "canonical_hash",
+    "sha256_hex",
+    "is_inside",
+]
 
 _TAIL_CHUNK = 1 << 16
 
@@ -37,11 +45,16 @@ def canonical_hash(value: Any, *, ascii: bool = False) -> str:
 
 
 def atomic_write(
-    path: str | os.PathLike[str], write: Callable[[BinaryIO], None] | bytes, *, durable: bool = True
+    path: str | os.PathLike[str],
+    write: Callable[[BinaryIO], None] | bytes,
+    *,
+    durable: bool = True,
+    mode: int | None = None,
 ) -> Path:
     """Write ``path`` all-or-nothing: ``write`` is the bytes or a callable given the open file; an exception from
-    it (a failed check included) leaves nothing behind. The file gets the umask's usual permissions. ``durable``:
-    fsync the file and its folder around the rename (a cache may skip it: a lost entry is only a miss)."""
+    it (a failed check included) leaves nothing behind. The file gets the umask's usual permissions, or ``mode``
+    (to keep those of the file it replaces). ``durable``: fsync the file and its folder around the rename (a cache
+    may skip it: a lost entry is only a miss)."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
@@ -54,7 +67,7 @@ def atomic_write(
             if durable:
                 fh.flush()
                 os.fsync(fh.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600
+        os.chmod(tmp, 0o666 & ~_umask() if mode is None else mode)  # mkstemp creates 0600
         os.replace(tmp, target)
         if durable:
             _fsync_dir(target.parent)
@@ -69,7 +82,8 @@ def atomic_write(
 
 def append_lines(path: str | os.PathLike[str], lines: Sequence[str]) -> None:
     """Append whole lines (JSONL rows) all-or-nothing under an exclusive ``flock`` (safe across threads and
-    processes), then fsync. A torn last line left by a crash (no final newline) is cut off first; a write that
+    processes), then fsync. A last line without its newline is mended first: kept, its newline written, when it
+    is a complete JSON object (a hand edit), cut off when it is not (the torn tail of a crash); a write that
     fails part-way (disk full) is cut back before the ``OSError`` is raised, so the file only ever holds whole
     lines."""
     data = "".join(line.rstrip("\n") + "\n" for line in lines).encode("utf-8")
@@ -78,9 +92,9 @@ def append_lines(path: str | os.PathLike[str], lines: Sequence[str]) -> None:
     fd = os.open(target, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)  # released when the descriptor is closed
-        size = _cut_torn_tail(fd)
+        size, newline = _mend_tail(fd)
         try:
-            view = memoryview(data)
+            view = memoryview(newline + data)
             while view:  # os.write may write less than asked (a nearly full disk): go on from there
                 view = view[os.write(fd, view) :]
             os.fsync(fd)
@@ -94,12 +108,13 @@ def append_lines(path: str | os.PathLike[str], lines: Sequence[str]) -> None:
         os.close(fd)
 
 
-def _cut_torn_tail(fd: int) -> int:
-    """Truncate the file after its last newline (a line without one is the torn tail of a crash); returns the
-    new size."""
+def _mend_tail(fd: int) -> tuple[int, bytes]:
+    """Look at a last line without its newline: a complete JSON object is kept (returns ``b"\\n"``, to be written
+    before the new lines); anything else is the torn tail of a crash and is cut off. Returns (the file's size
+    now, that prefix)."""
     size = end = os.fstat(fd).st_size
     if not size or os.pread(fd, 1, size - 1) == b"\n":
-        return size
+        return size, b""
     while end > 0:
         start = max(0, end - _TAIL_CHUNK)
         nl = os.pread(fd, end - start, start).rfind(b"\n")
@@ -107,8 +122,19 @@ def _cut_torn_tail(fd: int) -> int:
             end = start + nl + 1
             break
         end = start
+    if is_complete_line(os.pread(fd, size - end, end)):
+        return size, b"\n"
     os.ftruncate(fd, end)
-    return end
+    return end, b""
+
+
+def is_complete_line(raw: bytes) -> bool:
+    """Whether a JSONL line read without its newline is a whole record (a JSON object), not a crash's torn
+    tail: a prefix of a JSON object is never a JSON object itself."""
+    try:
+        return isinstance(json.loads(raw.decode("utf-8")), dict)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return False
 
 
 def is_inside(child: str | os.PathLike[str], parent: str | os.PathLike[str]) -> bool:

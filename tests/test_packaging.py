@@ -177,13 +177,14 @@ def test_the_library_never_imports_the_harness():
 
 
 def test_the_configuration_loads_without_tomllib_as_on_python_3_10():
-    """``requires-python >= 3.10``: without the stdlib ``tomllib`` (3.11+), both config readers use ``tomli``."""
+    """``requires-python >= 3.10``: without the stdlib ``tomllib`` (3.11+), every config reader uses ``tomli``."""
     code = (
         "import sys, tomllib\n"
         "sys.modules['tomli'] = tomllib  # the backport's API; this interpreter only has the stdlib copy\n"
         "sys.modules['tomllib'] = None  # import tomllib now fails, as on Python 3.10\n"
         "from lens._config import load_config\n"
         "from harness.audit.config import load_audit_config\n"
+        "import harness.calibrate.user_config  # the reading model's writer reads its TOML back\n"
         "print(load_config('fast', env={}).preset, type(load_audit_config('audit-small')).__name__)\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)

@@ -16,7 +16,13 @@ A run is rejected — as a whole, never averaged — when any of these holds. Ea
 ``naive-future-mismatch``   a Naive row differs from its Future row (selected entries or any metric)
 ``missing-condition``       a paired anchor lacks a condition that the run replayed elsewhere
 ``duplicate-row``           two rows claim the same anchor and condition
-``output-hash-mismatch``    a run file differs from the sha256 its manifest recorded (or is missing)
+``output-hash-mismatch``    a run file differs from the bytes and sha256 its manifest recorded, is missing, or is
+                            in the run folder without an entry in the manifest's outputs
+``manifest-mismatch``       a manifest field is missing or of the wrong type, or disagrees with what it names: the
+                            config hash recomputed from ``config.json``, an input file's bytes or sha256, the row
+                            count, the kind, a stream binding against the saved stream
+``malformed-file``          a run file the check reads cannot be read: a row line that is not JSON or whose field
+                            is missing or mistyped, a damaged stream, event log or base list
 ``metric-mismatch``         a row's metrics differ from those recomputed from its selected positions, the run's
                             base lists and event log, and the labels (:mod:`~harness.audit.rescore`)
 ==========================  ===================================================================================
@@ -33,8 +39,9 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from harness.audit.manifest import load_manifest, verify_outputs
-from harness.audit.rescore import MetricDiff, rescore_rows
+from harness.audit.config import LensAuditConfig
+from harness.audit.manifest import load_manifest, recorded_config, typed_manifest, verify_manifest, verify_outputs
+from harness.audit.rescore import MetricDiff, RunFileError, rescore_rows
 from harness.audit.rows import BUDGET_FIELDS, PAIR_FIELDS, RowTable, read_rows
 from lens import LensError
 
@@ -55,6 +62,8 @@ CODES = (
     "missing-condition",
     "duplicate-row",
     "output-hash-mismatch",
+    "manifest-mismatch",
+    "malformed-file",
     "metric-mismatch",
 )
 _SHOW = 8
@@ -282,21 +291,38 @@ def _naive_violations(t: RowTable, ids: np.ndarray, groups: np.ndarray) -> list[
 
 
 def check_run(run_dir: str | Path, data_root: str | Path | None = None) -> list[Violation]:
-    """Check a run folder: its files against the manifest's sha256, every row against the contract, and every
-    row's metrics against their recomputation (the workload's files read again, relative paths from
-    ``data_root``, default the run's).
+    """Check a run folder: its manifest (every field typed) against the files and the config it names, every
+    row against the contract, and every row's metrics against their recomputation (the workload's files read
+    again, relative paths from ``data_root``, default the run's). Damage to any run file is a violation.
 
     Raises ``LensError`` when the folder is not a run (no manifest or rows), or its workload cannot be read again.
     """
     run_dir = Path(run_dir)
     manifest = load_manifest(run_dir)
-    out = [Violation("output-hash-mismatch", msg) for msg in verify_outputs(run_dir, manifest)]
     rows_path = run_dir / "rows.jsonl"
     if not rows_path.is_file():
         raise LensError(f"{run_dir}: no rows.jsonl (not a finished audit run)")
-    table = read_rows(rows_path)
-    out.extend(check_rows(table, manifest.get("bindings")))
-    diffs = rescore_rows(run_dir, manifest, table, data_root)
+    typing = typed_manifest(manifest)
+    if typing:  # nothing else can be checked against a manifest whose fields cannot be read
+        return [Violation("manifest-mismatch", msg) for msg in typing]
+    out = [Violation("output-hash-mismatch", msg) for msg in verify_outputs(run_dir, manifest)]
+    try:
+        table = read_rows(rows_path)
+    except LensError as exc:
+        return [*out, Violation("malformed-file", str(exc).replace(f"{run_dir}/", "", 1))]
+    out.extend(Violation("manifest-mismatch", msg) for msg in verify_manifest(run_dir, manifest, table.n, data_root))
+    out.extend(check_rows(table, manifest["bindings"]))
+    try:
+        lens_memory = isinstance(recorded_config(run_dir), LensAuditConfig)
+    except LensError:
+        return out  # named above; metrics are recomputed under the recorded config, not one that cannot be read
+    if lens_memory != (manifest.get("memory_kind") == "lens-memory"):
+        return out  # named above: which recomputation applies is not known
+    try:
+        diffs = rescore_rows(run_dir, manifest, table, data_root)
+    except RunFileError as exc:
+        out.append(Violation("malformed-file", str(exc)))
+        return out
     if diffs:
         out.append(_metric_violation(diffs))
     return out

@@ -23,6 +23,7 @@ from harness.audit.baselists import ArtifactCache, BaseLists, compute_query_vect
 from harness.audit.config import AuditConfig
 from harness.audit.events import EventLog
 from harness.audit.inputs import load_workload
+from harness.audit.manifest import DAMAGE
 from harness.audit.memories import PositiveFeedbackCache, TraceMemory
 from harness.audit.replay import Budgets, ReplayInputs, selection_metrics
 from harness.audit.rows import RowTable
@@ -31,7 +32,7 @@ from harness.streams import Stream
 from harness.workloads import Workload
 from lens import LensError
 
-__all__ = ["MetricDiff", "rescore_rows"]
+__all__ = ["MetricDiff", "RunFileError", "rescore_rows"]
 
 _TOLERANCE = 1e-9  # the replay's own arithmetic gives the same floats; this only absorbs JSON round trips
 
@@ -103,10 +104,23 @@ def _rescore_workload(run_dir, cfg, workload: Workload, bindings, cache, t: RowT
         if not all(p.is_file() for p in paths):
             out += [MetricDiff(int(ids[r]), None) for r in group]
             continue
-        stream, events, base = Stream.load(paths[0]), EventLog.load(paths[1]), BaseLists.load(paths[2])
+        stream, events, base = (
+            _load(load, path, run_dir) for load, path in zip((Stream.load, EventLog.load, BaseLists.load), paths)
+        )
         inputs = ReplayInputs(stream, events, query_sim, base.indices, gold, type_codes, type_names, tie)
         out += _rescore_group(inputs, memories, cfg, t, group, ids)
     return out
+
+
+class RunFileError(LensError):
+    """A file of the run folder that the rescoring reads is damaged (the message names it)."""
+
+
+def _load(load, path: Path, run_dir: Path):
+    try:
+        return load(path)
+    except DAMAGE as exc:
+        raise RunFileError(f"{path.relative_to(run_dir)}: cannot be read ({type(exc).__name__}: {exc})") from None
 
 
 def _rescore_group(inputs: ReplayInputs, memories, cfg, t: RowTable, group, ids) -> list[MetricDiff]:

@@ -141,6 +141,10 @@ class RowTable:
         for f in self.fields:
             vals = [rec.get(f) for rec in records]
             self._cols[f] = _column(vals)
+        for r, rec in enumerate(records):
+            s = rec.get("selected")
+            if s is not None and not (isinstance(s, list) and all(type(p) is int and 0 <= p < 2**62 for p in s)):
+                raise RowError(r, "selected", "a list of stream positions (integers 0 or more)")
         width = max((len(rec.get("selected") or []) for rec in records), default=0)
         sel = np.full((self.n, width), -1, dtype=np.int64)
         for r, rec in enumerate(records):
@@ -159,9 +163,47 @@ class RowTable:
         return [f for f in self.fields if f.startswith(("recall@", "hit@", "complete@")) or f in _OTHER_METRICS]
 
 
+class RowError(ValueError):
+    """Row ``index`` (0-based) lacks ``field`` or holds a value of the wrong type (``what`` it should be)."""
+
+    def __init__(self, index: int, field: str, what: str) -> None:
+        super().__init__(f"row {index}: field {field!r} must be {what}")
+        self.index, self.field, self.what = index, field, what
+
+
+# the fields the contract check and the rescoring read, by type (the metrics are numbers too); None is allowed
+# only where a number may be missing (NaN)
+_INTEGER_FIELDS = ("anchor", *BUDGET_FIELDS, "n_selected", "n_future")
+_NUMBER_FIELDS = ("horizon", "top_sim", "mean_sim")
+_TEXT_FIELDS = ("workload", "memory", "retriever", "stream", "condition", "view", "corpus_hash", "index_hash")
+
+
+def check_types(t: "RowTable", records: list[dict[str, Any]]) -> None:
+    """Raise :class:`RowError` for the first row (of ``records``, which ``t`` was read from) whose field the
+    check reads is missing or mistyped."""
+    if not t.n:
+        return
+    number = (int, float, type(None))
+    for f in ("row_id", *_INTEGER_FIELDS):
+        if (f in t or f != "row_id") and (f not in t or t[f].dtype != np.int64):
+            raise RowError(
+                _first(records, f, lambda v: type(v) is not int or not -(2**63) <= v < 2**63), f, "an integer"
+            )
+    for f in ("tvr", *(g for g in (*_NUMBER_FIELDS, *t.metric_fields()) if g in t)):
+        if f not in t or not {type(v) for v in t[f].tolist()} <= set(number):
+            raise RowError(_first(records, f, lambda v: type(v) not in number), f, "a number or null")
+    for f in (*_TEXT_FIELDS, *(b for b in BINDING_FIELDS if b in t)):
+        if f not in t or not {type(v) for v in t[f].tolist()} <= {str}:
+            raise RowError(_first(records, f, lambda v: type(v) is not str), f, "a string")
+
+
+def _first(records: list[dict[str, Any]], field: str, wrong: Any) -> int:
+    return next((i for i, rec in enumerate(records) if wrong(rec.get(field))), 0)
+
+
 def _column(vals: list[Any]) -> np.ndarray:
     kinds = {type(v) for v in vals if v is not None}
-    if kinds and kinds <= {int} and all(v is not None for v in vals):
+    if kinds and kinds <= {int} and all(v is not None and -(2**63) <= v < 2**63 for v in vals):
         return np.asarray(vals, dtype=np.int64)
     if kinds and kinds <= {int, float}:
         return np.asarray([math.nan if v is None else v for v in vals], dtype=np.float64)
@@ -173,9 +215,16 @@ def _column(vals: list[Any]) -> np.ndarray:
 
 
 def read_rows(path: str | Path) -> RowTable:
-    """Read a row file; raises ``LensError`` naming the line on malformed JSON."""
+    """Read a row file; raises ``LensError`` naming the line on malformed JSON, and the line and field when a
+    field the contract check reads is missing or of the wrong type."""
     path = Path(path)
     if not path.is_file():
         raise LensError(f"{path}: no such row file")
-    records = [rec for _, rec in read_jsonl(path)]
-    return RowTable(records)
+    numbered = list(read_jsonl(path))
+    records = [rec for _, rec in numbered]
+    try:
+        table = RowTable(records)
+        check_types(table, records)
+    except RowError as exc:
+        raise LensError(f"{path}: line {numbered[exc.index][0]}: field {exc.field!r} must be {exc.what}") from None
+    return table

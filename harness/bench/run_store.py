@@ -9,7 +9,9 @@ Promises
   either rule is refused, never averaged.
 - The manifest is replaced atomically (temporary file, fsync, rename), so readers see the old or the new one.
 - One run writes a folder at a time: :class:`RunLock` (``flock`` on ``run.lock``, which names its holder). The
-  kernel drops the lock when the process ends, however it ends, so a run that died never blocks the next.
+  kernel drops the lock when the process ends, however it ends, so a run that died never blocks the next. The
+  lock and the row files are opened without following a symbolic link: one planted there is refused, its target
+  untouched.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable
 
-from harness.files import read_json_manifest, write_json_atomic
+from harness.files import open_regular, read_json_manifest, write_json_atomic
 from lens import LensError
 
 __all__ = [
@@ -139,7 +141,7 @@ class RunLock:
         self._fd: int | None = None
 
     def __enter__(self) -> "RunLock":
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = open_regular(self.path, os.O_RDWR | os.O_CREAT, 0o600, RunStoreError)  # never through a planted symlink
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -190,18 +192,21 @@ class RowLog:
         are checked against the run's ``manifest`` (bindings, one row per key); ``None`` for files whose rows
         carry their own keys (the judge's verdicts)."""
         try:
-            data = self.path.read_bytes()
+            fd = open_regular(self.path, os.O_RDWR, error=RunStoreError)  # the cut never truncates a link's target
         except FileNotFoundError:
             return [], 0
-        rows, end = _parse_lines(self.path, data, self.row_format)
-        if manifest is not None:
-            check_rows(self.path, rows, manifest)
-        cut = len(data) - end
-        if cut:
-            with open(self.path, "r+b") as fh:
-                fh.truncate(end)
-                fh.flush()
-                os.fsync(fh.fileno())
+        try:
+            with os.fdopen(os.dup(fd), "rb") as fh:
+                data = fh.read()
+            rows, end = _parse_lines(self.path, data, self.row_format)
+            if manifest is not None:
+                check_rows(self.path, rows, manifest)
+            cut = len(data) - end
+            if cut:
+                os.ftruncate(fd, end)
+                os.fsync(fd)
+        finally:
+            os.close(fd)
         return rows, cut
 
     @property
@@ -209,7 +214,7 @@ class RowLog:
         return self._fd is not None
 
     def open(self) -> "RowLog":
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._fd = open_regular(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644, RunStoreError)
         return self
 
     def append(self, row: dict[str, Any]) -> None:

@@ -40,7 +40,7 @@ from harness.bench.run_store import RowLog, read_row_file
 from harness.bench.snapshots import corpus_checksum
 from harness.bench.systems.lens_arm import lens_details
 from harness.bench.systems.provenance import code_fingerprint
-from harness.files import canonical_json, sha256_bytes, write_json_atomic
+from harness.files import canonical_json, sha256_bytes, write_json_atomic, write_text_atomic
 from harness.streams import Stream, natural_stream, random_stream, semantic_stream, tfidf_vectors
 from harness.workloads import Asset, Workload
 from lens import Agent, LensError, MemoryStore, scan_corpus
@@ -162,10 +162,8 @@ def _drop_orphan_entries(memory_dir: Path, next_position: int) -> int:
             dropped += 1
             continue
         keep.append(line)
-    if dropped:
-        tmp = log.with_name(log.name + ".tmp")
-        tmp.write_text("".join(keep), encoding="utf-8")
-        os.replace(tmp, log)
+    if dropped:  # a fresh temporary file, never a fixed name a planted symlink could redirect
+        write_text_atomic(log, "".join(keep))
     return dropped
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
+import math
 import sys
 import time
 from importlib import resources
@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Iterable
 
 from harness.calibrate.fit import fit_readings, preset_block
-from harness.calibrate.run import READINGS, calibrate_readings, done_ids
+from harness.calibrate.run import READINGS, article_pool, calibrate_readings, done_ids
+from harness.calibrate.user_config import check_config_target, write_reading_model
 from harness.files import read_id_list, read_jsonl
 from lens import LensError, config_from_args
 from lens.parts import ReadingModel, atomic_write, title_key, user_config_path
@@ -20,9 +21,12 @@ from lens.parts import ReadingModel, atomic_write, title_key, user_config_path
 __all__ = ["run", "fit", "endpoint", "read_rows", "write_reading_model"]
 
 DATA = "harness.calibrate.data"
+MAX_LOG_RANK = 50.0  # log(1 + rank): beyond e^50 no rank is real (and exp() of it would overflow later)
 
 
 def _load_questions(path: str | Path) -> list[dict]:
+    """HotpotQA questions with supporting facts; a record that lacks a field or holds one of the wrong type is an
+    error naming the file, record and field."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -33,7 +37,28 @@ def _load_questions(path: str | Path) -> list[dict]:
         for key in ("_id", "question", "supporting_facts"):
             if not isinstance(q, dict) or key not in q:
                 raise LensError(f"{path}: record {i}: field {key!r} missing")
+        for key in ("_id", "question"):
+            if not isinstance(q[key], str) or not q[key].strip():
+                raise LensError(f"{path}: record {i}: field {key!r} must be a non-empty string, not {q[key]!r:.60}")
+        facts = q["supporting_facts"]
+        bad = next((f for f in facts if not _is_fact(f)), None) if isinstance(facts, list) else facts
+        if not isinstance(facts, list) or bad is not None:
+            raise LensError(
+                f"{path}: record {i}: field 'supporting_facts' must be a list of [title, sentence number] pairs "
+                f"(found {bad!r:.60})"
+            )
     return data
+
+
+def _is_fact(fact: object) -> bool:
+    return (
+        isinstance(fact, list)
+        and len(fact) == 2
+        and isinstance(fact[0], str)
+        and isinstance(fact[1], int)
+        and not isinstance(fact[1], bool)
+        and fact[1] >= 0
+    )
 
 
 def _progress(i: int, n: int, row: dict) -> None:
@@ -48,38 +73,68 @@ def _progress(i: int, n: int, row: dict) -> None:
 
 def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
+    for flag, value in (("--limit", args.limit), ("--offset", args.offset)):
+        if value is not None and value < 0:
+            raise LensError(f"{flag} must be 0 or more (got {value})")
     excluded = set().union(*(read_id_list(p) for p in args.exclude))
     chosen = [q for q in _load_questions(args.questions) if q["_id"] not in excluded]
+    pool = article_pool(args.articles)  # checked before any question is read
     if args.require_gold_in_pool:
-        with open(args.articles, encoding="utf-8") as fh:
-            pool = {title_key(json.loads(line)["title"]) for line in fh if line.strip()}
-        chosen = [q for q in chosen if all(title_key(t) in pool for t, _ in q["supporting_facts"])]
+        titles = {title_key(t) for t in pool[1]}
+        chosen = [q for q in chosen if all(title_key(t) in titles for t, _ in q["supporting_facts"])]
     chosen = chosen[args.offset :][: args.limit]
     if not chosen:
         raise LensError("no questions left to calibrate on after --exclude/--offset/--limit")
     before = len(done_ids(args.out))
-    written = calibrate_readings(config, chosen, args.articles, args.out, windows=args.windows, progress=_progress)
+    written = calibrate_readings(
+        config, chosen, args.articles, args.out, windows=args.windows, progress=_progress, pool=pool
+    )
     print(f"{written} questions written now, {before} before; rows in {Path(args.out) / READINGS}")
     return 0
 
 
 def read_rows(paths: Iterable[str]) -> list[dict]:
     """Calibration rows of run folders (or readings.jsonl files), each question once; a torn last line (a crash)
-    is skipped, any other malformed line is an error naming it."""
+    is skipped, any other malformed line — a field missing or of the wrong type, a feature that is not a finite
+    number — is an error naming the file, line and field."""
     rows, seen = [], set()
     for p in paths:
         path = Path(p) / READINGS if Path(p).is_dir() else Path(p)
         for n, row in read_jsonl(path, torn_tail=True):
-            for key in ("id", "readings", "model"):
-                if key not in row:
-                    raise LensError(f"{path}:{n}: field {key!r} missing")
-            for r in row["readings"]:
-                if not {"features", "label", "logprobs", "found"} <= set(r):
-                    raise LensError(f"{path}:{n}: a reading lacks features, label, logprobs or found")
+            _check_row(f"{path}:{n}", row)
             if row["id"] not in seen:
                 seen.add(row["id"])
                 rows.append(row)
     return rows
+
+
+def _check_row(where: str, row: dict) -> None:
+    """A calibration row as the fit reads it (module ``harness.calibrate.run`` writes them)."""
+    for key in ("id", "readings", "model"):
+        if key not in row:
+            raise LensError(f"{where}: field {key!r} missing")
+    for key in ("id", "model"):
+        if not isinstance(row[key], str) or not row[key]:
+            raise LensError(f"{where}: field {key!r} must be a non-empty string, not {row[key]!r:.60}")
+    if not isinstance(row["readings"], list):
+        raise LensError(f"{where}: field 'readings' must be a list, not {row['readings']!r:.60}")
+    for k, r in enumerate(row["readings"]):
+        at = f"{where}: readings[{k}]"
+        if not isinstance(r, dict) or not {"features", "label", "logprobs", "found"} <= set(r):
+            raise LensError(f"{at}: a reading lacks features, label, logprobs or found")
+        if r["label"] not in (0, 1) or not isinstance(r["label"], int):
+            raise LensError(f"{at}: field 'label' must be 0 or 1, not {r['label']!r:.60}")
+        for key in ("logprobs", "found"):
+            if not isinstance(r[key], bool):
+                raise LensError(f"{at}: field {key!r} must be true or false, not {r[key]!r:.60}")
+        feats = r["features"]
+        if not isinstance(feats, dict) or "log_rank" not in feats:
+            raise LensError(f"{at}: field 'features' must be an object with 'log_rank', not {feats!r:.60}")
+        for name, value in feats.items():
+            if not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise LensError(f"{at}: feature {name!r} must be a finite number, not {value!r:.60}")
+        if not 0 <= feats["log_rank"] <= MAX_LOG_RANK:
+            raise LensError(f"{at}: feature 'log_rank' must be log(1 + rank), not {feats['log_rank']!r}")
 
 
 def _fit_report(rows: list[dict], folds: int) -> dict:
@@ -115,13 +170,20 @@ def _print_report(report: dict) -> None:
 
 
 def fit(args: argparse.Namespace) -> int:
+    if args.folds < 2:
+        raise LensError(f"--folds must be 2 or more (got {args.folds}): cross-validation holds out one fold")
+    if args.out and Path(args.out).is_dir():
+        raise LensError(f"{args.out}: a folder; --out names the file for the fit report")
     rows = read_rows(args.runs)
     if not rows:
         raise LensError("no calibration rows to fit")
     report = _fit_report(rows, args.folds) | {"runs": list(args.runs)}
     if args.out:
         data = (json.dumps(report, indent=2) + "\n").encode("utf-8")
-        atomic_write(args.out, lambda fh: fh.write(data))
+        try:
+            atomic_write(args.out, lambda fh: fh.write(data))
+        except OSError as exc:
+            raise LensError(f"{args.out}: cannot write the fit report ({exc.strerror or exc})") from None
     if args.json:
         json.dump({k: v for k, v in report.items() if k != "question_ids"}, sys.stdout, indent=2)
         print()
@@ -132,25 +194,6 @@ def fit(args: argparse.Namespace) -> int:
     return 0
 
 
-def write_reading_model(path: Path, block: str, model: str) -> None:
-    """Put ``block`` (a ``[loop.reading_model."<model>"]`` table) into the TOML file ``path``, replacing that
-    model's table if the file has one; the file is written whole or not at all."""
-    old = path.read_text(encoding="utf-8") if path.exists() else ""
-    header = re.compile(r'^\[loop\.reading_model\."' + re.escape(model) + r'"\]\s*$')
-    out, skipping = [], False
-    for line in old.splitlines():
-        if header.match(line):
-            skipping = True
-            continue
-        if skipping and line.startswith("["):
-            skipping = False
-        if not skipping:
-            out.append(line)
-    text = "\n".join(out).rstrip() + ("\n\n" if out and "".join(out).strip() else "") + block + "\n"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, lambda fh: fh.write(text.encode("utf-8")))
-
-
 def endpoint(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     model = config.llm.served_model
@@ -158,6 +201,7 @@ def endpoint(args: argparse.Namespace) -> int:
     target = Path(args.write_config) if args.write_config else user_config_path()
     if target is None:
         raise LensError("no user config file (LENS_USER_CONFIG is empty): name one with --write-config FILE")
+    check_config_target(target)  # before the work, not after it
     data = resources.files(DATA)
     questions = json.loads(data.joinpath("questions.json").read_text(encoding="utf-8"))[: args.limit]
     with resources.as_file(data.joinpath("articles.jsonl")) as articles:
@@ -169,8 +213,7 @@ def endpoint(args: argparse.Namespace) -> int:
     report = _fit_report(rows, 5) | {"runs": [str(out)], "seconds": round(time.monotonic() - t0, 1)}
     atomic_write(out / "fit.json", lambda fh: fh.write((json.dumps(report, indent=2) + "\n").encode("utf-8")))
     _print_report(report)
-    block = preset_block(report)
     ReadingModel.model_validate(report["reading_model"])
-    write_reading_model(target, block, str(report["model"]))
+    write_reading_model(target, str(report["model"]), report["reading_model"])
     print(f"{written} questions read now ({len(rows)} in all, {out}); the reading model of {model} is in {target}")
     return 0

@@ -14,13 +14,13 @@ points log LR ≥ +0.5 / ≤ −0.5; the fit on every row gives the preset block
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 
+from harness.calibrate.user_config import reading_model_toml
 from lens import LensError
 from lens.parts import LOGPROB_FEATURES, READING_FEATURES, ReadingModel
 
@@ -140,6 +140,8 @@ def _choose(rows: list[dict], folds: int) -> _Fit:
 
 def fit_readings(rows: list[dict], *, folds: int = 5) -> dict:
     """Fit and cross-validate the reading model on calibration rows; returns the report (module docstring)."""
+    if folds < 2:
+        raise LensError(f"cross-validation needs 2 or more folds (got {folds})")
     readings = [r for row in rows for r in row["readings"]]
     if len({r["label"] for r in readings}) < 2:
         raise LensError("calibration rows need both positive and negative readings to fit")
@@ -157,6 +159,11 @@ def fit_readings(rows: list[dict], *, folds: int = 5) -> dict:
             base = m.model.base_logit(r["features"])
             lr = m.model.log_lr(r["features"], logprobs=r["logprobs"])
             held.append((_sigmoid(base), _sigmoid(base + lr), lr, r["label"], _rank(r)))
+    if not held:
+        raise LensError(
+            f"{len(rows)} question(s) cannot be cross-validated in {folds} folds: no fold has a held-out reading "
+            "and both labels in the other folds (fit on more questions)"
+        )
     labels = [h[3] for h in held]
     report = {
         "questions": len(rows),
@@ -258,8 +265,4 @@ def _rounded(model: ReadingModel) -> dict:
 
 def preset_block(report: dict) -> str:
     """The TOML table a preset or user config holds for the model: ``[loop.reading_model."<model>"]``."""
-    lines = [f'[loop.reading_model."{report["model"]}"]']
-    for key, value in report["reading_model"].items():
-        if value is not None:
-            lines.append(f"{key} = {json.dumps(value)}")
-    return "\n".join(lines)
+    return reading_model_toml(str(report["model"]), report["reading_model"])

@@ -38,24 +38,48 @@ ROW_FORMAT = "lens-readings/3"
 
 def article_pool(path: str | Path) -> tuple[CorpusView, dict[str, list[str]]]:
     """A CorpusView over an article JSONL (one document per article: title line, one sentence per line) and the
-    articles' sentence lists by title; a malformed line is an error naming it."""
+    articles' sentences by title; a missing or empty file, or a line that is not an article record (a non-empty
+    ``title`` string; ``sentences`` or ``text``: a string or a list of strings), is an error naming it."""
     docs, sentences = [], {}
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                a = json.loads(line)
-                title = a["title"]
-                sents = a.get("sentences") or a.get("text")
-            except (json.JSONDecodeError, KeyError, TypeError) as exc:
-                raise LensError(f"{path}: line {n}: not an article record ({exc})") from None
-            sents = [sents] if isinstance(sents, str) else list(sents)
-            sentences[title] = sents
-            text = title + "\n" + "\n".join(s.strip() for s in sents)
-            sha = hashlib.sha256(text.encode()).hexdigest()
-            docs.append(Document(doc_id=title, path=title, title=title, text=text, sha256=sha))
+    try:
+        fh = open(path, encoding="utf-8")
+    except OSError as exc:
+        raise LensError(f"{path}: cannot read the articles ({exc.strerror or exc})") from None
+    with fh:
+        try:
+            for n, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                title, sents = _article(line, f"{path}: line {n}")
+                sentences[title] = sents
+                text = title + "\n" + "\n".join(s.strip() for s in sents)
+                sha = hashlib.sha256(text.encode()).hexdigest()
+                docs.append(Document(doc_id=title, path=title, title=title, text=text, sha256=sha))
+        except UnicodeDecodeError as exc:
+            raise LensError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    if not docs:  # rows read against no article would mark their questions done with no reading
+        raise LensError(f"{path}: no articles (an article pool needs at least one title and its sentences)")
     return CorpusView(CorpusScan(root=Path(path), documents=docs, files=len(docs))), sentences
+
+
+def _article(line: str, where: str) -> tuple[str, list[str]]:
+    try:
+        a = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise LensError(f"{where}: not an article record (malformed JSON: {exc.msg})") from None
+    if not isinstance(a, dict):
+        raise LensError(f"{where}: not an article record (expected a JSON object)")
+    title = a.get("title")
+    if not isinstance(title, str) or not title.strip():
+        raise LensError(f"{where}: field 'title' must be a non-empty string, not {title!r:.60}")
+    sents = a.get("sentences") or a.get("text")
+    if isinstance(sents, str):
+        sents = [sents]
+    if not isinstance(sents, list) or not sents or not all(isinstance(s, str) for s in sents):
+        raise LensError(
+            f"{where}: field 'sentences' (or 'text') must be a string or a list of strings, not {sents!r:.60}"
+        )
+    return title, sents
 
 
 def done_ids(out_dir: str | Path) -> set[str]:
@@ -79,8 +103,17 @@ def calibrate_readings(
     *,
     windows: int = 4,
     progress: Callable[[int, int, dict], None] | None = None,
+    pool: tuple[CorpusView, dict[str, list[str]]] | None = None,
 ) -> int:
-    """Read and label each question not yet in ``out_dir``; returns the number of rows written now."""
+    """Read and label each question not yet in ``out_dir``; returns the number of rows written now. ``pool``:
+    the articles already read by :func:`article_pool` (else they are read from ``articles_path``)."""
+    if windows < 1:
+        raise LensError(
+            f"--windows must be 1 or more (got {windows}): a row without readings would mark its question done"
+        )
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise LensError(f"{out}: not a folder (--out names the folder for {READINGS})")
     # every window chosen is read: a question's budget is no limit here (the call timeout still is)
     config = config.model_copy(
         update={
@@ -89,11 +122,13 @@ def calibrate_readings(
             )
         }
     )
-    view, articles = article_pool(articles_path)
+    view, articles = pool or article_pool(articles_path)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise LensError(f"{out}: cannot create the folder for {READINGS} ({exc.strerror or exc})") from None
     prior = Prior(view, config.prior)
     client = open_client(config)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     skip = done_ids(out)
     todo = [q for q in questions if q["_id"] not in skip]
     for i, q in enumerate(todo, 1):

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from lens._errors import LensError
-from lens._files import append_lines
+from lens._files import append_lines, is_complete_line
 from lens._terms import content_terms
 
 __all__ = [
@@ -146,8 +146,9 @@ class MemoryStore:
         return self.directory / LOG_NAME
 
     def entries(self) -> list[MemoryEntry]:
-        """Every entry in log order (cached until the log changes). A last line without its newline is the torn
-        tail of a crash: not an entry (the next append cuts it). Raises MemoryLogError when the log cannot be read."""
+        """Every entry in log order (cached until the log changes). A last line without its newline is an entry
+        when it is a complete JSON object (a hand edit; the next append writes its newline), else the torn tail
+        of a crash: not an entry (the next append cuts it). Raises MemoryLogError when the log cannot be read."""
         path = self.log_path
         try:
             st = path.stat()
@@ -162,7 +163,7 @@ class MemoryStore:
         try:
             with open(path, "rb") as fh:
                 for n, raw in enumerate(fh, 1):
-                    if not raw.strip() or not raw.endswith(b"\n"):
+                    if not raw.strip() or not (raw.endswith(b"\n") or is_complete_line(raw)):
                         continue  # a torn last line from a crash is ignored (and cut by the next append)
                     try:
                         d = json.loads(raw.decode("utf-8"))

@@ -1,10 +1,13 @@
-"""The replay contract: a clean run passes; each kind of tampering is caught and named."""
+"""The replay contract: a clean run passes; each kind of tampering — of the rows, the run files or the manifest's
+own metadata — is caught and named, never passed and never a traceback."""
 
 from __future__ import annotations
 
 import json
 import shutil
 from pathlib import Path
+
+import pytest
 
 from harness.audit.contract import check_run
 from harness.audit.manifest import file_record
@@ -13,7 +16,7 @@ from lens.faces._cli import main
 
 def _copy(run: Path, tmp_path: Path) -> Path:
     dst = tmp_path / "run"
-    shutil.copytree(run, dst)
+    shutil.copytree(run, dst, ignore=lambda folder, names: ["report"] if Path(folder) == run else [])
     return dst
 
 
@@ -175,3 +178,84 @@ def test_check_command_exits_non_zero_and_names_each_violation(finished_run, tmp
     assert main(["audit", "check", str(run), "--json"]) == 1
     data = json.loads(capsys.readouterr().out)
     assert data["status"] == "fail" and {v["code"] for v in data["violations"]} >= {"capacity-mismatch"}
+
+
+def _drop_entry(manifest: dict, path: str) -> None:
+    manifest["outputs"] = [o for o in manifest["outputs"] if o["path"] != path]
+
+
+def _set(*keys_and_value):
+    *keys, value = keys_and_value
+
+    def tamper(run: Path, manifest: dict) -> None:
+        node = manifest
+        for k in keys[:-1]:
+            node = node[k]
+        node[keys[-1]] = value
+
+    return tamper
+
+
+def _garbage(path: str, data: bytes):
+    """A run file replaced by ``data`` and its manifest entry removed, so that no sha256 gives it away."""
+
+    def tamper(run: Path, manifest: dict) -> None:
+        (run / path).write_bytes(data)
+        _drop_entry(manifest, path)
+
+    return tamper
+
+
+def _row_field(field: str, value):
+    def tamper(run: Path, manifest: dict) -> None:
+        rows = _rows(run)
+        rows[3][field] = value
+        _save(run, rows)
+        (rec,) = [o for o in manifest["outputs"] if o["path"] == "rows.jsonl"]
+        rec.update(file_record(run / "rows.jsonl", run))  # the forger rehashes the rows
+
+    return tamper
+
+
+MANIFEST_TAMPERS = {  # id: (tamper(run, manifest), the violation code, what its message names)
+    "config-hash": (_set("config_hash", "f" * 64), "manifest-mismatch", "config_hash"),
+    "input-sha256": (_set("inputs", 0, "sha256", "e" * 64), "manifest-mismatch", "inputs.0"),
+    "row-count": (_set("rows", 5), "manifest-mismatch", "rows: records 5"),
+    "kind": (_set("kind", "audit-report"), "manifest-mismatch", "kind"),
+    "stream-kind": (_set("bindings", "syn", "streams", "random-s0", "kind", "semantic"), "manifest-mismatch", "kind"),
+    "output-entry-deleted": (
+        lambda run, m: _drop_entry(m, "streams/syn/random-s0.json"),
+        "output-hash-mismatch",
+        "streams/syn/random-s0.json is in the run folder but has no entry",
+    ),
+    "output-bytes": (_set("outputs", 0, "bytes", 1), "output-hash-mismatch", "base/syn/bm25.npz has changed"),
+    "output-not-an-object": (_set("outputs", 0, "x"), "manifest-mismatch", "outputs.0"),
+    "output-path-a-number": (_set("outputs", 0, "path", 5), "manifest-mismatch", "outputs.0.path"),
+    "output-path-outside": (_set("outputs", 0, "path", "../../etc/passwd"), "manifest-mismatch", "outputs.0.path"),
+    "sha256-a-number": (_set("outputs", 1, "sha256", 5), "manifest-mismatch", "outputs.1.sha256"),
+    "bindings-a-list": (_set("bindings", "syn", []), "manifest-mismatch", "bindings.syn"),
+    "event-log-garbage": (_garbage("events/syn/bm25/random-s0.npz", b"PK\x03\x04 not a zip"), "malformed-file", "npz"),
+    "stream-garbage": (_garbage("streams/syn/random-s0.json", b"{oops"), "malformed-file", "random-s0.json"),
+    "config-invalid": (
+        _garbage("config.json", b'{"config": {"workloads": "all"}, "config_hash": 1}'),
+        "manifest-mismatch",
+        "config.json: config.workloads",
+    ),
+    "row-anchor-a-string": (_row_field("anchor", "9"), "malformed-file", "rows.jsonl: line 4: field 'anchor'"),
+    "row-selected-a-string": (_row_field("selected", "abc"), "malformed-file", "line 4: field 'selected'"),
+}
+
+
+@pytest.mark.parametrize("tamper, code, names", MANIFEST_TAMPERS.values(), ids=MANIFEST_TAMPERS.keys())
+def test_edited_manifest_metadata_and_damaged_files_are_named_violations_never_a_pass_or_traceback(
+    finished_run, tmp_path, capsys, tamper, code, names
+):
+    run = _copy(finished_run, tmp_path)
+    manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
+    tamper(run, manifest)
+    (run / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+
+    assert main(["audit", "check", str(run)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert any(line.startswith(f"violation {code}: ") and names in line for line in lines), lines
+    assert lines[-1].endswith("violations)") and "contract FAIL" in lines[-1]

@@ -8,6 +8,7 @@ import argparse
 import json
 import math
 import random
+import stat
 from pathlib import Path
 
 import pytest
@@ -17,9 +18,16 @@ from harness.calibrate.commands import endpoint, fit, read_rows, write_reading_m
 from harness.calibrate.fit import auc, fit_readings, logistic_fit
 from harness.calibrate.labels import SupportingFacts, hop_articles
 from harness.calibrate.run import calibrate_readings
+from lens import LensError
+from lens._cli import main
 from lens._config import READING_FEATURES, ReadingModel, load_config
-from tests.lens.conftest import BASE_URL, CHAT_URL, MODEL
+from tests.lens.conftest import BASE_URL, CHAT_URL, MODEL, with_full_disk
 from tests.lens.scripted_oracle import Rule, ScriptedOracle
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
 
 ARTICLES = {
     "Osk Yard": ["Osk Yard is a boatbuilder in Harrowmouth.", "It was founded in 1887 by Ilse Osk."],
@@ -221,10 +229,100 @@ def test_the_printed_table_loads_as_configuration(tmp_path, capsys):
 def test_writing_the_table_replaces_the_models_old_one_and_keeps_the_rest(tmp_path):
     user = tmp_path / "config.toml"
     user.write_text('[llm]\ntemperature = 0.0\n\n[loop.reading_model."m"]\nn = 1\n\n[budget]\nmax_rounds = 5\n')
-    write_reading_model(user, '[loop.reading_model."m"]\nn = 2', "m")
+    write_reading_model(user, "m", {"n": 2})
     text = user.read_text()
     assert text.count('[loop.reading_model."m"]') == 1 and "n = 2" in text and "n = 1" not in text
     assert "max_rounds = 5" in text and "temperature = 0.0" in text
+
+
+@pytest.mark.parametrize(
+    "old",
+    [
+        "",
+        "[loop]\nmax_rounds = 3\n",
+        "[loop]\nreading_model = { m = { n = 1, stale = true } }\n",
+        "loop.reading_model.m.n = 1\nloop.reading_model.m.stale = true\n",
+        "[loop.reading_model.'m']\nn = 1\nstale = true\n[loop]\nmax_rounds = 3\n",
+    ],
+    ids=["new-file", "other-loop-keys", "inline-table", "dotted-keys", "literal-key-out-of-order"],
+)
+def test_the_table_is_written_as_toml_however_the_file_spells_it(tmp_path, old):
+    user = tmp_path / "config.toml"
+    user.write_text(old)
+    write_reading_model(user, "m", {"n": 2, "coef": [0.5, -1.25], "features": ["score"], "auc": None})
+    data = tomllib.loads(user.read_text())
+    assert data["loop"]["reading_model"] == {"m": {"n": 2, "coef": [0.5, -1.25], "features": ["score"]}}
+    assert data["loop"].get("max_rounds", 3) == 3
+
+
+def test_endpoint_writes_a_config_every_command_can_read_keeping_its_comments_mode_and_link(tmp_path):
+    """A model name with a quote and a backslash, its old table spelt as a literal key, the config a 0600
+    symlinked dotfile with comments: the table is replaced in place, the file stays a private link that parses."""
+    model = 'we"ird\\name'
+    dotfile = tmp_path / "dotfiles" / "lens.toml"
+    dotfile.parent.mkdir()
+    dotfile.write_text(
+        "# my lens settings\n[llm]\ntemperature = 0.0  # cold, always\n\n"
+        f"[loop.reading_model.'{model}']\n# fitted by hand last week\nn = 1\n"
+        "# budget below: keep it small\n\n[budget]\nmax_rounds = 5\n"
+    )
+    dotfile.chmod(0o600)
+    user = tmp_path / "config.toml"
+    user.symlink_to(dotfile)
+    o = ScriptedOracle(rules=[Rule(".", " ", " ", "")], confidence=0.8)
+    with respx.mock(assert_all_called=False) as router:
+        router.post(CHAT_URL).mock(side_effect=o.reply)
+        assert endpoint(endpoint_args(tmp_path, write_config=str(user), model=model)) == 0
+    assert user.is_symlink() and stat.S_IMODE(dotfile.stat().st_mode) == 0o600
+    text = dotfile.read_text()
+    for comment in ("# my lens settings", "# cold, always", "# fitted by hand last week", "# budget below"):
+        assert comment in text
+    assert list(tomllib.loads(text)["loop"]["reading_model"]) == [model]
+    c = load_config("deep", file=user, overrides={"llm": {"model": model, "base_url": BASE_URL}})
+    assert c.reading_model().n > 1 and c.budget.max_rounds == 5
+
+
+def test_a_config_that_cannot_be_written_is_one_error_naming_it_and_left_as_it_was(tmp_path):
+    user = tmp_path / "config.toml"
+    user.write_text("# mine\n[llm]\ntemperature = 0.0\n" + "# padding\n" * 200)
+    before = user.read_bytes()
+
+    def write_on_a_full_disk():
+        try:
+            write_reading_model(user, "m", {"n": 2, "features": ["x" * 50] * 100})
+        except LensError as exc:
+            return str(exc)
+        return None
+
+    message = with_full_disk(len(before) + 100, write_on_a_full_disk)
+    assert message is not None and message.startswith(f"{user}: cannot write the config") and "unchanged" in message
+    assert user.read_bytes() == before and [p.name for p in tmp_path.iterdir()] == ["config.toml"]
+
+
+def test_a_config_that_is_not_toml_is_refused_before_any_work(tmp_path):
+    user = tmp_path / "config.toml"
+    user.write_text('[loop.reading_model."a"b"]\nn = 1\n')  # what the old writer left behind
+    with respx.mock(assert_all_called=False) as router:
+        route = router.post(CHAT_URL)
+        with pytest.raises(LensError, match=r"config\.toml: not valid TOML"):
+            endpoint(endpoint_args(tmp_path, write_config=str(user)))
+    assert not route.called and user.read_text() == '[loop.reading_model."a"b"]\nn = 1\n'
+
+
+def endpoint_args(tmp_path, *, write_config=None, model=None, limit=4) -> argparse.Namespace:
+    return argparse.Namespace(
+        out=str(tmp_path / "cal"),
+        write_config=write_config,
+        windows=3,
+        limit=limit,
+        preset=None,
+        config=None,
+        set=[f"llm.base_url={BASE_URL}", f"llm.model={MODEL}", "llm.cache=false", "llm.max_retries=0"],
+        base_url=None,
+        model=model,
+        local_model=None,
+        no_cache=False,
+    )
 
 
 def test_endpoint_calibrates_on_the_shipped_set_and_writes_the_user_config(tmp_path, monkeypatch):
@@ -233,21 +331,95 @@ def test_endpoint_calibrates_on_the_shipped_set_and_writes_the_user_config(tmp_p
     user = tmp_path / "config.toml"
     monkeypatch.setenv("LENS_USER_CONFIG", str(user))
     o = ScriptedOracle(rules=[Rule(".", " ", " ", "")], confidence=0.8)
-    args = argparse.Namespace(
-        out=str(tmp_path / "cal"),
-        write_config=None,
-        windows=3,
-        limit=4,
-        preset=None,
-        config=None,
-        set=[f"llm.base_url={BASE_URL}", f"llm.model={MODEL}", "llm.cache=false", "llm.max_retries=0"],
-        base_url=None,
-        model=None,
-        local_model=None,
-        no_cache=False,
-    )
     with respx.mock(assert_all_called=False) as router:
         router.post(CHAT_URL).mock(side_effect=o.reply)
-        assert endpoint(args) == 0
+        assert endpoint(endpoint_args(tmp_path)) == 0
     c = load_config("deep", overrides={"llm": {"model": MODEL, "base_url": BASE_URL}})
     assert c.reading_model().n > 0 and (tmp_path / "cal" / "fit.json").exists()
+
+
+# --------------------------------------------------------------------------- malformed inputs
+
+
+def _reading(rows, **change):
+    rows[0]["readings"][0].update(change)
+
+
+def _feature(name, value):
+    return lambda rows: rows[0]["readings"][0]["features"].__setitem__(name, value)
+
+
+FIT_INPUTS = {  # id: (change to 12 good rows, extra arguments, what the error names)
+    "nan-feature": (_feature("score", math.nan), [], "readings.jsonl:1: readings[0]: feature 'score'"),
+    "string-feature": (_feature("score", "high"), [], "readings.jsonl:1: readings[0]: feature 'score'"),
+    "null-feature": (_feature("found", None), [], "readings.jsonl:1: readings[0]: feature 'found'"),
+    "huge-log-rank": (_feature("log_rank", 1e6), [], "readings.jsonl:1: readings[0]: feature 'log_rank'"),
+    "missing-log-rank": (
+        lambda rows: rows[0]["readings"][0]["features"].pop("log_rank"),
+        [],
+        "readings.jsonl:1: readings[0]: field 'features'",
+    ),
+    "null-features": (
+        lambda rows: _reading(rows, features=None),
+        [],
+        "readings.jsonl:1: readings[0]: field 'features'",
+    ),
+    "string-label": (lambda rows: _reading(rows, label="yes"), [], "readings.jsonl:1: readings[0]: field 'label'"),
+    "readings-not-a-list": (lambda rows: rows[0].update(readings={}), [], "readings.jsonl:1: field 'readings'"),
+    "id-not-a-string": (lambda rows: rows[0].update(id=["q0"]), [], "readings.jsonl:1: field 'id'"),
+    "single-question": (lambda rows: rows.__delitem__(slice(1, None)), [], "1 question(s) cannot be cross-validated"),
+    "folds-0": (lambda rows: None, ["--folds", "0"], "--folds must be 2 or more (got 0)"),
+    "folds-1": (lambda rows: None, ["--folds", "1"], "--folds must be 2 or more (got 1)"),
+    "folds-negative": (lambda rows: None, ["--folds", "-3"], "--folds must be 2 or more (got -3)"),
+    "out-is-a-folder": (lambda rows: None, ["--out", "{tmp}"], "a folder; --out names the file"),
+}
+
+
+@pytest.mark.parametrize("change, extra, names", FIT_INPUTS.values(), ids=FIT_INPUTS.keys())
+def test_a_malformed_fit_input_is_one_line_naming_it_and_exit_2(tmp_path, capsys, change, extra, names):
+    rows = synthetic_rows(12)
+    change(rows)
+    run_dir = tmp_path / "r"
+    run_dir.mkdir()
+    (run_dir / "readings.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    argv = ["calibrate", "fit", str(run_dir), *[a.format(tmp=tmp_path) for a in extra]]
+    assert main(argv) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("lens: error: ") and names in line
+
+
+RUN_INPUTS = {  # id: (question fields, articles file text or None for no file, extra arguments, what the error names)
+    "supporting-facts-not-pairs": ({"supporting_facts": [["Osk Yard"]]}, ..., [], "record 0: field 'supporting_facts'"),
+    "supporting-facts-a-string": ({"supporting_facts": "Osk Yard"}, ..., [], "record 0: field 'supporting_facts'"),
+    "null-question": ({"question": None}, ..., [], "questions.json: record 0: field 'question'"),
+    "missing-articles": ({}, None, [], "articles.jsonl: cannot read the articles"),
+    "title-not-a-string": ({}, '{"title": 5, "sentences": ["x"]}\n', [], "articles.jsonl: line 1: field 'title'"),
+    "sentences-not-strings": ({}, '{"title": "A", "sentences": [1]}\n', [], "line 1: field 'sentences'"),
+    "article-not-an-object": ({}, '["Osk Yard"]\n', [], "articles.jsonl: line 1: not an article record"),
+    "empty-articles": ({}, "\n", [], "articles.jsonl: no articles"),
+    "out-is-a-file": ({}, ..., ["--out", "{tmp}/questions.json"], "questions.json: not a folder"),
+    "negative-limit": ({}, ..., ["--limit", "-1"], "--limit must be 0 or more"),
+}
+
+
+@pytest.mark.parametrize("fields, articles, extra, names", RUN_INPUTS.values(), ids=RUN_INPUTS.keys())
+def test_a_malformed_run_input_is_one_line_naming_it_exit_2_and_marks_nothing_done(
+    tmp_path, capsys, fields, articles, extra, names
+):
+    """Checked before any call: no question is read, and none is marked done (an empty articles file once wrote
+    rows with no reading that a rerun with the real articles skipped)."""
+    (tmp_path / "questions.json").write_text(json.dumps([dict(QUESTION, **fields)]))
+    pool = pool_file(tmp_path)
+    if articles is None:
+        pool.unlink()
+    elif articles is not ...:
+        pool.write_text(articles)
+    out = tmp_path / "cal"
+    argv = ["calibrate", "run", "--questions", str(tmp_path / "questions.json"), "--articles", str(pool)]
+    argv += ["--out", str(out), *[a.format(tmp=tmp_path) for a in extra], "--base-url", BASE_URL]
+    with respx.mock(assert_all_called=False) as router:
+        route = router.post(CHAT_URL).mock(side_effect=oracle().reply)
+        assert main([*argv, "--set", "llm.cache=false", "--set", "llm.max_retries=0"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("lens: error: ") and names in line
+    assert not route.called and not (out / "readings.jsonl").exists()

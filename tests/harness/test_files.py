@@ -1,11 +1,16 @@
-"""harness.files: the JSON-lines and manifest readers every harness loader shares name the file and the line."""
+"""harness.files: the JSON-lines and manifest readers every harness loader shares name the file and the line; the
+files a run keeps open (its lock, its row logs) are never written through a symbolic link."""
 
 from __future__ import annotations
 
 import json
+import os
+import stat
 
 import pytest
 
+from harness.bench.run_store import RowLog, RunLock, RunStoreError
+from harness.bench.stream import _drop_orphan_entries
 from harness.files import read_json_manifest, read_jsonl
 from lens import LensError
 
@@ -61,3 +66,47 @@ def test_read_json_manifest_checks_its_kind_and_names_the_file(tmp_path):
         read_json_manifest(p, "x/1", "x")
     with pytest.raises(LensError, match="none.json: no such manifest"):
         read_json_manifest(tmp_path / "none.json", "x/1", "x")
+
+
+@pytest.mark.timeout(60)  # reading a planted FIFO once blocked for ever
+@pytest.mark.parametrize("planted", ["symlink", "fifo", "folder"])
+def test_a_run_lock_or_row_log_planted_as_a_non_regular_file_is_refused_and_its_target_untouched(tmp_path, planted):
+    """`ln -s ~/.bashrc RUN/run.lock` once made the lock truncate and overwrite the link's target."""
+    run = tmp_path / "run"
+    run.mkdir()
+    target = tmp_path / "bashrc"
+    target.write_text("export PATH=/usr/bin")  # no final newline: a row log's recovery would cut it as torn
+    for name in ("run.lock", "rows.jsonl"):
+        path = run / name
+        if planted == "symlink":
+            path.symlink_to(target)
+        elif planted == "fifo":
+            os.mkfifo(path)
+        else:
+            path.mkdir()
+    with pytest.raises(RunStoreError, match=r"run\.lock: (is a symbolic link|not a regular file)"):
+        RunLock(run).__enter__()
+    for use in (lambda log: log.recover(None), lambda log: log.open()):
+        with pytest.raises(RunStoreError, match=r"rows\.jsonl: (is a symbolic link|not a regular file)"):
+            use(RowLog(run / "rows.jsonl"))
+    assert target.read_text() == "export PATH=/usr/bin"
+
+
+def test_a_new_run_lock_is_private_and_names_its_holder(tmp_path):
+    with RunLock(tmp_path) as lock:
+        assert stat.S_IMODE(lock.path.stat().st_mode) == 0o600
+        assert json.loads(lock.path.read_text())["pid"] == os.getpid()
+
+
+def test_a_stream_resume_rewrites_its_memory_log_without_following_a_planted_temporary_name(tmp_path):
+    """The resume's rewrite of memory.jsonl once went through a fixed `memory.jsonl.tmp`, a symlink planted there
+    had its target overwritten."""
+    target = tmp_path / "bashrc"
+    target.write_text("export PATH=/usr/bin\n")
+    memory = tmp_path / "memory"
+    memory.mkdir()
+    (memory / "memory.jsonl").write_text("".join(json.dumps({"position": p}) + "\n" for p in range(3)))
+    (memory / "memory.jsonl.tmp").symlink_to(target)
+    assert _drop_orphan_entries(memory, 2) == 1
+    assert target.read_text() == "export PATH=/usr/bin\n" and not (memory / "memory.jsonl").is_symlink()
+    assert [json.loads(line)["position"] for line in (memory / "memory.jsonl").read_text().splitlines()] == [0, 1]

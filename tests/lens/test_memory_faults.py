@@ -1,6 +1,7 @@
 """SPEC §6 for the warm-reuse memory: an append is the whole record or nothing (a full disk leaves the log as it
-was, and says so), a last line without its newline is the torn tail of a crash (ignored, cut by the next append),
-and a memory that cannot be read or written costs one line after the answer — never the answer."""
+was, and says so), a last line without its newline is the torn tail of a crash (ignored, cut by the next append)
+unless it is a complete entry (a hand edit: kept), and a memory that cannot be read or written costs one line after
+the answer — never the answer."""
 
 from __future__ import annotations
 
@@ -86,7 +87,7 @@ def test_an_append_that_meets_a_full_disk_leaves_the_log_as_it_was_and_says_so(t
     assert message is not None and str(store.log_path) in message and "not written" in message
 
 
-@pytest.mark.parametrize("cut", [1, 25], ids=["newline-only", "mid-record"])
+@pytest.mark.parametrize("cut", [2, 25], ids=["closing-brace", "mid-record"])
 def test_a_torn_last_line_is_ignored_and_cut_by_the_next_append(tmp_path, cut):
     store = MemoryStore(tmp_path / "mem")
     store.append([_entry(0), _entry(1)])
@@ -96,6 +97,18 @@ def test_a_torn_last_line_is_ignored_and_cut_by_the_next_append(tmp_path, cut):
     assert [e.position for e in store.entries()] == [0]
     store.append([_entry(2)])
     assert [e.position for e in store.entries()] == [0, 2]
+
+
+def test_a_complete_last_entry_without_its_newline_is_kept_and_the_next_append_adds_the_newline(tmp_path):
+    """A hand edit that drops the final newline is no crash: its complete last entry was once cut by the append."""
+    store = MemoryStore(tmp_path / "mem")
+    store.append([_entry(0), _entry(1)])
+    store.log_path.write_bytes(store.log_path.read_bytes().rstrip(b"\n"))
+
+    assert [e.position for e in store.entries()] == [0, 1]
+    store.append([_entry(2)])
+    assert [e.position for e in store.entries()] == [0, 1, 2]
+    assert store.log_path.read_bytes().count(b"\n") == 3 and store.log_path.read_bytes().endswith(b"\n")
 
 
 def test_ask_on_a_full_disk_prints_the_answer_then_one_line_that_the_memory_was_not_written(tmp_path, harbour):
