@@ -19,8 +19,8 @@ from harness.calibrate.fit import auc, fit_readings, logistic_fit
 from harness.calibrate.labels import SupportingFacts, hop_articles
 from harness.calibrate.run import calibrate_readings
 from lens import LensError
-from lens._cli import main
 from lens._config import READING_FEATURES, ReadingModel, load_config
+from lens.faces._cli import main
 from tests.lens.conftest import BASE_URL, CHAT_URL, MODEL, with_full_disk
 from tests.lens.scripted_oracle import Rule, ScriptedOracle
 
