@@ -114,6 +114,8 @@ FACTS = {
     ],
     "L2": [("archive/seed-archive.html", "Coastal barley: 212 varieties, the largest collection")],
     "L3": [("lighthouses/calder-point-light.md", "first keeper was\nAgnes Rook")],
+    "L4": [("reports/harbour-board-annual-report-2023.pdf#u2", "It removed 18,400 cubic metres\nof silt")],
+    "L5": [("data/lighthouse-register.xlsx#u1", "Name: Dunmere Head Light · Tower height (m): 22 · First lit: 1891")],
 }
 
 
@@ -134,3 +136,20 @@ def test_answer_is_supported_by_its_cited_documents(qid, docs):
 def test_bridge_entity_is_named_only_by_the_first_hop(qid, bridge_entity):
     question = question_rows()[qid][0]
     assert bridge_entity not in question
+
+
+def test_the_pdf_report_and_the_spreadsheet_are_read_with_their_places(docs):
+    page = docs["reports/harbour-board-annual-report-2023.pdf#u2"]
+    assert page.location == {"page": 2} and page.title == "Harrowmouth Harbour Board: Annual Report 2023"
+    row = next(s for s in docs["data/lighthouse-register.xlsx#u1"].sentences if "Dunmere Head Light" in s.text)
+    assert row.location == {"sheet": "Lights", "row": 5} and row.text.endswith("Status: decommissioned 1961")
+
+
+def test_the_demo_pdf_is_rebuilt_byte_for_byte(tmp_path):
+    spec = importlib.util.spec_from_file_location("build_demo_documents", CORPORA / "build_demo_documents.py")
+    builder = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(builder)
+    builder.write_report(tmp_path / "report.pdf")
+    assert (tmp_path / "report.pdf").read_bytes() == (
+        DEMO / "reports" / "harbour-board-annual-report-2023.pdf"
+    ).read_bytes()
