@@ -35,26 +35,21 @@ from pathlib import Path
 from harness.calibrate.fit import auc, logistic_fit
 from harness.calibrate.labels import SupportingFacts
 from harness.calibrate.run import article_pool
-from lens import (
-    CostMeter,
-    Judgement,
-    LLMError,
-    LLMUnavailableError,
-    Prior,
-    content_terms,
-    fence_passage,
-    load_config,
-    open_client,
-)
+from lens import LLMError, LLMUnavailableError, load_config, open_client
 from lens.parts import (
     ELSEWHERE,
     TOP_LOGPROBS,
     Budget,
+    CostMeter,
+    Judgement,
     Loop,
     LoopState,
+    Prior,
     answer_type,
     append_lines,
+    content_terms,
     decompose,
+    fence_passage,
     read_window,
     tokens,
 )

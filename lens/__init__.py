@@ -46,15 +46,9 @@ __all__ = sorted(_EXPORTS) + ["__version__"]
 
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
-    if module is not None:
-        value = getattr(import_module(module), name)
-    else:
-        # transitional: a research part imported from the top (``from lens import Prior``) still resolves, through
-        # lens.parts, until the harness imports them from there; it is not part of the public surface
-        parts = import_module("lens.parts")
-        if name not in parts.__all__:
-            raise AttributeError(f"module 'lens' has no attribute {name!r}")
-        value = getattr(parts, name)
+    if module is None:
+        raise AttributeError(f"module 'lens' has no attribute {name!r} (a research part? see lens.parts)")
+    value = getattr(import_module(module), name)
     globals()[name] = value
     return value
 

@@ -19,6 +19,8 @@ _EXPORTS = {
     "CorpusView": "lens.reader._view",
     "survey_corpus": "lens.reader._filestats",
     "StatsStore": "lens.reader._store",
+    "format_of": "lens.reader.formats",  # a suffix's row of the format table: .read(bytes or path) -> its units
+    "Extractor": "lens.reader._extraction",  # the pool of extraction workers (time limit, crash isolation)
     # requirements
     "Requirement": "lens.question._requirements",
     "Decomposition": "lens.question._requirements",

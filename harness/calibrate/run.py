@@ -17,18 +17,20 @@ from pathlib import Path
 from typing import Callable
 
 from harness.calibrate.labels import SupportingFacts
-from lens import (
+from lens import LensError, LLMError, LLMUnavailableError, open_client
+from lens.parts import (
+    ELSEWHERE,
+    Budget,
     CorpusScan,
     CorpusView,
     CostMeter,
     Document,
-    LensError,
-    LLMError,
-    LLMUnavailableError,
+    Loop,
+    LoopState,
     Prior,
-    open_client,
+    append_lines,
+    decompose,
 )
-from lens.parts import ELSEWHERE, Budget, Loop, LoopState, append_lines, decompose
 
 __all__ = ["READINGS", "ROW_FORMAT", "article_pool", "done_ids", "calibrate_readings"]
 

@@ -444,7 +444,7 @@ def test_an_endpoint_that_rejects_logprobs_is_asked_without_them(make_client, en
 
 
 def test_a_memory_entry_speaks_as_loudly_as_the_posterior_that_admitted_it():
-    from lens import memory_signal
+    from lens.parts import memory_signal
 
     signal, stale = memory_signal([(0, True, 0.8, 0.5), (0, True, 0.6, 1.0), (1, False, 0.9, 1.0), (None, True, 1, 1)])
     assert signal == {0: pytest.approx(0.6)} and stale == 2  # 0.8 × 0.5 < 0.6 × 1; changed and gone are stale
