@@ -39,14 +39,12 @@ from lens import LLMError, LLMUnavailableError, load_config, open_client
 from lens.parts import (
     ELSEWHERE,
     TOP_LOGPROBS,
-    Budget,
     CostMeter,
     Judgement,
-    Loop,
-    LoopState,
     Prior,
     answer_type,
     append_lines,
+    assemble_loop,
     content_terms,
     decompose,
     fence_passage,
@@ -149,15 +147,8 @@ def run(args) -> None:
                 return None
 
         dec = decompose(q["question"], dcall)
-        state = LoopState(question=q["question"], decomposition=dec, view=view, prior=prior)
-        loop = Loop(
-            state,
-            client=None,
-            config=cfg,
-            budget=Budget(cfg.budget, meter),
-            meter=meter,
-            model=cfg.reading_model(),
-        )
+        loop = assemble_loop(q["question"], dec, prior, cfg, client=None, meter=meter)
+        state = loop.state
         loop.seed()
         facts = SupportingFacts(q, articles, [r.to_dict() for r in dec.requirements])
         pairs: list[dict] = []

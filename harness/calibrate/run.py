@@ -20,15 +20,14 @@ from harness.calibrate.labels import SupportingFacts
 from lens import LensError, LLMError, LLMUnavailableError, open_client
 from lens.parts import (
     ELSEWHERE,
-    Budget,
     CorpusScan,
     CorpusView,
     CostMeter,
     Document,
-    Loop,
     LoopState,
     Prior,
     append_lines,
+    assemble_loop,
     decompose,
 )
 
@@ -154,15 +153,8 @@ def _question_row(config, client, q: dict, view, prior, articles, windows: int) 
             return None
 
     dec = decompose(q["question"], call)
-    state = LoopState(question=q["question"], decomposition=dec, view=view, prior=prior)
-    loop = Loop(
-        state,
-        client=client,
-        config=config,
-        budget=Budget(config.budget, meter),
-        meter=meter,
-        model=config.reading_model(),
-    )
+    loop = assemble_loop(q["question"], dec, prior, config, client=client, meter=meter)
+    state = loop.state
     loop.seed()
     reqs = dec.requirements
     facts = SupportingFacts(q, articles, [r.to_dict() for r in reqs])
