@@ -57,7 +57,8 @@ _EXPORTS = {
     "TOP_LOGPROBS": "lens.loop._reading",
     "answer_type": "lens.question._values",
     # what a reading is worth
-    "ReadingModel": "lens._config",
+    "ReadingModel": "lens.loop._grading",
+    "reading_model_for": "lens.loop._grading",
     "READING_FEATURES": "lens._config",
     "LOGPROB_FEATURES": "lens._config",
     # prompts and answers

@@ -123,6 +123,7 @@ PARTS = [
     "new_entry",
     "normalise",
     "read_window",
+    "reading_model_for",
     "render",
     "scan_corpus",
     "survey_corpus",

@@ -17,10 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lens._agent import Agent
-from lens._config import FEATURE_RANGE, READING_FEATURES, UNCALIBRATED, ReadingModel, load_config
+from lens._config import READING_FEATURES, load_config
 from lens._result import AskResult, QuestionCost, RequirementStatus, RoundTrace
 from lens.faces._cli import main
-from lens.loop._grading import reading_features
+from lens.loop._grading import FEATURE_RANGE, UNCALIBRATED, ReadingModel, reading_features, reading_model_for
 from lens.loop._reading import Judgement, read_window, reading_messages
 from lens.memory._memory import MemoryStore
 from lens.reader._documents import Document
@@ -265,7 +265,7 @@ def test_a_reading_model_with_mismatched_lengths_is_a_config_error():
 
 def test_an_uncalibrated_model_reads_with_the_conservative_default():
     cfg = config(None)
-    assert cfg.reading_model() is UNCALIBRATED
+    assert reading_model_for(cfg) is UNCALIBRATED
     assert UNCALIBRATED.max_abs_log_lr() == 3.0
     assert UNCALIBRATED.log_lr({"score": math.log(99)}, logprobs=True) == pytest.approx(0.5 * math.log(99))
 
