@@ -7,8 +7,7 @@ Names are imported lazily on first use, as in ``lens`` itself.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
+from lens import _lazy_exports
 
 _EXPORTS = {
     # the folder as the agent reads it
@@ -93,13 +92,7 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'lens.parts' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = _lazy_exports(globals(), _EXPORTS)
 
 
 def __dir__() -> list[str]:
