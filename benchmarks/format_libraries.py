@@ -224,21 +224,20 @@ def _median_s(fn, runs: int = 5) -> float:
 
 
 def pool(pdfs: list[Path]) -> None:
-    from lens.reader import _extraction
-    from lens.reader.formats import extract
+    from lens.parts import Extractor, format_of
 
     small = b"Name,Height (m),First lit\n" + b"".join(b"Light %d,%d,18%02d\n" % (i, 20 + i, i) for i in range(40))
     big = small[: small.index(b"\n") + 1] + b"".join(
         b"Light %d,%d,%d\n" % (i, i % 90, 1800 + i % 200) for i in range(12_000)
     )
-    with _extraction.Extractor(workers=1, inline_bytes=0) as runner:
+    with Extractor(workers=1, inline_bytes=0) as runner:
         t = time.perf_counter()
         runner.extract_all([(small, ".csv")])
         start = time.perf_counter() - t
         print("\n| input | in-process | through a warm worker |")
         print("| --- | ---: | ---: |")
         for label, data in ((f"CSV, {len(small)} bytes (40 rows)", small), (f"CSV, {len(big) // 1024} KB", big)):
-            here = _median_s(lambda: extract(data, ".csv"))
+            here = _median_s(lambda: format_of(".csv").read(data))
             there = _median_s(lambda: runner.extract_all([(data, ".csv")]))
             print(f"| {label} | {here * 1e3:.2f} ms | {there * 1e3:.2f} ms |")
         print(f"\nfirst call through a new worker (its start included): {start * 1e3:.0f} ms")
@@ -253,7 +252,7 @@ def pool(pdfs: list[Path]) -> None:
         )
     pages = sum(page_count(p) for p in pdfs)
     for workers in (1, 2):
-        with _extraction.Extractor(workers=workers) as runner:
+        with Extractor(workers=workers) as runner:
             t = time.perf_counter()
             done = runner.extract_all([(p, ".pdf") for p in pdfs])
             wall = time.perf_counter() - t

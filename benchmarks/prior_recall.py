@@ -15,8 +15,8 @@ import statistics
 import sys
 import time
 
-from lens import CorpusView, Prior, load_config, scan_corpus
-from lens.parts import title_key
+from lens import load_config
+from lens.parts import CorpusView, Prior, scan_corpus, title_key
 
 
 def main() -> int:

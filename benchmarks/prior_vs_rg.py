@@ -52,8 +52,8 @@ def rg_binary() -> str:
 
 
 def main() -> int:
-    from lens import CorpusView, Prior, content_terms, load_config, scan_corpus
-    from lens.parts import capitalised_spans
+    from lens import load_config
+    from lens.parts import CorpusView, Prior, capitalised_spans, content_terms, scan_corpus
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("folder")

@@ -35,26 +35,19 @@ from pathlib import Path
 from harness.calibrate.fit import auc, logistic_fit
 from harness.calibrate.labels import SupportingFacts
 from harness.calibrate.run import article_pool
-from lens import (
-    CostMeter,
-    Judgement,
-    LLMError,
-    LLMUnavailableError,
-    Prior,
-    content_terms,
-    fence_passage,
-    load_config,
-    open_client,
-)
+from lens import LLMError, LLMUnavailableError, load_config, open_client
 from lens.parts import (
     ELSEWHERE,
     TOP_LOGPROBS,
-    Budget,
-    Loop,
-    LoopState,
+    CostMeter,
+    Judgement,
+    Prior,
     answer_type,
     append_lines,
+    assemble_loop,
+    content_terms,
     decompose,
+    fence_passage,
     read_window,
     tokens,
 )
@@ -154,15 +147,8 @@ def run(args) -> None:
                 return None
 
         dec = decompose(q["question"], dcall)
-        state = LoopState(question=q["question"], decomposition=dec, view=view, prior=prior)
-        loop = Loop(
-            state,
-            client=None,
-            config=cfg,
-            budget=Budget(cfg.budget, meter),
-            meter=meter,
-            model=cfg.reading_model(),
-        )
+        loop = assemble_loop(q["question"], dec, prior, cfg, client=None, meter=meter)
+        state = loop.state
         loop.seed()
         facts = SupportingFacts(q, articles, [r.to_dict() for r in dec.requirements])
         pairs: list[dict] = []

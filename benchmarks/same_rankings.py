@@ -25,13 +25,13 @@ def main(argv: list[str] | None = None) -> int:
     from pathlib import Path
 
     import lens
-    from lens import CorpusView, Prior, content_terms, load_config
-    from lens.parts import capitalised_spans
+    from lens import load_config
+    from lens.parts import CorpusView, Prior, capitalised_spans, content_terms
 
     if any(Path(lens.__file__).parent.rglob("_filestats.py")):
         from lens.parts import survey_corpus as read_folder
     else:  # a commit before the statistics store
-        from lens import scan_corpus as read_folder
+        from lens.parts import scan_corpus as read_folder
 
     cfg = load_config("deep", env={})
     questions = json.load(open(args.questions, encoding="utf-8"))

@@ -45,9 +45,8 @@ __all__ = ["main"]
 CHILD = r"""
 import json, os, resource, subprocess, sys, time, statistics
 from pathlib import Path
-from lens import CorpusView, Prior, content_terms, load_config
-from lens.parts import survey_corpus
-from lens.parts import capitalised_spans
+from lens import load_config
+from lens.parts import CorpusView, Prior, capitalised_spans, content_terms, survey_corpus
 
 folder, rg, shards, questions, store, mode, edits = (
     sys.argv[1], sys.argv[2], sys.argv[3] == "1", json.loads(sys.argv[4]), sys.argv[5], sys.argv[6], sys.argv[7])

@@ -8,7 +8,7 @@ implementation modules are private (``lens._*``). Names are imported lazily on f
 from __future__ import annotations
 
 from importlib import import_module
-from typing import Any
+from typing import Any, Callable
 
 __version__ = "0.1.0"
 
@@ -44,19 +44,21 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS) + ["__version__"]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is not None:
-        value = getattr(import_module(module), name)
-    else:
-        # transitional: a research part imported from the top (``from lens import Prior``) still resolves, through
-        # lens.parts, until the harness imports them from there; it is not part of the public surface
-        parts = import_module("lens.parts")
-        if name not in parts.__all__:
-            raise AttributeError(f"module 'lens' has no attribute {name!r}")
-        value = getattr(parts, name)
-    globals()[name] = value
-    return value
+def _lazy_exports(namespace: dict[str, Any], exports: dict[str, str], hint: str = "") -> Callable[[str], Any]:
+    """A module's ``__getattr__`` (PEP 562) for ``exports`` (name -> the module defining it): each name imported
+    from its module on first use and kept in ``namespace``; any other name is an AttributeError, with ``hint``."""
+
+    def getattr_(name: str) -> Any:
+        module = exports.get(name)
+        if module is None:
+            raise AttributeError(f"module {namespace['__name__']!r} has no attribute {name!r}{hint}")
+        value = namespace[name] = getattr(import_module(module), name)
+        return value
+
+    return getattr_
+
+
+__getattr__ = _lazy_exports(globals(), _EXPORTS, " (a research part? see lens.parts)")
 
 
 def __dir__() -> list[str]:

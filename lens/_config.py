@@ -11,7 +11,6 @@ environment variable that holds the key is stored.
 from __future__ import annotations
 
 import json
-import math
 import os
 from importlib import resources
 from pathlib import Path
@@ -36,8 +35,9 @@ __all__ = [
     "BudgetSettings",
     "PriorSettings",
     "LoopSettings",
-    "ReadingModel",
-    "UNCALIBRATED",
+    "ReadingModelParams",
+    "READING_FEATURES",
+    "LOGPROB_FEATURES",
     "MemorySettings",
     "ReaderSettings",
     "AblationSettings",
@@ -187,24 +187,25 @@ class PriorSettings(_Section):
 
 # The reading's features (see lens.loop._grading): the score exists only where the endpoint returns token
 # log-probabilities; log_rank is the prior's own information, the baseline a reading's evidence is measured against.
+# They name the columns of a reading model's table, so the table is checked here, where it is read.
 READING_FEATURES = ("score", "found", "value", "subject_window", "log_rank")
 LOGPROB_FEATURES = ("score",)
-# the range each feature can take (score: the clipped logit; log_rank: up to rank 150, beyond any candidate list)
-FEATURE_RANGE = dict.fromkeys(READING_FEATURES, (0.0, 1.0)) | {"score": (-6.0, 6.0), "log_rank": (0.0, 5.0)}
 
 
-class ReadingModel(_Section):
-    """What a reading is worth (``lens calibrate fit``; ``docs/readings.md``): a logistic model of "the window holds
-    the requirement's fact" over a reading's ``features`` (fitted with and without the log-probability score) and
-    the rank-only baseline; a reading's log likelihood ratio is the difference of the two log-odds."""
+class ReadingModelParams(_Section):
+    """The numbers of a reading model as a config holds them, one table per served model under
+    ``[loop.reading_model."<model>"]`` (``lens calibrate fit`` writes them). What they mean, and the model that
+    reads with them, is :class:`lens.loop._grading.ReadingModel`."""
 
-    features: list[str]
-    coef: list[float]
-    intercept: float
-    coef_no_logprob: list[float]
-    intercept_no_logprob: float
-    base_coef: float
-    base_intercept: float
+    features: list[str] = Field(description="The reading's features the coefficients weigh, in order.")
+    coef: list[float] = Field(description="One coefficient per feature: the model fitted with log-probabilities.")
+    intercept: float = Field(description="Its intercept.")
+    coef_no_logprob: list[float] = Field(
+        description="One coefficient per feature but the log-probability ones: the model for a reply without them."
+    )
+    intercept_no_logprob: float = Field(description="Its intercept.")
+    base_coef: float = Field(description="The rank-only baseline's coefficient of log_rank.")
+    base_intercept: float = Field(description="The rank-only baseline's intercept.")
     max_log_lr: float = Field(3.0, gt=0, le=100, description="|log LR| cap of one reading.")
     n: int = Field(0, ge=0, le=10**12, description="Labelled readings behind the fit (0: not fitted).")
     auc: float | None = Field(None, ge=0, le=1, description="Cross-validated AUC (reported, not used).")
@@ -219,78 +220,6 @@ class ReadingModel(_Section):
         if feats and len(v) != len([f for f in feats if f not in LOGPROB_FEATURES]):
             raise ValueError(f"coef_no_logprob needs one value per feature other than {', '.join(LOGPROB_FEATURES)}")
         return v
-
-    def _terms(self, logprobs: bool) -> tuple[list[str], list[float], float]:
-        if logprobs and self.coef:
-            return list(self.features), self.coef, self.intercept
-        names = [f for f in self.features if f not in LOGPROB_FEATURES]
-        return names, self.coef_no_logprob, self.intercept_no_logprob
-
-    def logit(self, features: Mapping[str, float], *, logprobs: bool) -> float:
-        """log-odds that the window holds the fact given a reading's features (the model fitted without the
-        log-probability score when the reply had none)."""
-        names, coef, b = self._terms(logprobs)
-        return b + sum(c * features.get(f, 0.0) for f, c in zip(names, coef))
-
-    def base_logit(self, features: Mapping[str, float]) -> float:
-        """log-odds from the window's prior rank alone (what the belief already holds)."""
-        return self.base_intercept + self.base_coef * features.get("log_rank", 0.0)
-
-    def log_lr(self, features: Mapping[str, float], *, logprobs: bool) -> float:
-        """The evidence a reading adds beyond the window's rank, clipped to ±``max_log_lr``."""
-        lr = self.logit(features, logprobs=logprobs) - self.base_logit(features)
-        return max(-self.max_log_lr, min(self.max_log_lr, lr))
-
-    def max_abs_log_lr(self) -> float:
-        """The most one reading can move a window's log weight, either way: the largest |log LR| over the
-        feature ranges (an upper bound: the features are not independent), capped at ``max_log_lr``."""
-        most = 0.0
-        for with_lp in (True, False):
-            names, coef, b = self._terms(with_lp)
-            hi = lo = b - self.base_intercept
-            for f, c in zip(names, coef):
-                c = c - self.base_coef if f == "log_rank" else c
-                a, z = FEATURE_RANGE.get(f, (0.0, 1.0))
-                hi, lo = hi + max(c * a, c * z), lo + min(c * a, c * z)
-            most = max(most, abs(hi), abs(lo))
-        return min(most, self.max_log_lr)
-
-    @classmethod
-    def from_rates(cls, tpr: float, fpr: float, n: int = 0) -> "ReadingModel":
-        """A model that knows only whether a sentence was named: log LR = log(tpr/fpr) for a found reading and
-        log((1 − tpr)/(1 − fpr)) otherwise (the oracle-strength simulation's oracle)."""
-        if not (0 < fpr < 1 and 0 < tpr < 1):
-            raise ValueError("tpr and fpr must lie strictly between 0 and 1")
-        neg = math.log((1 - tpr) / (1 - fpr))
-        coef = [0.0, math.log(tpr / fpr) - neg, 0.0, 0.0, 0.0]
-        return cls(
-            features=list(READING_FEATURES),
-            coef=coef,
-            intercept=neg,
-            coef_no_logprob=[c for f, c in zip(READING_FEATURES, coef) if f not in LOGPROB_FEATURES],
-            intercept_no_logprob=neg,
-            base_coef=0.0,
-            base_intercept=0.0,
-            max_log_lr=100.0,
-            n=n,
-        )
-
-
-# For a model nobody calibrated: a conservative reading of the score (half its logit, so P = 0.99 is worth a
-# likelihood ratio of 10, P = 0.9 of 3 and P = 0.1 of 1/3) and, without log-probabilities, LR 1.6 for a named
-# sentence and 0.5 for none; every reading capped at |log LR| 3. A confident strong endpoint certifies within a
-# few readings, a hesitant one moves beliefs a little (docs/readings.md); `lens calibrate endpoint` replaces it
-# with the model fitted for the endpoint.
-UNCALIBRATED = ReadingModel(
-    features=list(READING_FEATURES),
-    coef=[0.5, 0.0, 0.0, 0.0, 0.0],
-    intercept=0.0,
-    coef_no_logprob=[1.2, 0.0, 0.0, 0.0],
-    intercept_no_logprob=-0.7,
-    base_coef=0.0,
-    base_intercept=0.0,
-    max_log_lr=3.0,
-)
 
 
 class LoopSettings(_Section):
@@ -311,7 +240,7 @@ class LoopSettings(_Section):
     )
     evidence_docs: int = Field(4, ge=1, le=1000, description="Documents kept in the consolidated evidence set E*.")
     window_token_cap: int = Field(1500, ge=64, le=1_000_000, description="Most tokens of one window read.")
-    reading_model: dict[str, ReadingModel] = Field(
+    reading_model: dict[str, ReadingModelParams] = Field(
         default_factory=dict, description="What a reading is worth, per served model (lens calibrate fit)."
     )
 
@@ -440,10 +369,6 @@ class LensConfig(_Section):
     def canonical_hash(self) -> str:
         """sha256 of the canonical JSON form; names the configuration in every run artifact."""
         return canonical_hash(self.canonical(), ascii=True)
-
-    def reading_model(self) -> ReadingModel:
-        """The reading model calibrated for the served model, or the conservative ``UNCALIBRATED`` default."""
-        return self.loop.reading_model.get(self.llm.served_model, UNCALIBRATED)
 
     @model_validator(mode="after")
     def _call_bound(self) -> "LensConfig":

@@ -7,8 +7,7 @@ Names are imported lazily on first use, as in ``lens`` itself.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
+from lens import _lazy_exports
 
 _EXPORTS = {
     # the folder as the agent reads it
@@ -19,6 +18,8 @@ _EXPORTS = {
     "CorpusView": "lens.reader._view",
     "survey_corpus": "lens.reader._filestats",
     "StatsStore": "lens.reader._store",
+    "format_of": "lens.reader.formats",  # a suffix's row of the format table: .read(bytes or path) -> its units
+    "Extractor": "lens.reader._extraction",  # the pool of extraction workers (time limit, crash isolation)
     # requirements
     "Requirement": "lens.question._requirements",
     "Decomposition": "lens.question._requirements",
@@ -55,7 +56,8 @@ _EXPORTS = {
     "TOP_LOGPROBS": "lens.loop._reading",
     "answer_type": "lens.question._values",
     # what a reading is worth
-    "ReadingModel": "lens._config",
+    "ReadingModel": "lens.loop._grading",
+    "reading_model_for": "lens.loop._grading",
     "READING_FEATURES": "lens._config",
     "LOGPROB_FEATURES": "lens._config",
     # prompts and answers
@@ -90,13 +92,7 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'lens.parts' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = _lazy_exports(globals(), _EXPORTS)
 
 
 def __dir__() -> list[str]:

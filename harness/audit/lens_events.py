@@ -46,7 +46,8 @@ import numpy as np
 from harness.audit.events import AppendOnlyLog
 from harness.files import atomic_write, canonical_json, sha256_bytes, sha256_file
 from harness.streams import Stream
-from lens import LensError, MemoryEntry, heuristic_decomposition, new_entry
+from lens import LensError, MemoryEntry
+from lens.parts import heuristic_decomposition, new_entry
 
 __all__ = [
     "LABEL_FIELDS",

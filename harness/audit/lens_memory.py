@@ -48,11 +48,9 @@ from harness.bench.datasets import article_key
 from harness.bench.snapshots import corpus_checksum
 from harness.streams import Stream
 from harness.workloads import GoldLabels
-from lens import (
+from lens import LensError, MemoryEntry, MemoryStore
+from lens.parts import (
     CorpusView,
-    LensError,
-    MemoryEntry,
-    MemoryStore,
     Prior,
     Requirement,
     content_terms,

@@ -42,7 +42,8 @@ from harness.bench.stream import folder_manifest_path
 from harness.files import atomic_write_json, canonical_json, sha256_bytes, sha256_file
 from harness.streams import configured_streams
 from harness.workloads import Request, load_beir
-from lens import MAX_REQUIREMENTS, ConfigError, LensError, load_config, merge_overrides, open_client
+from lens import ConfigError, LensError, load_config, open_client
+from lens.parts import MAX_REQUIREMENTS, merge_overrides
 
 __all__ = ["agent_config", "run_lens_audit"]
 

@@ -11,7 +11,7 @@ from typing import Callable
 
 from harness.extra import add_group_parser
 from harness.options import add_options
-from lens import add_config_args
+from lens.parts import add_config_args
 
 __all__ = ["add_bench_parser"]
 

@@ -37,7 +37,8 @@ from harness.bench.stream import build_stream, compare_memory, run_stream
 from harness.bench.systems.registry import ArmSettings, parse_systems
 from harness.files import sha256_file, write_json_atomic, write_text_atomic
 from harness.workloads import load_beir
-from lens import config_from_args, open_client
+from lens import open_client
+from lens.parts import config_from_args
 
 __all__ = ["sample", "snapshot", "score", "run", "lifecycle", "report"]
 

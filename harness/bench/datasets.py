@@ -19,7 +19,8 @@ from json.decoder import WHITESPACE  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import Any, Iterator
 
-from lens import LensError, split_sentences
+from lens import LensError
+from lens.parts import split_sentences
 
 __all__ = [
     "DataError",

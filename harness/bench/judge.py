@@ -28,7 +28,8 @@ from pydantic import BaseModel
 
 from harness.bench.run_store import RowLog, read_row_file, read_rows
 from harness.files import canonical_json, sha256_bytes
-from lens import LLMError, render
+from lens import LLMError
+from lens.parts import render
 
 __all__ = ["JUDGE_FORMAT", "JudgeReply", "JudgeSummary", "judge_messages", "judge_runs", "load_verdicts", "cohen_kappa"]
 

@@ -33,7 +33,7 @@ from harness.bench.systems.corpus import SnapshotCorpus
 from harness.bench.systems.indexes import IndexBuild, IndexStore, PeakRSS
 from harness.bench.systems.live_search import LiveSearch
 from harness.retrieval import DenseEncoder
-from lens import scan_corpus
+from lens.parts import scan_corpus
 
 __all__ = ["SystemLifecycle", "measure_lifecycle", "find_stages", "lifecycle_table", "LIFECYCLE_FORMAT"]
 

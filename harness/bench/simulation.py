@@ -37,16 +37,8 @@ from harness.bench.metrics import evidence_recall
 from harness.bench.systems.corpus import read_snapshot_doc
 from harness.calibrate.labels import SupportingFacts
 from harness.files import write_json_atomic
-from lens import (
-    Agent,
-    Decomposition,
-    Judgement,
-    LensConfig,
-    Requirement,
-    heuristic_decomposition,
-    merge_overrides,
-)
-from lens.parts import ReadingModel
+from lens import Agent, LensConfig
+from lens.parts import Decomposition, Judgement, ReadingModel, Requirement, heuristic_decomposition, merge_overrides
 
 __all__ = ["DEFAULT_POINTS", "parse_points", "simulated_decomposition", "SimulatedOracle", "simulate", "summarise"]
 

@@ -43,7 +43,8 @@ from harness.bench.systems.provenance import code_fingerprint
 from harness.files import canonical_json, sha256_bytes, write_json_atomic, write_text_atomic
 from harness.streams import Stream, natural_stream, random_stream, semantic_stream, tfidf_vectors
 from harness.workloads import Asset, Workload
-from lens import Agent, LensError, MemoryStore, scan_corpus
+from lens import Agent, LensError, MemoryStore
+from lens.parts import scan_corpus
 
 __all__ = [
     "STREAM_ROW_FORMAT",

@@ -6,7 +6,7 @@ import argparse
 from typing import Callable
 
 from harness.options import add_options
-from lens import add_config_args
+from lens.parts import add_config_args
 
 __all__ = ["add_calibrate_parser"]
 

@@ -15,8 +15,8 @@ from harness.calibrate.fit import fit_readings, preset_block
 from harness.calibrate.run import READINGS, article_pool, calibrate_readings, done_ids
 from harness.calibrate.user_config import check_config_target, write_reading_model
 from harness.files import read_id_list, read_jsonl
-from lens import LensError, config_from_args
-from lens.parts import ReadingModel, atomic_write, title_key, user_config_path
+from lens import LensError
+from lens.parts import ReadingModel, atomic_write, config_from_args, title_key, user_config_path
 
 __all__ = ["run", "fit", "endpoint", "read_rows", "write_reading_model"]
 

@@ -17,18 +17,19 @@ from pathlib import Path
 from typing import Callable
 
 from harness.calibrate.labels import SupportingFacts
-from lens import (
+from lens import LensError, LLMError, LLMUnavailableError, open_client
+from lens.parts import (
+    ELSEWHERE,
     CorpusScan,
     CorpusView,
     CostMeter,
     Document,
-    LensError,
-    LLMError,
-    LLMUnavailableError,
+    LoopState,
     Prior,
-    open_client,
+    append_lines,
+    assemble_loop,
+    decompose,
 )
-from lens.parts import ELSEWHERE, Budget, Loop, LoopState, append_lines, decompose
 
 __all__ = ["READINGS", "ROW_FORMAT", "article_pool", "done_ids", "calibrate_readings"]
 
@@ -152,15 +153,8 @@ def _question_row(config, client, q: dict, view, prior, articles, windows: int) 
             return None
 
     dec = decompose(q["question"], call)
-    state = LoopState(question=q["question"], decomposition=dec, view=view, prior=prior)
-    loop = Loop(
-        state,
-        client=client,
-        config=config,
-        budget=Budget(config.budget, meter),
-        meter=meter,
-        model=config.reading_model(),
-    )
+    loop = assemble_loop(q["question"], dec, prior, config, client=client, meter=meter)
+    state = loop.state
     loop.seed()
     reqs = dec.requirements
     facts = SupportingFacts(q, articles, [r.to_dict() for r in reqs])

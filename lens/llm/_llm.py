@@ -334,25 +334,13 @@ class LLMClient:
         messages: Sequence[dict[str, str]],
         schema: type[T],
         *,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-        deadline: float | None = None,
-        meter: CostMeter | None = None,
         repair: bool = True,
-        logprobs: bool = False,
-        top_logprobs: int = 0,
+        **options: Any,
     ) -> LLMResponse:
         """A chat completion parsed into ``schema``; one repair request on failure (unless ``repair`` is
-        False, e.g. when the caller's call budget has no room for it), then LLMFormatError."""
-        kw = dict(
-            max_tokens=max_tokens,
-            temperature=temperature,
-            json_mode=True,
-            deadline=deadline,
-            meter=meter,
-            logprobs=logprobs,
-            top_logprobs=top_logprobs,
-        )
+        False, e.g. when the caller's call budget has no room for it), then LLMFormatError. ``options`` are
+        :meth:`chat`'s keyword arguments, passed to both requests (``json_mode`` is always on)."""
+        kw = options | {"json_mode": True}
         resp = self.chat(messages, **kw)
         parsed, problem = self._parse(resp.text, schema)
         if parsed is not None:

@@ -9,14 +9,14 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable
 
-from lens._config import LensConfig, ReadingModel
+from lens._config import LensConfig
 from lens._result import RoundTrace
 from lens._terms import capitalised_spans, content_terms, title_key, tokens
 from lens.llm._cost import CostMeter
 from lens.llm._llm import LLMClient, LLMDeadlineError
 from lens.loop._beliefs import ELSEWHERE, Belief, stopping_threshold
 from lens.loop._budget import Budget
-from lens.loop._grading import Reading, reading_features, subject_named
+from lens.loop._grading import Reading, ReadingModel, reading_features, reading_model_for, subject_named
 from lens.loop._oracle import budgeted_call
 from lens.loop._reading import TOP_LOGPROBS, Judgement, read_window
 from lens.loop._run import QuestionRun
@@ -499,7 +499,7 @@ def assemble_loop(
         config=config,
         budget=budget or Budget(config.budget, meter),
         meter=meter,
-        model=config.reading_model(),
+        model=reading_model_for(config),
         observer=observer,
         on_round=on_round,
     )

@@ -10,7 +10,7 @@ from the question's wording (named spans, comparison markers), so the loop can a
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any, Callable, Literal, Sequence
 
@@ -118,13 +118,7 @@ class Requirement:
         return self.entity
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "text": self.text,
-            "cues": self.cues,
-            "depends_on": self.depends_on,
-            "entity": self.entity,
-        }
+        return asdict(self)
 
 
 @dataclass

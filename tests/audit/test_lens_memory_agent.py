@@ -35,7 +35,7 @@ from harness.audit.rows import read_rows
 from harness.audit.views import PIT, Future, FutureH
 from harness.streams import random_stream
 from harness.workloads import Request
-from lens._config import ReadingModel
+from lens.parts import ReadingModel
 
 HERE = Path(__file__).resolve().parent
 

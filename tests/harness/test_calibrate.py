@@ -19,8 +19,9 @@ from harness.calibrate.fit import auc, fit_readings, logistic_fit
 from harness.calibrate.labels import SupportingFacts, hop_articles
 from harness.calibrate.run import calibrate_readings
 from lens import LensError
-from lens._config import READING_FEATURES, ReadingModel, load_config
+from lens._config import load_config
 from lens.faces._cli import main
+from lens.parts import READING_FEATURES, ReadingModel, reading_model_for
 from tests.lens.conftest import BASE_URL, CHAT_URL, MODEL, with_full_disk
 from tests.lens.scripted_oracle import Rule, ScriptedOracle
 
@@ -223,7 +224,7 @@ def test_the_printed_table_loads_as_configuration(tmp_path, capsys):
     user = tmp_path / "user.toml"
     user.write_text(block)
     c = load_config("deep", file=user, overrides={"llm": {"model": MODEL, "base_url": BASE_URL}})
-    assert c.reading_model().n == 360
+    assert reading_model_for(c).n == 360
 
 
 def test_writing_the_table_replaces_the_models_old_one_and_keeps_the_rest(tmp_path):
@@ -279,7 +280,7 @@ def test_endpoint_writes_a_config_every_command_can_read_keeping_its_comments_mo
         assert comment in text
     assert list(tomllib.loads(text)["loop"]["reading_model"]) == [model]
     c = load_config("deep", file=user, overrides={"llm": {"model": model, "base_url": BASE_URL}})
-    assert c.reading_model().n > 1 and c.budget.max_rounds == 5
+    assert reading_model_for(c).n > 1 and c.budget.max_rounds == 5
 
 
 def test_a_config_that_cannot_be_written_is_one_error_naming_it_and_left_as_it_was(tmp_path):
@@ -335,7 +336,7 @@ def test_endpoint_calibrates_on_the_shipped_set_and_writes_the_user_config(tmp_p
         router.post(CHAT_URL).mock(side_effect=o.reply)
         assert endpoint(endpoint_args(tmp_path)) == 0
     c = load_config("deep", overrides={"llm": {"model": MODEL, "base_url": BASE_URL}})
-    assert c.reading_model().n > 0 and (tmp_path / "cal" / "fit.json").exists()
+    assert reading_model_for(c).n > 0 and (tmp_path / "cal" / "fit.json").exists()
 
 
 # --------------------------------------------------------------------------- malformed inputs

@@ -19,8 +19,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lens._agent import MAX_QUESTION_CHARS, Agent
-from lens._config import ReadingModel, load_config
+from lens._config import load_config
 from lens._errors import LensError
+from lens.loop._grading import ReadingModel
 from lens.memory._memory import MemoryLogError, MemoryStore, all_past, new_entry
 
 from .conftest import BASE_URL, CHAT_URL, MODEL

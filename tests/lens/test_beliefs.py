@@ -18,8 +18,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lens._config import LensConfig, ReadingModel
+from lens._config import LensConfig
 from lens.loop._beliefs import ELSEWHERE, Belief, beta
+from lens.loop._grading import ReadingModel
 from lens.loop._stop import StopReason
 
 STRONG = ReadingModel.from_rates(0.8, 0.1)

@@ -15,12 +15,12 @@ import hashlib
 
 import pytest
 
-from lens import CorpusView
 from lens._result import Evidence
 from lens.answer._consolidation import consolidate
 from lens.loop._beliefs import Belief
 from lens.loop._grading import Reading
 from lens.loop._loop import LoopState
+from lens.parts import CorpusView
 from lens.question._requirements import Decomposition, Requirement
 from lens.reader._corpus import scan_corpus
 from lens.reader._windows import Window

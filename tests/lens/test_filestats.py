@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lens import CorpusView, scan_corpus
 from lens._config import ReaderSettings
+from lens.parts import CorpusView, scan_corpus
 from lens.reader import _filestats, _folder, _read, _store
 from lens.reader._filestats import survey_corpus
 from lens.reader._store import StatsStore
@@ -235,7 +235,7 @@ def test_nothing_is_ever_written_inside_the_folder(folder):
 
 _CHILD = """
 import json, sys
-from lens import CorpusView
+from lens.parts import CorpusView
 from lens._config import ReaderSettings
 from lens.reader._filestats import survey_corpus
 view = CorpusView.of(survey_corpus(sys.argv[1], ReaderSettings(stats_store=sys.argv[2])))

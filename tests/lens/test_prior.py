@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lens import CorpusView, Prior
 from lens._config import PriorSettings
 from lens._terms import title_key
+from lens.parts import CorpusView, Prior
 from lens.reader._corpus import scan_corpus
 
 

@@ -17,10 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lens._agent import Agent
-from lens._config import FEATURE_RANGE, READING_FEATURES, UNCALIBRATED, ReadingModel, load_config
+from lens._config import READING_FEATURES, load_config
 from lens._result import AskResult, QuestionCost, RequirementStatus, RoundTrace
 from lens.faces._cli import main
-from lens.loop._grading import reading_features
+from lens.loop._grading import FEATURE_RANGE, UNCALIBRATED, ReadingModel, reading_features, reading_model_for
 from lens.loop._reading import Judgement, read_window, reading_messages
 from lens.memory._memory import MemoryStore
 from lens.reader._documents import Document
@@ -265,7 +265,7 @@ def test_a_reading_model_with_mismatched_lengths_is_a_config_error():
 
 def test_an_uncalibrated_model_reads_with_the_conservative_default():
     cfg = config(None)
-    assert cfg.reading_model() is UNCALIBRATED
+    assert reading_model_for(cfg) is UNCALIBRATED
     assert UNCALIBRATED.max_abs_log_lr() == 3.0
     assert UNCALIBRATED.log_lr({"score": math.log(99)}, logprobs=True) == pytest.approx(0.5 * math.log(99))
 
@@ -444,7 +444,7 @@ def test_an_endpoint_that_rejects_logprobs_is_asked_without_them(make_client, en
 
 
 def test_a_memory_entry_speaks_as_loudly_as_the_posterior_that_admitted_it():
-    from lens import memory_signal
+    from lens.parts import memory_signal
 
     signal, stale = memory_signal([(0, True, 0.8, 0.5), (0, True, 0.6, 1.0), (1, False, 0.9, 1.0), (None, True, 1, 1)])
     assert signal == {0: pytest.approx(0.6)} and stale == 2  # 0.8 × 0.5 < 0.6 × 1; changed and gone are stale

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from lens import CorpusView, scan_corpus
 from lens._config import ReaderSettings
 from lens.faces._cli import main
+from lens.parts import CorpusView, scan_corpus
 from lens.reader import _filestats, _read, _store
 from lens.reader._filestats import survey_corpus
 from lens.reader._store import StatsStore

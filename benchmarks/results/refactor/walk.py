@@ -1,6 +1,12 @@
 """The walk of a question through Agent.ask (modules entered, in order) and the demo questions' answers, both
 with same_rows.py's scripted endpoint.
-Usage: PYTHONPATH=REPO python benchmarks/results/refactor/walk.py REPO"""
+Usage: PYTHONPATH=REPO python benchmarks/results/refactor/walk.py REPO
+
+A module is named by its path under lens/ (``loop/_loop.py``: two ``_run.py`` in two stages stay two), and each
+walk is summarised twice: by module and by room (a sub-package such as ``loop/``, or a top-level module, as
+rooms.py counts them). A stop is an entry into a module (or room) other than the one just left; a return is a
+stop at one already visited. Two walks: the stage walk (calls within two frames of Agent.ask) and the question
+walk (every lens function handed the question, or an object holding it)."""
 
 import importlib.util
 import json
@@ -59,13 +65,12 @@ def prof(frame, event, arg):
         return
     if frame.f_code.co_name == "ask" and f.endswith("_agent.py") and ASK[0] is None:
         ASK[0] = depth(frame)
+    mod = os.path.relpath(f, os.path.join(repo, "lens"))
     if ASK[0] is not None and depth(frame) <= ASK[0] + 2:
-        mod = os.path.basename(f)
         if not stage_walk or stage_walk[-1] != mod:
             stage_walk.append(mod)
     q = QUESTION
     if any(carries(v, q) for k, v in list(frame.f_locals.items())):
-        mod = os.path.basename(f)
         if not walk or walk[-1] != mod:
             walk.append(mod)
 
@@ -81,12 +86,17 @@ for i, q in enumerate(qs):
     answers[q] = {
         "answer": r.answer,
         "stop": r.stop_reason,
-        "calls": r.cost["oracle_calls"],
+        "calls": r.cost["oracle_calls"] if isinstance(r.cost, dict) else r.cost.oracle_calls,
         "verified": r.answer_verified,
     }
 
 
-def summary(name, w):
+def room(module):
+    """``loop/_loop.py`` -> ``loop/``; a top-level module is its own room."""
+    return module.split("/")[0] + "/" if "/" in module else module.removesuffix(".py")
+
+
+def summary(name, w, unit="module"):
     seen, returns = set(), 0
     for m in w:
         if m in seen:
@@ -94,11 +104,22 @@ def summary(name, w):
         seen.add(m)
     print(f"{name}: {' > '.join(w)}")
     print(
-        f"  modules visited {len(seen)}, returns to a module already left {returns}, entries per module",
+        f"  stops {len(w)}, {unit}s visited {len(seen)}, returns to a {unit} already left {returns}, "
+        f"entries per {unit}",
         {m: w.count(m) for m in sorted(seen)},
     )
 
 
+def by_room(w):
+    out = []
+    for m in w:
+        if not out or out[-1] != room(m):
+            out.append(room(m))
+    return out
+
+
 summary("stage walk (calls within two frames of Agent.ask)", stage_walk)
+summary("  by room", by_room(stage_walk), "room")
 summary("question walk (every lens function handed the question)", walk)
+summary("  by room", by_room(walk), "room")
 print(json.dumps(answers, indent=0, sort_keys=True))

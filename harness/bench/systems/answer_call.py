@@ -12,7 +12,8 @@ from typing import Any
 from pydantic import BaseModel, field_validator
 
 from harness.bench.systems.base import QuestionBudget
-from lens import PLACEHOLDER_ANSWERS, LLMClient, answer_text
+from lens import LLMClient
+from lens.parts import PLACEHOLDER_ANSWERS, answer_text
 
 PROMPTS = "harness.prompts"  # the baselines' templates (package data of the harness)
 

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from harness.bench.systems.prediction import Prediction
-from lens import CostMeter, LensError, LLMUnavailableError, is_endpoint_failure
+from lens import LensError, LLMUnavailableError
+from lens.parts import CostMeter, is_endpoint_failure
 
 __all__ = ["System", "QuestionBudget", "RunLevelError", "LocalIOError", "SetupError", "RUN_STOPPERS", "error_text"]
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 from harness.bench.systems.answer_call import ANSWER_TOKENS, PROMPTS, call_for_answer
 from harness.bench.systems.base import QuestionBudget, RunLevelError, System, error_text
 from harness.bench.systems.prediction import Prediction
-from lens import LLMClient, LLMError, render
+from lens import LLMClient, LLMError
+from lens.parts import render
 
 __all__ = ["ClosedBookSystem"]
 

@@ -20,7 +20,8 @@ from harness.bench.snapshots import sentences_of_lines
 from harness.bench.systems.base import QuestionBudget, RunLevelError, System, error_text
 from harness.bench.systems.corpus import read_snapshot_doc
 from harness.bench.systems.prediction import Passage, Prediction, RetrievedDoc
-from lens import Agent, LensError, is_endpoint_failure
+from lens import Agent, LensError
+from lens.parts import is_endpoint_failure
 
 __all__ = ["LensSystem", "prediction_from_result", "lens_details"]
 

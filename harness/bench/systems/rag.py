@@ -28,7 +28,8 @@ from harness.bench.systems.corpus import read_snapshot_doc
 from harness.bench.systems.indexes import IndexBuild
 from harness.bench.systems.prediction import Passage, Prediction, RetrievedDoc
 from harness.retrieval import RRF_K, BM25Index, DenseEncoder, DenseIndex, reciprocal_rank_fusion
-from lens import LLMClient, LLMError, answer_span, fence_passage, render
+from lens import LLMClient, LLMError
+from lens.parts import answer_span, fence_passage, render
 
 __all__ = ["Retriever", "BM25Retriever", "HybridRetriever", "GoldRetriever", "RAGSystem", "DEFAULT_K", "HYBRID_DEPTH"]
 

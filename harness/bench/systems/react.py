@@ -39,7 +39,8 @@ from harness.bench.systems.base import QuestionBudget, RunLevelError, System, er
 from harness.bench.systems.corpus import SnapshotDoc
 from harness.bench.systems.live_search import LiveSearch, SearchState
 from harness.bench.systems.prediction import Passage, Prediction, RetrievedDoc
-from lens import LLMClient, LLMError, fence_passage, render
+from lens import LLMClient, LLMError
+from lens.parts import fence_passage, render
 
 __all__ = ["ReActSystem", "parse_step", "Step", "MAX_STEPS"]
 

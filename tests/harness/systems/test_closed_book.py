@@ -61,7 +61,7 @@ def test_an_unreachable_endpoint_stops_the_run(endpoint, client, config):
 
 
 def test_the_prompt_is_the_closed_book_file():
-    from lens import render
+    from lens.parts import render
 
     msgs = render("closed_book", package="harness.prompts", question="Q?")
     assert kind_of(msgs) == "closed_book" and msgs[1]["content"] == "Question: Q?"

@@ -36,7 +36,7 @@ def test_the_shard_pool_reads_as_records_named_like_lens_names_them(fullwiki):
     assert len(corpus) == fullwiki["n_articles"]
     assert corpus.docs[0].name == "AA/wiki_00.bz2#L1" and corpus.docs[1].name == "AA/wiki_00.bz2#L2"
     assert corpus.checksum == fullwiki["build"].manifest["pool"]["checksum"]  # the manifest's pool checksum
-    from lens import scan_corpus
+    from lens.parts import scan_corpus
 
     lens_ids = {d.doc_id for d in scan_corpus(fullwiki["out"] / "pool").documents}
     assert lens_ids == {d.name for d in corpus.docs}

@@ -54,7 +54,7 @@ def test_a_record_in_a_shard_is_cited_by_sentence_index_which_is_the_sent_id(tmp
     import bz2
     import json
 
-    from lens import scan_corpus
+    from lens.parts import scan_corpus
 
     (tmp_path / "AA").mkdir()
     recs = [
