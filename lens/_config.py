@@ -209,6 +209,22 @@ class ReadingModelParams(_Section):
     max_log_lr: float = Field(3.0, gt=0, le=100, description="|log LR| cap of one reading.")
     n: int = Field(0, ge=0, le=10**12, description="Labelled readings behind the fit (0: not fitted).")
     auc: float | None = Field(None, ge=0, le=1, description="Cross-validated AUC (reported, not used).")
+    outcome_scores: list[float] | None = Field(
+        None,
+        min_length=2,
+        max_length=2,
+        description="The log-probability score (feature 'score') of a typical reading that named a sentence and of "
+        "one that named none, measured in calibration (medians): what a reading's two outcomes are worth before "
+        "it is made, for the value of reading a window. None: judged without log-probabilities.",
+    )
+    value_precision: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description="Share of the readings that named a sentence for a question's final fact whose copied value is "
+        "the gold answer (None: not measured). A reading's value is taken as the answer only when its requirement "
+        "certified and this reaches loop.min_value_precision.",
+    )
 
     @field_validator("coef_no_logprob")
     @classmethod
@@ -240,6 +256,22 @@ class LoopSettings(_Section):
     )
     evidence_docs: int = Field(4, ge=1, le=1000, description="Documents kept in the consolidated evidence set E*.")
     window_token_cap: int = Field(1500, ge=64, le=1_000_000, description="Most tokens of one window read.")
+    min_reading_value: float = Field(
+        0.1,
+        ge=0,
+        le=1,
+        description="A window is read only when the probability that the reading changes which window its "
+        "requirement favours, or certifies it, is at least this (under the reading model and the beliefs): a model "
+        "whose readings are weak pays little for them, a strong one reads what it needs. 0: read every proposal.",
+    )
+    min_value_precision: float = Field(
+        0.8,
+        ge=0,
+        le=1,
+        description="A certified requirement's value (what a reading copied) is given as a fact to the answer only "
+        "when the reading model's value_precision reaches this; otherwise the answer is made from the evidence's "
+        "text, the reading's sentence put first.",
+    )
     reading_model: dict[str, ReadingModelParams] = Field(
         default_factory=dict, description="What a reading is worth, per served model (lens calibrate fit)."
     )

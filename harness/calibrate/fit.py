@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import statistics
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -105,8 +106,27 @@ def _fit(readings: list[dict], l2: float) -> _Fit:
         base_coef=base_coef,
         base_intercept=base_b,
         n=len(readings),
+        outcome_scores=outcome_scores(readings),
+        value_precision=value_precision(readings),
     )
     return _Fit(model, l2)
+
+
+def outcome_scores(readings: list[dict]) -> list[float] | None:
+    """The median log-probability score of the readings that named a sentence and of those that named none
+    (what a reading's two outcomes are worth before it is made); None without scores of both."""
+    found = sorted(r["features"]["score"] for r in readings if r["logprobs"] and r["features"].get("found"))
+    none = sorted(r["features"]["score"] for r in readings if r["logprobs"] and not r["features"].get("found"))
+    if not found or not none:
+        return None
+    return [round(statistics.median(found), 4), round(statistics.median(none), 4)]
+
+
+def value_precision(readings: list[dict]) -> float | None:
+    """The share of the found readings of a question's final fact (a bridge's answer, not yes/no: the readings
+    whose ``value_ok`` is known) that copied the gold answer; None when no such reading exists."""
+    known = [r["value_ok"] for r in readings if r.get("value_ok") is not None]
+    return round(sum(known) / len(known), 4) if known else None
 
 
 def _folds(ids: list[str], k: int) -> dict[str, int]:

@@ -25,7 +25,7 @@ from lens.loop._run import QuestionRun
 from lens.loop._stop import Stop, StopReason
 from lens.question._values import comparison_of
 
-__all__ = ["Answered", "answer", "consolidated"]
+__all__ = ["Answered", "answer", "consolidated", "trusted_values"]
 
 _SYNTH_TOKENS = 160
 _COVER_TOKENS = 120
@@ -67,15 +67,15 @@ def answer(run: QuestionRun, loop: Loop, stop: Stop, config: LensConfig, *, may_
     reentered = False
     unresolved = [r.id for r in state.decomposition.requirements if r.id not in certified]
     if unresolved and may_reenter and done.evidence and _rounds_left(run, config):
-        missing = _coverage(run, state, done.evidence, unresolved)
+        missing = _coverage(run, state, done.evidence, unresolved, trusted_values(loop, done.certified, config))
         if missing:
             _reenter(run, loop, done, missing, config)
             reentered = True
-    synthesis = _synthesize(run, state, done.evidence)
+    synthesis = _synthesize(run, state, done.evidence, trusted_values(loop, done.certified, config))
     if synthesis.missing and not reentered and may_reenter and _rounds_left(run, config):
         if run.budget.can_call("fixed", 0, calls=1):  # self-correction: one re-entry, then re-synthesis
             _reenter(run, loop, done, synthesis.missing, config)
-            again = _synthesize(run, state, done.evidence)
+            again = _synthesize(run, state, done.evidence, trusted_values(loop, done.certified, config))
             synthesis = _Synthesis(again.answer or synthesis.answer, again.missing, synthesis.in_code or again.in_code)
     done.missing = synthesis.missing
     done.answer = _shorten(run, synthesis.answer, done.evidence)
@@ -94,13 +94,25 @@ def answer(run: QuestionRun, loop: Loop, stop: Stop, config: LensConfig, *, may_
     return done
 
 
+def trusted_values(loop: Loop, certified: set[str], config: LensConfig) -> dict[str, str]:
+    """The values readings copied that the answer may take as facts: a certified requirement's, when the served
+    model's measured value precision reaches ``loop.min_value_precision``. Any other value only located the
+    evidence (and gave a bridge fact its cues): the answer is read from the evidence's text."""
+    precision = loop.model.value_precision
+    if precision is None or precision < config.loop.min_value_precision:
+        return {}
+    return {rid: v for rid, v in loop.state.values.items() if rid in certified and v}
+
+
 def _rounds_left(run: QuestionRun, config: LensConfig) -> bool:
     return run.budget.rounds < config.budget.max_rounds
 
 
-def _coverage(run: QuestionRun, state: LoopState, evidence: list[Evidence], unresolved: list[str]) -> set[str]:
-    """The unresolved facts the coverage call says the evidence does not state."""
-    messages = coverage_messages(run.question, state.decomposition, state.values, evidence)
+def _coverage(
+    run: QuestionRun, state: LoopState, evidence: list[Evidence], unresolved: list[str], values: dict[str, str]
+) -> set[str]:
+    """The unresolved facts the coverage call says the evidence does not state (``values``: the trusted ones)."""
+    messages = coverage_messages(run.question, state.decomposition, values, evidence)
     cov = run.fixed_call(messages, CoverageReply, _COVER_TOKENS, keep=1, stage="coverage")
     return {m.strip().upper() for m in cov.missing} & set(unresolved) if cov is not None else set()
 
@@ -119,18 +131,19 @@ def _reenter(run: QuestionRun, loop: Loop, done: Answered, missing: set[str], co
     done.evidence = consolidated(loop, done.certified, config)
 
 
-def _synthesize(run: QuestionRun, state: LoopState, evidence: list[Evidence]) -> _Synthesis:
-    """A comparison computed in code when the values parse, else one synthesis call; when the call fails or
-    names no answer, the last requirement's verified value."""
+def _synthesize(run: QuestionRun, state: LoopState, evidence: list[Evidence], trusted: dict[str, str]) -> _Synthesis:
+    """A comparison computed in code when the values read parse, else one synthesis call over the evidence (each
+    reading's sentence first; only ``trusted`` values given as facts); when the call fails or names no answer,
+    the last requirement's trusted value."""
     question, decomposition = run.question, state.decomposition
     computed = code_answer(question, decomposition, state.values)
     if computed is not None:
         c = comparison_of(question)  # the comparison code_answer computed
         run.stages.append({"stage": "synthesis", "in_code": computed[1], "comparison": f"{c.kind}-{c.pick}"})
         return _Synthesis(computed[0], set(), in_code=True)
-    messages, _ = synthesis_messages(question, decomposition, state.values, evidence)
+    messages, _ = synthesis_messages(question, decomposition, trusted, evidence)
     reply = run.fixed_call(messages, SynthesisReply, _SYNTH_TOKENS, keep=0, stage="synthesis")
-    last_value = clean_answer(state.values.get(decomposition.requirements[-1].id, ""), question)
+    last_value = clean_answer(trusted.get(decomposition.requirements[-1].id, ""), question)
     if reply is None:
         return _Synthesis(last_value, set())
     missing = {m.strip().upper() for m in reply.missing} & {r.id for r in decomposition.requirements}

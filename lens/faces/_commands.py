@@ -218,6 +218,7 @@ REQUIREMENT_WORDS = {
 _STOP_WORDS = {
     StopReason.CERTIFIED: "stopped: every fact read and confirmed",
     StopReason.FUTILE: "stopped: more reading could not settle it within the budget",
+    StopReason.UNINFORMATIVE: "stopped: no reading left was likely to change what the evidence is",
     StopReason.CANDIDATES: "stopped: nothing left to read",
     StopReason.LLM_ERROR: "stopped: llm-error",
     StopReason.NO_EXPLORATION: "no reading (no-exploration)",

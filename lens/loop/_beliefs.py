@@ -180,6 +180,13 @@ class Belief:
                 return True
         return False
 
+    def what_if(self, key: str, log_lr: float, *, confirmed: bool) -> tuple[str | None, float]:
+        """(the favoured window, the GLR) after a reading of ``key`` that moved its log weight by ``log_lr``
+        (``confirmed``: a verified positive), without changing this belief: what a reading could do."""
+        other = Belief(self.requirement_id, self.elsewhere_mass, dict(self.log_w), set(self.confirmed), self.values)
+        other.update(key, log_lr, confirmed=confirmed)
+        return other.favoured(), other.glr()
+
     def glr(self) -> float:
         """log p(favoured group) − log max p(alternative group), 0 unless the favoured window is confirmed."""
         fav = self.favoured()

@@ -78,6 +78,25 @@ class ReadingModel(ReadingModelParams):
             most = max(most, abs(hi), abs(lo))
         return min(most, self.max_log_lr)
 
+    def outcomes(
+        self, *, subject_window: bool, rank: int, logprobs: bool
+    ) -> tuple[tuple[float, float], tuple[float, float]]:
+        """The two outcomes a reading of a window can have, as (probability given the window holds the fact,
+        log LR): it names a sentence and copies a value, or it names none. With ``logprobs`` and measured
+        ``outcome_scores``, each outcome carries its typical score; else it is judged without log-probabilities.
+        The probabilities are the ones the two likelihood ratios imply (TPR/FPR = LR+, (1 − TPR)/(1 − FPR) =
+        LR−); a reading that would not move the window both ways has probability 0 of the first outcome."""
+        common = {"subject_window": float(subject_window), "log_rank": math.log1p(max(rank, 0))}
+        with_scores = logprobs and self.outcome_scores is not None
+        found, none = self.outcome_scores if with_scores else (0.0, 0.0)
+        pos = self.log_lr(common | {"found": 1.0, "value": 1.0, "score": found}, logprobs=with_scores)
+        neg = self.log_lr(common | {"found": 0.0, "value": 0.0, "score": none}, logprobs=with_scores)
+        if not pos > 0 > neg:  # no evidence both ways
+            return (0.0, pos), (1.0, neg)
+        fpr = -math.expm1(neg) / (math.exp(pos) - math.exp(neg))
+        tpr = min(1.0, math.exp(pos) * fpr)
+        return (tpr, pos), (fpr, neg)
+
     @classmethod
     def from_rates(cls, tpr: float, fpr: float, n: int = 0) -> ReadingModel:
         """A model that knows only whether a sentence was named: log LR = log(tpr/fpr) for a found reading and
@@ -103,7 +122,8 @@ class ReadingModel(ReadingModelParams):
 # likelihood ratio of 10, P = 0.9 of 3 and P = 0.1 of 1/3) and, without log-probabilities, LR 1.6 for a named
 # sentence and 0.5 for none; every reading capped at |log LR| 3. A confident strong endpoint certifies within a
 # few readings, a hesitant one moves beliefs a little (docs/readings.md); `lens calibrate endpoint` replaces it
-# with the model fitted for the endpoint.
+# with the model fitted for the endpoint. Its readings are valued (the gate on reading a window) as if the endpoint
+# were sure either way, so an endpoint nobody measured is never kept from reading.
 UNCALIBRATED = ReadingModel(
     features=list(READING_FEATURES),
     coef=[0.5, 0.0, 0.0, 0.0, 0.0],
@@ -113,6 +133,7 @@ UNCALIBRATED = ReadingModel(
     base_coef=0.0,
     base_intercept=0.0,
     max_log_lr=3.0,
+    outcome_scores=[4.6, -4.6],  # unmeasured: read as if the endpoint were sure (P 0.99) either way
 )
 
 

@@ -23,7 +23,7 @@ from lens.loop._run import QuestionRun
 from lens.loop._stop import Stop, StopReason
 from lens.prior._prior import Prior, merge_round_robin
 from lens.question._requirements import Decomposition, Requirement
-from lens.question._values import answer_type
+from lens.question._values import answer_type, whole_entity
 from lens.reader._documents import Document
 from lens.reader._view import CorpusView
 from lens.reader._windows import Window, windows_for
@@ -178,9 +178,12 @@ class Loop:
         """A requirement as read: its id and resolved text (a bridge fact re-resolved is a new question)."""
         return f"{req.id}:{req.resolved_text(self.state.values)}"
 
-    def _propose(self, outstanding: list[Requirement]) -> list[tuple[Requirement, Window, float]]:
+    def _propose(
+        self, outstanding: list[Requirement], threshold: float
+    ) -> tuple[list[tuple[Requirement, Window, float]], int]:
         """The unread (requirement, window) pairs with the most belief mass per token, within the admission limit
-        and the round's token cap, at most ``readings_per_round``."""
+        and the round's token cap, at most ``readings_per_round``, each worth reading (``_worth_reading``); and
+        how many pairs were passed over as not worth it."""
         s, cfg = self.state, self.config
         scored = []
         for req in outstanding:
@@ -193,7 +196,7 @@ class Loop:
                 scored.append((p / max(w.tokens, 150), -w.doc_index, key, req.id, req, w, p))
         scored.sort(key=lambda x: x[:4], reverse=True)
         picked: list[tuple[Requirement, Window, float]] = []
-        tokens = 0
+        tokens = gated = 0
         admitted = set(s.admitted)
         for *_, req, w, p in scored:
             if len(picked) >= cfg.loop.readings_per_round:
@@ -202,10 +205,42 @@ class Loop:
                 continue
             if picked and tokens + w.tokens > cfg.loop.window_token_cap:
                 continue
+            if not self._worth_reading(req, w, threshold):
+                gated += 1
+                continue
             picked.append((req, w, p))
             tokens += w.tokens
             admitted.add(w.doc_index)
-        return picked
+        return picked, gated
+
+    def _worth_reading(self, req: Requirement, w: Window, threshold: float) -> bool:
+        """Whether reading ``w`` for ``req`` changes, with probability at least ``loop.min_reading_value``, which
+        window ``req`` favours or whether it certifies at ``threshold`` (the value of the reading's information:
+        ``docs/readings.md`` § Value of a reading). Each outcome — a named sentence with a value, or none — has
+        the probability the reading model and the window's belief give it."""
+        least = self.config.loop.min_reading_value
+        if least <= 0:
+            return True
+        belief = self.state.beliefs[req.id]
+        p = belief.posterior().get(w.key, 0.0)
+        rank, subject = self._place(req, w)
+        favoured, glr = belief.favoured(), belief.glr()
+        (tpr, pos), (fpr, neg) = self.model.outcomes(
+            subject_window=subject, rank=rank, logprobs=self.config.llm.logprobs and self.observer is None
+        )
+        value = 0.0
+        for if_holds, if_not, log_lr, positive in ((tpr, fpr, pos, True), (1.0 - tpr, 1.0 - fpr, neg, False)):
+            fav, new_glr = belief.what_if(w.key, log_lr, confirmed=positive and log_lr > 0)
+            if fav != favoured or new_glr >= threshold > glr:
+                value += p * if_holds + (1.0 - p) * if_not
+        return value >= least
+
+    def _place(self, req: Requirement, w: Window) -> tuple[int, bool]:
+        """The rank of ``w``'s document in ``req``'s prior ranking and whether ``w`` names ``req``'s subject."""
+        s = self.state
+        ranking = s.prior_ranking.get(req.id, [])
+        rank = ranking.index(w.doc_index) if w.doc_index in ranking else len(ranking)
+        return rank, subject_named(self._subject(req), w.text(s.view.docs[w.doc_index]))
 
     def _expand(self, outstanding: list[Requirement]) -> bool:
         """No window left to observe: widen the candidate set of the outstanding requirements once more."""
@@ -240,11 +275,11 @@ class Loop:
                 outstanding = [r for r in outstanding if self._in_reach(r, threshold)]
                 if not outstanding:
                     return Stop(StopReason.FUTILE)
-            proposal = self._propose(outstanding)
-            if not proposal and self._expand(outstanding):
-                proposal = self._propose(outstanding)
-            if not proposal:
-                return Stop(StopReason.CANDIDATES)
+            proposal, gated = self._propose(outstanding, threshold)
+            if not proposal and not gated and self._expand(outstanding):
+                proposal, gated = self._propose(outstanding, threshold)
+            if not proposal:  # nothing left to read, or nothing worth reading
+                return Stop(StopReason.UNINFORMATIVE if gated else StopReason.CANDIDATES)
             if not self.budget.start_round():
                 return Stop.budget(self.budget.exhausted)
             if self.on_round is not None:
@@ -376,9 +411,7 @@ class Loop:
         confirms the window (with the value it verified)."""
         s = self.state
         text = req.resolved_text(s.values)
-        ranking = s.prior_ranking.get(req.id, [])
-        rank = ranking.index(w.doc_index) if w.doc_index in ranking else len(ranking)
-        subject = subject_named(self._subject(req), w.text(s.view.docs[w.doc_index]))
+        rank, subject = self._place(req, w)
         feats = reading_features(j, subject_window=subject, rank=rank)
         with_lp = j.score is not None
         log_lr = self.model.log_lr(feats, logprobs=with_lp)
@@ -406,13 +439,17 @@ class Loop:
         return reading
 
     def _settle_values(self, outstanding: list[Requirement]) -> None:
-        """The value of a requirement is the one confirmed in its favoured window (latest reading first)."""
+        """The value of a requirement is the one confirmed in its favoured window (latest reading first), when the
+        sentence the reading named holds it as a whole entity (not inside a longer name or number); otherwise
+        the requirement has no value and a bridge fact depending on it takes its cues from the names in that
+        sentence (``_bridge``)."""
         s = self.state
         for req in outstanding:
             fav = s.beliefs[req.id].favoured()
             for f in reversed(s.findings.get(req.id, [])):
                 if f.window_key == fav and f.value:
-                    s.values[req.id] = f.value
+                    if whole_entity(f.value, f.quote):
+                        s.values[req.id] = f.value
                     break
 
     def _subject(self, req: Requirement) -> str | None:

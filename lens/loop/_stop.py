@@ -12,6 +12,7 @@ class StopReason(str, Enum):
     CERTIFIED = "certified"  # every requirement's GLR reached the threshold
     FUTILE = "futile"  # no outstanding requirement can still certify
     CANDIDATES = "candidates"  # no window left to read
+    UNINFORMATIVE = "uninformative"  # no reading left could change a requirement's favoured window or certify it
     BUDGET = "budget"  # a pool, the rounds, the tokens or the time is spent (``Stop.detail`` says which)
     LLM_ERROR = "llm-error"  # a reading call failed
     NO_EXPLORATION = "ablation:no-exploration"  # the ablation that skips the loop

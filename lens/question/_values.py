@@ -12,9 +12,10 @@ import re
 from dataclasses import dataclass
 from typing import Literal, Sequence
 
-from lens._terms import normalise
+from lens._terms import STOPWORDS, normalise
 
 __all__ = [
+    "whole_entity",
     "Comparison",
     "parse_date",
     "parse_number",
@@ -165,6 +166,32 @@ def compare(comparison: Comparison, entities: Sequence[str], values: Sequence[st
 
 
 AnswerType = Literal["date", "number", "name", "yesno", "any"]
+
+
+def whole_entity(value: str, sentence: str) -> bool:
+    """Whether ``value`` stands in ``sentence`` as a whole: no letter or digit touches it on either side, and a
+    name is not the start or end of a longer capitalised name ("Martins" in "Obafemi Martins" is not; a sentence's
+    "In Harrowmouth" still holds "Harrowmouth")."""
+    v = value.strip()
+    if not v:
+        return False
+    for m in re.finditer(re.escape(v), sentence, re.IGNORECASE):
+        before, after = sentence[: m.start()], sentence[m.end() :]
+        if before[-1:].isalnum() or after[:1].isalnum():
+            continue
+        if v[:1].isupper() and (_joins_name(_WORD_BEFORE.search(before)) or _joins_name(_WORD_AFTER.match(after))):
+            continue
+        return True
+    return False
+
+
+_WORD_BEFORE = re.compile(r"([A-Z][\w'’-]*) $")  # a capitalised word one space before
+_WORD_AFTER = re.compile(r"^ ([A-Z][\w'’-]*)")  # … or after
+
+
+def _joins_name(m: re.Match | None) -> bool:
+    """Whether the capitalised word next to a value continues its name (a function word does not)."""
+    return m is not None and m.group(1).lower() not in STOPWORDS
 
 
 def answer_type(question: str) -> AnswerType:

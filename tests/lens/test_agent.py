@@ -199,7 +199,9 @@ def test_a_requirement_a_reading_confirmed_in_the_evidence_but_not_certified_is_
         rules=[Rule("first keeper", "Agnes Rook", "Its first keeper was Agnes Rook.", "Agnes Rook")],
         synthesis=lambda p: "Agnes Rook",
     )
-    cfg = config(loop__delta=0.001)  # one verified reading does not reach the threshold
+    # one verified reading does not reach the threshold (and the one window is read though that cannot change
+    # which window is favoured: the gate off)
+    cfg = config(loop__delta=0.001, loop__min_reading_value=0.0)
     result = run_agent(oracle, "Who was the first keeper of Calder Point Light?", folder, cfg=cfg)
 
     assert "coverage" in oracle.calls and [e.status for e in result.evidence] == ["found"]
@@ -230,14 +232,18 @@ def test_loop_does_not_stop_while_one_requirement_is_unresolved(run_agent, light
     glr = [t.glr for t in result.trace]
     thresholds = [t.threshold for t in result.trace]
     certain_early = [i for i, (g, th) in enumerate(zip(glr, thresholds)) if g["R1"] >= th]
-    assert certain_early and certain_early[0] < len(result.trace) - 1  # max(GLR) would have stopped here
+    assert certain_early and not result.stop_reason.startswith("certified")  # max(GLR) would have stopped there
     assert all(t.stop is None for t in result.trace[:-1])
     # R2 is never found: the loop keeps looking for it (a reading that confirms would give the answer its
     # sentence) through windows one reading could still make favoured, never re-reads R1 once certified, and
     # ends futile or at the budget
     readings = [(r["fact"], r["window"]) for t in result.trace for r in t.observation["readings"]]
     assert len(readings) == len(set(readings)) and [f for f, _ in readings].count("R1") == 1
-    assert result.cost.rounds <= 8 and result.stop_reason.split(":")[0] in ("futile", "budget")
+    assert result.cost.rounds <= 8 and result.stop_reason.split(":")[0].split(";")[0] in (
+        "futile",
+        "budget",
+        "uninformative",
+    )
     assert result.best_effort
     assert [r.status for r in result.requirements] == ["certified", "unresolved"]
 
@@ -524,7 +530,17 @@ def test_a_failing_llm_call_gives_a_best_effort_result_with_its_cost(run_agent, 
         rules=[Rule("first keeper", "Agnes Rook", "Its first keeper was Agnes Rook.", "Agnes Rook")]
     )
     result = run_agent(oracle, q, lights)
-    assert result.answer == "Agnes Rook"  # the verified value stands in for the failed synthesis
+    # the value a reading copied is no answer unless the model's measured value precision says it can be
+    assert result.answer == "" and result.best_effort
+    assert result.cost.oracle_calls + result.cost.failed_calls == len(oracle.calls)
+    assert result.cost.failed_calls == 1
+    assert any(s.get("stage") == "synthesis" and "error" in s for s in result.stages)
+    trusted = ReadingModel.from_rates(0.95, 0.02).model_dump() | {"value_precision": 0.9}
+    oracle = FailingSynthesis(
+        rules=[Rule("first keeper", "Agnes Rook", "Its first keeper was Agnes Rook.", "Agnes Rook")]
+    )
+    result = run_agent(oracle, q, lights, cfg=config(loop__reading_model={MODEL: trusted}))
+    assert result.answer == "Agnes Rook"  # a certified value, from a model whose values are right 90 %
     assert result.cost.oracle_calls + result.cost.failed_calls == len(oracle.calls)
     assert result.cost.failed_calls == 1
     assert any(s.get("stage") == "synthesis" and "error" in s for s in result.stages)

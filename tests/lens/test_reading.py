@@ -45,6 +45,7 @@ def model(**coef) -> ReadingModel:
         base_coef=-0.5,
         base_intercept=-1.5,
         n=100,
+        outcome_scores=[4.6, -4.6],  # a typical reading is sure either way (P 0.99 of a sentence, or of none)
     )
 
 
@@ -290,8 +291,10 @@ def test_a_strong_graded_signal_certifies_and_stops_early(make_client, harbour):
 
 
 def test_a_weak_graded_signal_reads_the_favoured_windows_then_stops_futile(make_client, harbour):
+    """With every reading worth reading (the gate off), a weak reader reads the favoured windows, then the loop
+    stops futile well inside the budget."""
     oracle = confident(0.99)
-    result = ask(make_client, config(WEAK), harbour, oracle)
+    result = ask(make_client, config(WEAK, loop__min_reading_value=0.0), harbour, oracle)
     assert result.stop_reason == "futile" and result.answer == "1887"  # read, though not certified
     assert 1 <= len(result.trace) < config(WEAK).budget.max_rounds  # stopped well inside the budget
     assert not any(r.status == "certified" for r in result.requirements)
@@ -299,6 +302,22 @@ def test_a_weak_graded_signal_reads_the_favoured_windows_then_stops_futile(make_
     assert len(read) == len(set(read))
     for t in result.trace:  # each round reads a window some requirement still favoured unread
         assert all(p["value"] > 0 for p in t.proposal)
+
+
+def test_a_weak_reader_reads_only_what_could_change_the_evidence(make_client, harbour):
+    """Issue 59: a window is read only when the reading could change which window a requirement favours or
+    certify it. A reader worth next to nothing reads none at the threshold; the answer comes from the evidence."""
+    gated = ask(make_client, config(WEAK), harbour, confident(0.99))
+    ungated = ask(make_client, config(WEAK, loop__min_reading_value=0.0), harbour, confident(0.99))
+    reads = [sum(len(t.observation["readings"]) for t in r.trace) for r in (gated, ungated)]
+    assert gated.stop_reason.startswith("uninformative") and gated.answer == "1887"
+    assert reads[0] < reads[1] and gated.cost.tokens < ungated.cost.tokens
+
+
+def test_a_strong_reader_is_not_kept_from_reading(make_client, harbour):
+    """The same gate lets a strong reader read: its readings can certify, so each is worth its call."""
+    result = ask(make_client, config(STRONG), harbour, confident(0.99))
+    assert result.stop_reason == "certified" and sum(len(t.observation["readings"]) for t in result.trace) >= 2
 
 
 def test_a_confident_none_lowers_its_window(make_client, harbour):
@@ -319,12 +338,20 @@ def test_an_uncalibrated_strong_reader_still_certifies(make_client, harbour):
 
 def test_memory_admits_read_findings_by_posterior(make_client, harbour, tmp_path):
     weak_mem = MemoryStore(tmp_path / "weak")
-    ask(make_client, config(FAINT, memory__min_posterior=0.0), harbour, confident(0.9), memory=weak_mem)
+    # every proposal read (the gate off): this is about what the memory admits from readings
+    faint = {"memory__min_posterior": 0.0, "loop__min_reading_value": 0.0}
+    ask(make_client, config(FAINT, **faint), harbour, confident(0.9), memory=weak_mem)
     entries = weak_mem.entries()
     assert entries and not any(e.certified for e in entries)  # uncertified, yet written: posterior recorded
     assert all(0 < e.posterior < 1 for e in entries)
     strict = MemoryStore(tmp_path / "strict")
-    ask(make_client, config(FAINT, memory__min_posterior=0.99), harbour, confident(0.9), memory=strict)
+    ask(
+        make_client,
+        config(FAINT, memory__min_posterior=0.99, loop__min_reading_value=0.0),
+        harbour,
+        confident(0.9),
+        memory=strict,
+    )
     assert strict.entries() == []
     strong_mem = MemoryStore(tmp_path / "strong")
     ask(make_client, config(STRONG), harbour, confident(0.99), memory=strong_mem)

@@ -32,6 +32,7 @@ def test_the_strings_are_the_serialized_ones():
         "certified",
         "futile",
         "candidates",
+        "uninformative",
         "budget",
         "llm-error",
         "ablation:no-exploration",
