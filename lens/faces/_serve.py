@@ -447,6 +447,7 @@ class Service:
             finished = [k for k, v in self.questions.items() if v.done]
             for k in finished[: max(len(finished) - KEEP_FINISHED, 0)]:
                 del self.questions[k]
+        q.emit("accepted", {"id": q.id, "question": question, "folder": q.folder})
         threading.Thread(target=self._run, args=(q, where), name=f"lens-serve-{q.id}", daemon=True).start()
         return q
 
@@ -479,6 +480,8 @@ class Service:
             q.last = p
             q.emit("progress", _progress_event(p))
 
+        if self._client is None and not self.config.llm.base_url:  # the first question starts the model
+            q.emit("starting", {"message": "starting the embedded model (once, for the first question)…"})
         try:
             agent = Agent(
                 self.config, client=self.llm(), memory=self.memory, progress=progress, within=self.roots.paths
@@ -552,35 +555,13 @@ class Service:
         if doc is None:
             raise Refused(404, f"{doc_id}: no longer in {rel} (the file changed since the answer)")
         cited_sha = params.get("sha256") or None
-        changed = cited_sha is not None and cited_sha != doc.sha256
-        sents = doc.sentences
-        marked: list[Sentence] = []
-        notes = []
-        if not changed:
-            n = _int(params, "sentence")
-            if n is not None and 0 <= n < len(sents):
-                marked = [sents[n]]
-            else:
-                first, last = _int(params, "first"), _int(params, "last")
-                if first is not None and last is not None and 0 <= first <= last < len(sents):
-                    marked = list(sents[first : last + 1])
-        else:
-            notes.append(
-                f"this file changed since the answer read it (sha256 {cited_sha[:12]}…, now {doc.sha256[:12]}…)"
-            )
-            want = params.get("sentence_sha256")
-            found = next((s for s in sents if want and sha256_hex(s.text) == want), None)
-            if found is not None:
-                marked = [found]
-                notes.append(f"the cited sentence is still in it, at {place(found.where)}")
-            elif want:
-                notes.append("the cited sentence is no longer in it")
+        marked, notes = _to_mark(doc, params, cited_sha)
         lines, labels, offset = _display(doc)
-        parts = [[[text, False]] if text else [] for text in lines]
+        spans: dict[int, list[tuple[int, int]]] = {}
         for s in marked:
             for n, a, b in _spans(doc, lines, s, offset):
-                parts[n] = _marked(parts[n], a, b)
-        first_mark = next((i for i, p in enumerate(parts) if any(m for _, m in p)), 0)
+                spans.setdefault(n, []).append((a, b))
+        first_mark = min(spans, default=0)
         lo = max(0, min(first_mark - MAX_DOC_LINES // 2, len(lines) - MAX_DOC_LINES))
         hi = min(len(lines), lo + MAX_DOC_LINES)
         if lo > 0 or hi < len(lines):
@@ -594,10 +575,10 @@ class Service:
             "place": place(marked[0].where) if marked else (place(doc.location) if doc.location else None),
             "sha256": doc.sha256,
             "cited_sha256": cited_sha,
-            "changed": changed,
+            "changed": cited_sha is not None and cited_sha != doc.sha256,
             "marked": bool(marked),
             "notes": notes,
-            "lines": [{"label": labels[i], "parts": parts[i]} for i in range(lo, hi)],
+            "lines": [{"label": labels[i], "parts": _parts(lines[i], spans.get(i, []))} for i in range(lo, hi)],
         }
 
     def _readable(self, where: Path, rel: str) -> None:
@@ -658,7 +639,7 @@ def _relative(path: str) -> str:
         raise Refused(400, "path contains a NUL byte; refused")
     if len(path.encode("utf-8", "surrogatepass")) > MAX_PATH_BYTES:
         raise Refused(400, f"path too long (over {MAX_PATH_BYTES:,} bytes); refused")
-    if path.startswith(("/", "\\", "~")) or ":" in path.split("/", 1)[0]:
+    if path.startswith("/"):
         raise Refused(403, f"{path}: not a path inside the folder; refused")
     parts = path.split("/")
     if ".." in parts:
@@ -666,6 +647,26 @@ def _relative(path: str) -> str:
     if any(p.startswith(".") for p in parts if p):
         raise Refused(403, f"{path}: a hidden file, which lens does not read; refused")
     return "/".join(p for p in parts if p)
+
+
+def _to_mark(doc: Document, params: dict[str, str], cited_sha: str | None) -> tuple[list[Sentence], list[str]]:
+    """The sentences to mark and what to say: as cited (sentence, else first..last) when the document is the one
+    the answer read; else the cited sentence found again by its sha256, or word that it is gone."""
+    sents = doc.sentences
+    if cited_sha is None or cited_sha == doc.sha256:
+        n = _int(params, "sentence")
+        if n is not None and 0 <= n < len(sents):
+            return [sents[n]], []
+        first, last = _int(params, "first"), _int(params, "last")
+        if first is not None and last is not None and 0 <= first <= last < len(sents):
+            return list(sents[first : last + 1]), []
+        return [], []
+    notes = [f"this file changed since the answer read it (sha256 {cited_sha[:12]}…, now {doc.sha256[:12]}…)"]
+    want = params.get("sentence_sha256")
+    found = next((s for s in sents if want and sha256_hex(s.text) == want), None)
+    if found is not None:
+        return [found], notes + [f"the cited sentence is still in it, at {place(found.where)}"]
+    return [], notes + (["the cited sentence is no longer in it"] if want else [])
 
 
 def _display(doc: Document) -> tuple[list[str], list[str], int]:
@@ -714,14 +715,14 @@ def _spans(doc: Document, lines: list[str], s: Sentence, offset: int) -> list[tu
     return out
 
 
-def _marked(parts: list, a: int, b: int) -> list:
-    """A line's parts with characters ``a..b`` of the line marked."""
-    text = "".join(t for t, _ in parts)
-    marks = [m for t, m in parts for _ in t]
-    for i in range(a, min(b, len(text))):
-        marks[i] = True
-    out: list = []
-    for ch, m in zip(text, marks):
+def _parts(line: str, spans: list[tuple[int, int]]) -> list[list]:
+    """A shown line as ``[text, marked]`` parts, characters ``a..b`` of each span marked."""
+    marks = [False] * len(line)
+    for a, b in spans:
+        b = min(b, len(line))
+        marks[a:b] = [True] * max(b - a, 0)
+    out: list[list] = []
+    for ch, m in zip(line, marks):
         if out and out[-1][1] == m:
             out[-1][0] += ch
         else:

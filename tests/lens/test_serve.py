@@ -29,6 +29,7 @@ from lens.faces._serve import Gate, History, Question, what_changed
 from lens.reader._read import read_document
 
 from ..harness.systems.scripted_llm import Responder, StubServer, last_user, passages
+from .reader.test_formats import pdf_bytes
 
 pytest.importorskip("starlette")
 pytest.importorskip("sse_starlette")
@@ -449,12 +450,11 @@ def test_a_second_question_waits_and_says_so(served, site, responder):
     finally:
         responder.delay = 0.0
     streams = [_events(served, first), events]
-    waited = [e for e in streams if e[0][0] == "queued"]  # the one that found the other running
-    assert len(waited) == 1 and waited[0][0][1]["ahead"] == 1
-    assert (
-        "waiting: 1 question(s) ahead of this one (questions with a memory run one at a time)"
-        == waited[0][0][1]["message"]
-    )
+    assert [e[0][0] for e in streams] == ["accepted", "accepted"]
+    waited = [dict(e)["queued"] for e in streams if "queued" in dict(e)]  # the one that found the other running
+    assert waited == [
+        {"ahead": 1, "message": "waiting: 1 question(s) ahead of this one (questions with a memory run one at a time)"}
+    ]
     assert [e[-1][0] for e in streams] == ["answer", "answer"]
 
 
@@ -474,21 +474,35 @@ def _events(served: Served, qid: str) -> list[tuple[str, dict]]:
 # --------------------------------------------------------------------------- the document view's units and changes
 
 
-def test_a_sheet_row_is_shown_with_its_header_and_place(served, site):
+def _workbook(path: Path) -> None:
     openpyxl = pytest.importorskip("openpyxl")
     book = openpyxl.Workbook()
     sheet = book.active
     sheet.title = "Lights"
     for row in (["Name", "Height (m)"], ["Calder Point Light", 27], ["Skerrow Light", 31]):
         sheet.append(row)
-    book.save(site["docs"] / "lights.xlsx")
-    (doc,) = read_document(site["docs"], "lights.xlsx").documents
+    book.save(path)
+
+
+def _pdf(path: Path) -> None:
+    path.write_bytes(pdf_bytes([["Lights of the coast."], ["Skerrow Light is 31 metres tall."]]))
+
+
+@pytest.mark.parametrize(
+    "name, write, place, label, marked",
+    [
+        ("lights.xlsx", _workbook, "Lights!3", "Lights!3", "Name: Skerrow Light · Height (m): 31"),
+        ("lights.pdf", _pdf, "p.2", "1", "Skerrow Light is 31 metres tall."),
+    ],
+)
+def test_a_unit_of_a_document_format_is_shown_at_its_place(served, site, name, write, place, label, marked):
+    write(site["docs"] / name)
+    doc = next(d for d in read_document(site["docs"], name).documents if "Skerrow" in d.text)
     n = next(s.index for s in doc.sentences if "Skerrow" in s.text)
-    params = {"folder": str(site["docs"]), "path": "lights.xlsx", "doc_id": doc.doc_id, "sentence": n}
-    view = httpx.get(served.url + "api/document", params={**params, "sha256": doc.sha256}).json()
-    assert view["kind"] == "unit" and view["place"] == "Lights!3" and not view["changed"]
-    marked = [(line["label"], t) for line in view["lines"] for t, m in line["parts"] if m]
-    assert marked == [("Lights!3", "Name: Skerrow Light · Height (m): 31")]
+    params = {"folder": str(site["docs"]), "path": name, "doc_id": doc.doc_id, "sentence": n, "sha256": doc.sha256}
+    view = httpx.get(served.url + "api/document", params=params).json()
+    assert view["kind"] == "unit" and view["place"] == place and not view["changed"]
+    assert [(line["label"], t) for line in view["lines"] for t, m in line["parts"] if m] == [(label, marked)]
 
 
 def test_a_file_changed_since_the_answer_says_so_and_finds_the_sentence(served, site):

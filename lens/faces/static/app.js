@@ -188,7 +188,11 @@ function watch(id, folder) {
   const source = new EventSource(`/api/questions/${encodeURIComponent(id)}/events`);
   state.source = source;
   const data = (e) => JSON.parse(e.data);
+  source.addEventListener("accepted", (e) => {
+    state.folder = data(e).folder; // the folder its citations are opened in
+  });
   source.addEventListener("queued", (e) => setStatus(data(e).message));
+  source.addEventListener("starting", (e) => setStatus(data(e).message));
   source.addEventListener("progress", (e) => onProgress(data(e)));
   source.addEventListener("answer", (e) => {
     finish(source);
