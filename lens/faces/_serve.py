@@ -472,6 +472,9 @@ class Service:
             return
         try:
             self._answer(q, where)
+        except Exception as exc:  # a defect past the answer (the history, an event): the page still hears an end
+            log.exception("question %s failed", q.id)
+            q.emit("failed", {"id": q.id, "message": f"internal error ({type(exc).__name__}: {exc})"}, final=True)
         finally:
             self.gate.leave(q.id)
 
@@ -802,7 +805,7 @@ class Guard:
                 return Response(
                     status_code=303,
                     headers={
-                        "location": path,
+                        "location": "/" + path.lstrip("/"),  # never "//host": this server's own page
                         "set-cookie": f"{self.cookie}={self.token}; HttpOnly; SameSite=Strict; Path=/",
                     },
                 )
