@@ -231,6 +231,7 @@ class Agent:
             observer=observer,
             on_round=partial(run.report, "round"),
         )
+        run.detail = loop.progress_detail  # every report from here on carries the search so far
         calibrated = cfg.llm.served_model in cfg.loop.reading_model
         run.stages.append({"stage": "reading-model", "calibrated": calibrated, "n": loop.model.n})
         return loop, pos, memory

@@ -5,6 +5,12 @@ decomposition, each loop round, consolidation, synthesis, …) and once more at 
 snapshot carries what was spent so far, so a watcher interrupted mid-question still knows the partial cost. The
 callback runs on the asking thread and must not raise; its return value is ignored.
 
+From the first loop round on, a snapshot also carries ``detail``: what the search knows so far, as JSON-ready
+data (``Loop.progress_detail``): the requirements, every round's readings (the window read, the sentence it
+named, confirmed or not) and each requirement's belief now (its heaviest candidate windows, GLR and the stopping
+threshold). It is cumulative — each snapshot's detail replaces the last — so a watcher that joins late, or
+misses one, loses nothing. The terminal line and the MCP notifications ignore it; ``lens serve`` draws it.
+
 :class:`TerminalProgress` is the CLI's watcher: one line on a terminal's stderr, redrawn at each event and once a
 second (the elapsed time), erased when the question ends. The CLI uses it only when stderr is a TTY and the
 output is not ``--json``.
@@ -18,8 +24,8 @@ from __future__ import annotations
 import re
 import threading
 import time
-from dataclasses import dataclass
-from typing import Callable, TextIO
+from dataclasses import dataclass, field
+from typing import Any, Callable, TextIO
 
 __all__ = ["Progress", "ProgressCallback", "TerminalProgress", "for_terminal"]
 
@@ -34,7 +40,8 @@ def for_terminal(text: str) -> str:
 @dataclass(frozen=True)
 class Progress:
     """One question's state at a stage boundary: the stage starting, the loop rounds started of the most the
-    budget allows, and the cost so far (oracle calls, tokens, wall seconds since the question began)."""
+    budget allows, and the cost so far (oracle calls, tokens, wall seconds since the question began); ``detail``:
+    the search so far once the loop has begun (module docstring), else None."""
 
     stage: str
     round: int
@@ -42,6 +49,7 @@ class Progress:
     oracle_calls: int
     tokens: int
     elapsed_s: float
+    detail: dict[str, Any] | None = field(default=None, compare=False)
 
     def line(self, now_elapsed: float | None = None) -> str:
         elapsed = self.elapsed_s if now_elapsed is None else now_elapsed

@@ -45,6 +45,7 @@ def test_the_wheel_carries_prompts_configs_and_both_packages(tmp_path):
         assert f"harness/prompts/{prompt.name}" in names and f"lens/prompts/{prompt.name}" not in names
     for config in ROOT.joinpath("harness", "configs").glob("*.toml"):
         assert f"harness/configs/{config.name}" in names and f"lens/configs/{config.name}" not in names
+    assert {"lens/faces/static/index.html", "lens/faces/static/app.js", "lens/faces/static/app.css"} <= names
     assert {
         "lens/faces/_cli.py",
         "harness/bench/runner.py",
@@ -98,6 +99,8 @@ def test_the_library_alone_installs_answers_and_names_the_bench_extra(tmp_path):
     assert run.returncode == 2 and run.stderr.strip().startswith("lens: error: `lens bench` needs the bench extra")
     audit = subprocess.run([lens, "audit", "run"], capture_output=True, text=True, env=env)
     assert audit.returncode == 2 and "lens-search[bench]" in audit.stderr
+    serve = subprocess.run([lens, "serve", str(tmp_path)], capture_output=True, text=True, env=env, timeout=60)
+    assert serve.returncode == 2 and "pip install 'lens-search[serve]'" in serve.stderr  # the page's extra, named
 
     with StubServer(Responder()) as server:
         ask = subprocess.run(

@@ -62,7 +62,7 @@ def test_the_readme_python_api_section_names_only_public_api():
     named = set(re.findall(r"`(\w+)`", section)) & ({f.name for f in dataclasses.fields(AskResult)} | {"to_json"})
     assert {"answer_verified", "requirements", "stop_reason", "notes", "trace", "config_hash"} <= named
     assert named <= fields | {"to_json"}
-    assert {"stage", "round", "max_rounds", "oracle_calls", "tokens", "elapsed_s"} == {
+    assert {"stage", "round", "max_rounds", "oracle_calls", "tokens", "elapsed_s", "detail"} == {
         f.name for f in dataclasses.fields(Progress)
     }
 

@@ -123,10 +123,5 @@ def _evidence(eid: str, doc, region: _Region, text: str) -> Evidence:
         sentence_text=None if named is None else named.text,
         sentence_lines=None if named is None else (named.line_start, named.line_end),
         sentence_sha256=None if named is None else sha256_hex(named.text),
-        location=_location(named or sents[0]),
+        location=(named or sents[0]).where,
     )
-
-
-def _location(sentence) -> dict:
-    """Where a sentence stands in its file: its unit's place (a page, a row, …), else its first line."""
-    return dict(sentence.location) if sentence.location else {"line": sentence.line_start}

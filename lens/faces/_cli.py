@@ -46,7 +46,7 @@ def _handler(parser: argparse.ArgumentParser, target: str) -> None:
     parser.set_defaults(_handler=target)
 
 
-BUILTIN_COMMANDS = ("ask", "llm", "corpus", "mcp")
+BUILTIN_COMMANDS = ("ask", "llm", "corpus", "mcp", "serve")
 
 
 def _needs_groups(argv: Sequence[str] | None) -> bool:
@@ -117,11 +117,41 @@ def build_parser(*, groups: bool = True) -> argparse.ArgumentParser:
     add_config_args(p)
     _handler(p, "lens.faces._mcp:serve")
 
+    # lens serve
+    p = sub.add_parser(
+        "serve",
+        help="a local web page: ask about a folder, watch the search, open each cited sentence in its document",
+        description="Serve a web page to ask about the FOLDERs (only they can be asked about or opened), watch the "
+        "search live and open every cited sentence highlighted in its document. Listens on loopback; any other "
+        "--host needs the token printed at start. Needs the serve extra (or mcp).",
+    )
+    p.add_argument(
+        "folder", nargs="*", metavar="FOLDER", help="a folder the page may ask about (default: the working directory)"
+    )
+    p.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; another one needs the token)"
+    )
+    p.add_argument("--port", type=_port, default=8765, help="port to listen on (default 8765; 0: any free port)")
+    p.add_argument("--memory", metavar="DIR", help="warm-reuse memory folder (read and appended; never in a FOLDER)")
+    p.add_argument(
+        "--history",
+        metavar="FILE",
+        help="the SQLite file of past questions (default: serve-history.sqlite in the user data folder)",
+    )
+    add_config_args(p)
+    _handler(p, "lens.faces._serve:serve")
+
     # command groups of other packages (the harness: bench, audit) register themselves
     if groups:
         for register in _registered_groups():
             register(sub, _handler)
     return parser
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (0-65535)")
+    return int(text)
 
 
 def _registered_groups() -> list[Callable[..., None]]:

@@ -15,14 +15,14 @@ from lens._config import ReaderSettings, config_from_args
 from lens._errors import LensError
 from lens._files import is_inside
 from lens._progress import Progress, TerminalProgress, for_terminal
-from lens._result import STATUS_WORDS
+from lens._result import STATUS_WORDS, AskResult
 from lens.llm._llm import open_client
 from lens.loop._stop import Stop, StopReason
 from lens.memory._memory import MemoryStore
 from lens.reader._corpus import scan_corpus
 from lens.reader._filestats import forget_folder
 
-__all__ = ["ask", "llm_check", "corpus_stats", "corpus_forget"]
+__all__ = ["ask", "llm_check", "corpus_stats", "corpus_forget", "cost_line", "best_effort_reason", "stop_words"]
 
 
 def _print_json(obj: object) -> None:
@@ -176,7 +176,7 @@ def ask(args: argparse.Namespace) -> int:
     def say(line: str) -> None:  # document text, the model's answer and file names: never terminal commands
         print(for_terminal(line))
 
-    flag = "  (best effort: " + _why(result) + ")" if result.best_effort else ""
+    flag = "  (best effort: " + best_effort_reason(result) + ")" if result.best_effort else ""
     say(f"Answer: {result.answer or '(no answer found)'}{flag}")
     say("Facts:")
     for r in result.requirements:
@@ -190,13 +190,7 @@ def ask(args: argparse.Namespace) -> int:
             snippet = text if len(text) <= 160 else text[:157] + "..."
             reqs = ",".join(e.requirements) or "-"
             say(f"  [{e.id}] {e.citation}  ({STATUS_WORDS.get(e.status, e.status)}; {reqs})  {snippet}")
-    c = result.cost
-    failed = f"; {c.failed_calls} failed requests, {c.retries} retried" if c.failed_calls else ""
-    say(
-        f"Cost: {c.oracle_calls} oracle calls ({c.cache_hits} cached, bound {c.max_oracle_calls}{failed}), "
-        f"{c.tokens:,} tokens ({c.prompt_tokens:,} prompt + {c.completion_tokens:,} completion), "
-        f"{c.seconds:.1f} s, {c.rounds} rounds · {stop_words(result.stop_reason)} · model {result.model}"
-    )
+    say(f"Cost: {cost_line(result)}")
     skipped = ", ".join(f"{n} {reason}" for reason, n in (result.corpus.get("skipped") or {}).items())
     bad = result.corpus.get("bad_encoding") or 0
     if skipped or bad:
@@ -236,7 +230,19 @@ def stop_words(reason: str) -> str:
     return "; ".join(words)
 
 
-def _why(result) -> str:
+def cost_line(result: AskResult) -> str:
+    """What the answer cost and why the reading stopped, in words (``lens ask``'s ``Cost:`` line, the page's)."""
+    c = result.cost
+    failed = f"; {c.failed_calls} failed requests, {c.retries} retried" if c.failed_calls else ""
+    return (
+        f"{c.oracle_calls} oracle calls ({c.cache_hits} cached, bound {c.max_oracle_calls}{failed}), "
+        f"{c.tokens:,} tokens ({c.prompt_tokens:,} prompt + {c.completion_tokens:,} completion), "
+        f"{c.seconds:.1f} s, {c.rounds} rounds · {stop_words(result.stop_reason)} · model {result.model}"
+    )
+
+
+def best_effort_reason(result: AskResult) -> str:
+    """Why a best-effort answer is one: the facts not settled, else why the reading stopped."""
     unresolved = [r.id for r in result.requirements if r.status == "unresolved"]
     if unresolved:
         return "not settled: " + ", ".join(unresolved)

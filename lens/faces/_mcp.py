@@ -61,21 +61,23 @@ def _shown(path: str) -> str:
 
 
 class Roots:
-    """The folders a client may name; every path is checked against them after resolving symlinks."""
+    """The folders a client may name; every path is checked against them after resolving symlinks. ``flag``: how
+    the command line names a root, for its errors (``lens serve`` takes them as FOLDER arguments)."""
 
-    def __init__(self, roots: Sequence[str | os.PathLike[str]]) -> None:
+    def __init__(self, roots: Sequence[str | os.PathLike[str]], *, flag: str = "--root") -> None:
         if not roots:
-            raise LensError("lens mcp: no --root given")
+            raise LensError(f"lens: no {flag} given")
         resolved = []
         for r in roots:
             p = Path(r).expanduser()
             if not p.is_dir():
-                raise LensError(f"--root {r}: not a folder")
+                raise LensError(f"{flag} {r}: not a folder")
             resolved.append(p.resolve())
         self.paths = resolved
 
-    def check(self, path: str) -> Path:
-        """The resolved folder for ``path``, or LensError naming why it is refused."""
+    def check(self, path: str, *, file: bool = False) -> Path:
+        """The resolved folder for ``path`` (``file``: the resolved regular file), or LensError naming why it is
+        refused."""
         if not path or not str(path).strip():
             raise LensError("path is empty")
         # the limits first: what follows (expanding, resolving) costs time that grows with the path
@@ -88,11 +90,11 @@ class Roots:
         if "\x00" in path:
             raise LensError("path contains a NUL byte; refused")
         try:
-            return self._check(path)
+            return self._check(path, file)
         except (OSError, RuntimeError) as exc:  # a name too long, a folder on the way not searchable, ~nosuchuser
             raise LensError(f"{_shown(path)}: {getattr(exc, 'strerror', None) or exc}; refused") from None
 
-    def _check(self, path: str) -> Path:
+    def _check(self, path: str, file: bool) -> Path:
         p = Path(path).expanduser()
         if not p.is_absolute():
             p = self.paths[0] / p
@@ -101,8 +103,10 @@ class Roots:
             allowed = ", ".join(str(r) for r in self.paths)
             raise LensError(f"{path}: outside the server's roots ({allowed}); refused")
         if not real.exists():
-            raise LensError(f"{path}: no such folder")
-        if not real.is_dir():
+            raise LensError(f"{path}: no such {'file' if file else 'folder'}")
+        if file and not real.is_file():
+            raise LensError(f"{path}: not a regular file")
+        if not file and not real.is_dir():
             raise LensError(f"{path}: not a folder")
         return real
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from lens._config import LensConfig
-from lens._result import RoundTrace
+from lens._result import RoundTrace, place
 from lens._terms import capitalised_spans, content_terms, title_key, tokens
 from lens.llm._cost import CostMeter
 from lens.llm._llm import LLMClient, LLMDeadlineError
@@ -47,6 +47,7 @@ class CallEnd:
 
 
 PRIOR_RECORD_DEPTH = 100  # documents of each requirement's seed ranking kept as a record (LoopState.prior_record)
+DETAIL_CANDIDATES = 4  # candidate windows per requirement a watcher is shown (Loop.progress_detail)
 
 
 @dataclass
@@ -223,7 +224,7 @@ class Loop:
             return True
         belief = self.state.beliefs[req.id]
         p = belief.posterior().get(w.key, 0.0)
-        rank, subject = self._place(req, w)
+        rank, subject = self._rank_subject(req, w)
         favoured, glr = belief.favoured(), belief.glr()
         (tpr, pos), (fpr, neg) = self.model.outcomes(
             subject_window=subject, rank=rank, logprobs=self.config.llm.logprobs and self.observer is None
@@ -235,7 +236,7 @@ class Loop:
                 value += p * if_holds + (1.0 - p) * if_not
         return value >= least
 
-    def _place(self, req: Requirement, w: Window) -> tuple[int, bool]:
+    def _rank_subject(self, req: Requirement, w: Window) -> tuple[int, bool]:
         """The rank of ``w``'s document in ``req``'s prior ranking and whether ``w`` names ``req``'s subject."""
         s = self.state
         ranking = s.prior_ranking.get(req.id, [])
@@ -411,7 +412,7 @@ class Loop:
         confirms the window (with the value it verified)."""
         s = self.state
         text = req.resolved_text(s.values)
-        rank, subject = self._place(req, w)
+        rank, subject = self._rank_subject(req, w)
         feats = reading_features(j, subject_window=subject, rank=rank)
         with_lp = j.score is not None
         log_lr = self.model.log_lr(feats, logprobs=with_lp)
@@ -489,6 +490,98 @@ class Loop:
                 self.refresh(req, fresh=True)
 
     # ------------------------------------------------------------------ summaries
+    def progress_detail(self, candidates: int = DETAIL_CANDIDATES) -> dict:
+        """The search so far as JSON-ready data, for a watcher (``Progress.detail``): the requirements (their text
+        as now resolved, cues, the fact they wait on), every round's readings (requirement, window and its place,
+        the sentence named with its text and place, the value, confirmed or not; ``reply`` None when the call gave
+        no usable reply) with the GLRs and threshold after the round, and each requirement's belief now: its
+        ``candidates`` heaviest windows (posterior, confirmed, their place), the mass left "elsewhere", its GLR,
+        the stopping threshold it must reach and whether it reached it. Cumulative: it reads the trace and the
+        beliefs, never changes them."""
+        s = self.state
+        rounds = len(s.trace)
+        threshold = (
+            s.trace[-1].threshold if s.trace else stopping_threshold(0, s.decomposition.intent, self.config.loop)
+        )
+        beliefs = {}
+        for req in s.requirements:
+            belief = s.beliefs.get(req.id)
+            if belief is None:  # not seeded yet
+                continue
+            post = belief.posterior()
+            top = sorted(((p, k) for k, p in post.items() if k != ELSEWHERE), reverse=True)[:candidates]
+            glr = belief.glr()
+            beliefs[req.id] = {
+                "candidates": [
+                    {**self._place(k), "posterior": round(p, 4), "confirmed": k in belief.confirmed} for p, k in top
+                ],
+                "elsewhere": round(post.get(ELSEWHERE, 0.0), 4),
+                "glr": round(glr, 3),
+                "threshold": round(threshold, 3),
+                "certified": glr >= threshold,
+            }
+        return {
+            "intent": s.decomposition.intent.value,
+            "requirements": [
+                {
+                    "id": r.id,
+                    "text": r.resolved_text(s.values),
+                    "cues": r.all_cues(s.values, s.bridge_cues.get(r.id, ())),
+                    "depends_on": r.depends_on,
+                    "value": s.values.get(r.id) or None,
+                }
+                for r in s.requirements
+            ],
+            "rounds": [
+                {
+                    "round": t.round,
+                    "readings": [self._reading_detail(x) for x in t.observation.get("readings", [])],
+                    "error": t.observation.get("error"),
+                    "glr": t.glr,
+                    "threshold": t.threshold,
+                }
+                for t in s.trace
+            ],
+            "round": rounds,
+            "beliefs": beliefs,
+        }
+
+    def _place(self, key: str) -> dict:
+        """A window's document and place (its first sentence's), for a watcher."""
+        w = self.state.windows[key]
+        doc = self.state.doc(key)
+        first, last = doc.sentences[w.first], doc.sentences[w.last]
+        return {
+            "window": key,
+            "path": w.path,
+            "doc_id": w.doc_id,
+            "title": w.title,
+            "sha256": w.sha256,
+            "sentences": [w.first, w.last],
+            "lines": [first.line_start, last.line_end],
+            "location": first.where,
+            "place": place(first.where),
+        }
+
+    def _reading_detail(self, traced: dict) -> dict:
+        """One reading as the round's trace recorded it, with its window's place and the sentence it named."""
+        out = {"requirement": traced["fact"], **self._place(traced["window"])}
+        if traced.get("reply", "") is None:
+            return {**out, "reply": None}
+        out.update(found=traced["found"], value=traced["value"], confirmed=traced["confirmed"], log_lr=traced["log_lr"])
+        named = traced.get("sentence")
+        sents = self.state.doc(traced["window"]).sentences
+        if named is not None and 0 <= named < len(sents):
+            sent = sents[named]
+            out.update(
+                sentence=named,
+                sentence_text=sent.text,
+                sentence_lines=[sent.line_start, sent.line_end],
+                sentence_location=sent.where,
+                sentence_place=place(sent.where),
+            )
+        return out
+
     def prior_candidates(self, depth: int) -> list[str]:
         """The prior's candidate documents (doc ids): the requirements' seed rankings merged round robin, at most
         ``depth``."""

@@ -32,21 +32,25 @@ class QuestionRun:
     stages: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     progress: ProgressCallback | None = None
+    # what the search knows so far, for the watcher (the loop's ``progress_detail``, set once the loop exists)
+    detail: Callable[[], dict] | None = None
 
     def report(self, stage: str) -> None:
-        """Tell the watcher (if any) that ``stage`` starts, with the cost so far; a failing watcher is logged."""
+        """Tell the watcher (if any) that ``stage`` starts, with the cost so far and the search's detail; a failing
+        watcher (or detail) is logged."""
         if self.progress is None:
             return
         cost = self.meter.cost
-        snapshot = Progress(
-            stage=stage,
-            round=self.budget.rounds,
-            max_rounds=self.budget.settings.max_rounds,
-            oracle_calls=cost.oracle_calls,
-            tokens=cost.tokens,
-            elapsed_s=round(time.monotonic() - self.started, 3),
-        )
         try:
+            snapshot = Progress(
+                stage=stage,
+                round=self.budget.rounds,
+                max_rounds=self.budget.settings.max_rounds,
+                oracle_calls=cost.oracle_calls,
+                tokens=cost.tokens,
+                elapsed_s=round(time.monotonic() - self.started, 3),
+                detail=self.detail() if self.detail is not None else None,
+            )
             self.progress(snapshot)
         except Exception:  # a watcher never breaks the question it watches
             log.exception("progress callback failed at stage %s", stage)

@@ -42,6 +42,12 @@ class Sentence:
     heading: bool = False
     location: dict | None = None
 
+    @property
+    def where(self) -> dict:
+        """Where it stands in its file, as evidence cites it: its unit's place (a page, a row, …), else its first
+        line (``{"line": N}``; a container record's line)."""
+        return dict(self.location) if self.location else {"line": self.line_start}
+
 
 @dataclass(frozen=True)
 class Document:

@@ -58,7 +58,14 @@ def test_help_works_without_importing_heavy_modules():
 
 
 @pytest.mark.parametrize(
-    "argv", [["llm", "--help"], ["corpus", "stats", "--help"], ["llm", "check", "--help"], ["mcp", "--help"]]
+    "argv",
+    [
+        ["llm", "--help"],
+        ["corpus", "stats", "--help"],
+        ["llm", "check", "--help"],
+        ["mcp", "--help"],
+        ["serve", "--help"],
+    ],
 )
 def test_subcommand_help_exits_zero(argv, capsys):
     with pytest.raises(SystemExit) as e:

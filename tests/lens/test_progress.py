@@ -53,6 +53,51 @@ def test_the_agent_reports_every_stage_with_the_cost_so_far(make_client, lights)
     assert seen[-1].tokens == result.cost.tokens and seen[0].oracle_calls == 0
 
 
+def test_each_snapshot_from_the_first_round_carries_the_search_so_far(make_client, lights):  # noqa: F811
+    q = "Which is taller, Calder Point Light or Skerrow Light?"
+    oracle = ScriptedOracle(
+        decompositions={
+            q: {
+                "facts": [
+                    {"text": "height of Calder Point Light", "entity": "Calder Point Light"},
+                    {"text": "height of Skerrow Light", "entity": "Skerrow Light"},
+                ]
+            }
+        },
+        rules=[
+            Rule("height of Calder", "27 m", "The tower is 27 m tall.", "27 m"),
+            Rule("height of Skerrow", "31 m", "The tower is 31 m tall.", "31 m"),
+        ],
+    )
+    seen: list[Progress] = []
+    with respx.mock(assert_all_called=False) as router:
+        router.post(CHAT_URL).mock(side_effect=oracle.reply)
+        result = Agent(config(), client=make_client(max_retries=0), progress=seen.append).ask(q, lights)
+    assert [p.detail for p in seen[:2]] == [None, None]  # the scan and the decomposition: no search yet
+    first = next(p.detail for p in seen if p.stage == "round")
+    assert [(r["id"], r["text"]) for r in first["requirements"]] == [
+        ("R1", "height of Calder Point Light"),
+        ("R2", "height of Skerrow Light"),
+    ]
+    assert first["rounds"] == [] and first["round"] == 0
+    r1 = first["beliefs"]["R1"]  # the prior's beliefs before any reading: candidates, nothing certified
+    assert r1["candidates"][0]["path"] == "calder-point-light.md" and r1["glr"] == 0 and not r1["certified"]
+    assert r1["threshold"] > 0 and 0 < r1["candidates"][0]["posterior"] < 1
+    last = seen[-1].detail  # "done": every round, with what each reading named
+    assert len(last["rounds"]) == result.cost.rounds
+    readings = [x for rnd in last["rounds"] for x in rnd["readings"]]
+    named = {(x["requirement"], x["path"], x.get("sentence_text"), x.get("confirmed")) for x in readings}
+    assert ("R1", "calder-point-light.md", "The tower is 27 m tall.", True) in named
+    assert ("R2", "skerrow-light", "The tower is 31 m tall.", True) in named
+    calder = next(x for x in readings if x["path"] == "calder-point-light.md" and x["confirmed"])
+    assert calder["sentence_location"] == {"line": 4} and calder["value"] == "27 m"
+    assert {k: v["certified"] for k, v in last["beliefs"].items()} == {
+        r.id: r.status == "certified" for r in result.requirements
+    }
+    json.dumps(last, allow_nan=False)  # JSON-ready: a page can be sent it as it is
+    assert Progress("round", 1, 6, 2, 100, 1.0).detail is None  # built as before: no detail
+
+
 def test_a_failing_watcher_does_not_break_the_question(make_client, lights):  # noqa: F811
     def broken(p: Progress) -> None:
         raise RuntimeError("watcher bug")
