@@ -61,7 +61,8 @@ def answer(run: QuestionRun, loop: Loop, stop: Stop, config: LensConfig, *, may_
     """Consolidate E*; when rounds remain, ask which facts it does not state and re-enter the loop once for them
     (``may_reenter``: the pipeline explores and the loop did not stop futile); synthesise; shorten; find the span."""
     state = loop.state
-    may_reenter = may_reenter and stop.reason is not StopReason.FUTILE  # certification is out of reach
+    # certification out of reach, or no reading worth its call: a relaxed re-entry would read nothing that counts
+    may_reenter = may_reenter and stop.reason not in (StopReason.FUTILE, StopReason.UNINFORMATIVE)
     certified = loop.certified()
     done = Answered("", stop, certified, consolidated(loop, certified, config))
     reentered = False
