@@ -19,6 +19,11 @@ _EXPORTS = {
     "CorpusView": "lens.reader._view",
     "survey_corpus": "lens.reader._filestats",
     "StatsStore": "lens.reader._store",
+    # one document-format file (PDF, Word, …) read into its units, and those as the reader's documents
+    "extract": "lens.reader.formats",
+    "format_of": "lens.reader.formats",
+    "Unreadable": "lens.reader.formats",
+    "unit_documents": "lens.reader._documents",
     # requirements
     "Requirement": "lens.question._requirements",
     "Decomposition": "lens.question._requirements",

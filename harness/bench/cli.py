@@ -57,8 +57,9 @@ def _add_snapshot(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
         "snapshot",
         help="build (or verify) the nested raw snapshots D_n: one file per article, manifests, checksums",
         description="Build D_n (gold + context distractors of G_n + background at 3:1) as one extensionless "
-        "file per article under DIR/D<n>/ with DIR/D<n>.manifest.json. Existing stages are verified and "
-        "kept; growth is append-only. With only --out and --verify, verify an existing build.",
+        "file per article (or one PDF or .docx per article with --as) under DIR/D<n>/ with DIR/D<n>.manifest.json. "
+        "Existing stages are verified and kept; growth is append-only. With only --out and --verify, verify an "
+        "existing build.",
     )
     q.add_argument("--questions", metavar="FILE", help="official HotpotQA JSON (the population)")
     add_options(q, "--articles")
@@ -67,6 +68,13 @@ def _add_snapshot(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
     q.add_argument("--background-ratio", type=float, default=3.0, help="background : linked (default 3)")
     q.add_argument("--shards", action="store_true", help="also write the articles as .bz2 JSONL shards")
     q.add_argument("--verify", action="store_true", help="re-hash every file against the manifests")
+    q.add_argument(
+        "--as",
+        dest="file_format",
+        choices=("text", "pdf", "docx"),
+        default="text",
+        help="each article as an extensionless text file (default), a PDF (needs the bench extra) or a .docx",
+    )
     add_options(q, "--sizes", "--sf-cap", "--shard-size", "--json")
     handler(q, "harness.bench.commands:snapshot")
 

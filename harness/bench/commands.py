@@ -305,6 +305,7 @@ def snapshot(args: argparse.Namespace) -> int:
         background_ratio=args.background_ratio,
         sf_cap=args.sf_cap,
         population_sha256=inputs["questions"]["sha256"],
+        file_format=args.file_format,
     )
     t_plan = time.perf_counter()
 
