@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from harness.bench import simulation
+from harness.bench.compare import compare_runs
 from harness.bench.datasets import DataError, load_articles, load_predictions, load_questions
 from harness.bench.executor import LocalExecutor, RayExecutor
 from harness.bench.financebench import financebench_report, handcheck_agreement, plan_financebench, write_handcheck
@@ -695,6 +696,13 @@ def report(args: argparse.Namespace) -> int:
     for r in result.refusals:
         print(f"refused: {r}", file=sys.stderr)
     return 1 if result.refusals else 0
+
+
+def compare(args: argparse.Namespace) -> int:
+    table = compare_runs(args.run_a, args.run_b, args.out, margin=args.margin, resamples=args.resamples, seed=args.seed)
+    print(table.markdown())
+    print(f"wrote compare.md and compare.csv to {args.out or Path(args.run_b) / 'compare'}")
+    return 0
 
 
 def simulate(args: argparse.Namespace) -> int:

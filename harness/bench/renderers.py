@@ -33,7 +33,16 @@ from xml.sax.saxutils import escape
 
 import docx
 
-__all__ = ["FILE_FORMATS", "SUFFIX", "render", "render_pdf", "render_docx", "writer_info", "pdf_font"]
+__all__ = [
+    "FILE_FORMATS",
+    "SUFFIX",
+    "render",
+    "render_pdf",
+    "render_docx",
+    "writer_info",
+    "pdf_font",
+    "undrawable",
+]
 
 FILE_FORMATS = ("text", "pdf", "docx")
 SUFFIX = {"text": "", "pdf": ".pdf", "docx": ".docx"}
@@ -79,6 +88,15 @@ def _pdf_styles():
     title = ParagraphStyle("lens-title", fontName=_FONT_NAME, fontSize=14, leading=18, spaceAfter=8)
     body = ParagraphStyle("lens-body", fontName=_FONT_NAME, fontSize=10, leading=13, spaceAfter=4)
     return title, body
+
+
+def undrawable(text: str) -> set[str]:
+    """The characters of ``text`` the PDF font has no glyph for (they are not drawn, so they do not come back)."""
+    from reportlab.pdfbase import pdfmetrics
+
+    _pdf_styles()
+    glyphs = pdfmetrics.getFont(_FONT_NAME).face.charToGlyph
+    return {ch for ch in set(text) if not ch.isspace() and ord(ch) not in glyphs}
 
 
 def render_pdf(title: str, sentences: Sequence[str]) -> bytes:

@@ -51,7 +51,7 @@ from typing import Callable, Iterable, Sequence
 from urllib.parse import quote, unquote
 
 from harness.bench.datasets import Article, DataError, Question, article_key
-from harness.bench.renderers import FILE_FORMATS, SUFFIX, render, writer_info
+from harness.bench.renderers import FILE_FORMATS, SUFFIX, render, undrawable, writer_info
 from harness.bench.samples import (
     DEFAULT_SEED,
     DEFAULT_SF_CAP,
@@ -581,6 +581,15 @@ def plan_snapshots(
     for stage in sample.stages:
         new_ids = stage.ids[len(plans[-1].question_ids) if plans else 0 :]
         plans.append(growth.stage(stage, new_ids, linked, background_ratio))
+    fonts = {}
+    if file_format == "pdf":  # what the font cannot draw does not come back from the PDF: say how much that is
+        lost = {n: undrawable(" ".join((a.title, *a.sentences))) for n, a in growth.by_name.items()}
+        lost = {n: chars for n, chars in lost.items() if chars}
+        fonts = {
+            "articles_with_undrawable_characters": len(lost),
+            "undrawable_characters": len(set().union(*lost.values())) if lost else 0,
+            "undrawable_examples": sorted(lost)[:10],
+        }
     return SnapshotSet(
         sample=sample,
         plans=plans,
@@ -600,6 +609,7 @@ def plan_snapshots(
             "context_only_articles": len(pool.context_only),
             "ambiguous_title_matches": sorted(pool.ambiguous),
             "population_linked_titles": len(linked.keys),
+            **fonts,
         },
     )
 

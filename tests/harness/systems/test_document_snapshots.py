@@ -5,15 +5,17 @@ file's title, and a bench run over them scores evidence recall."""
 
 from __future__ import annotations
 
+import csv
 import json
 import re
 
 import pypdfium2 as pdfium
 import pytest
 
+from harness.bench.compare import compare_runs
 from harness.bench.datasets import DataError, load_articles, load_questions
 from harness.bench.executor import LocalExecutor
-from harness.bench.renderers import render_docx, render_pdf
+from harness.bench.renderers import render_docx, render_pdf, undrawable
 from harness.bench.run_store import read_rows
 from harness.bench.runner import plan_run, run_benchmark
 from harness.bench.snapshots import build_snapshots, plan_snapshots, read_manifest, verify_snapshots
@@ -77,6 +79,7 @@ def test_a_rebuild_writes_the_same_bytes_and_verify_catches_an_edit(doc_snapshot
     again = plan_snapshots(load_questions(qfile), load_articles(afile), (4,), seed=42, file_format=doc_snapshot["fmt"])
     (result,) = build_snapshots(again, doc_snapshot["out"])  # over the existing stage: checked, kept
     assert result.status == "existing"
+    assert doc_snapshot["manifest"]["diagnostics"].get("articles_with_undrawable_characters", 0) == 0
     assert {f.name: f.sha256 for f in again.plans[0].files} == {
         f["name"]: f["sha256"] for f in doc_snapshot["manifest"]["files"]
     }
@@ -191,3 +194,42 @@ def test_a_bench_run_over_the_documents_scores_evidence_recall(doc_snapshot, end
     lens = [r for r in rows if r["system"] == "lens"]
     assert any(r["scores"]["ev_rec"] > 0 for r in lens)
     assert all(r["scores"]["sp_f1"] is None for r in lens)  # a unit's sentences are not HotpotQA sent_ids
+
+
+def test_compare_pairs_the_text_run_with_the_document_run_and_refuses_another_configuration(
+    doc_snapshot, endpoint, tmp_path, capsys
+):
+    qfile, afile = doc_snapshot["questions"], doc_snapshot["articles"]
+    build_snapshots(plan_snapshots(load_questions(qfile), load_articles(afile), (4,), seed=42), tmp_path / "text")
+    arms = {
+        "a": (tmp_path / "text" / "D4", make_config()),
+        "b": (doc_snapshot["folder"], make_config()),
+        "c": (doc_snapshot["folder"], make_config(**{"budget.max_rounds": 1})),
+    }
+    for name, (folder, config) in arms.items():
+        p = plan_run(
+            snapshot=folder, questions_file=qfile, systems=("lens", "bm25"), out=tmp_path / name, config=config, limit=2
+        )
+        run_benchmark(p, executor=LocalExecutor(1), progress=False)
+    cmd = ["bench", "compare", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "cmp")]
+    assert main(cmd + ["--resamples", "50"]) == 0
+    assert "The same questions over A = D4 (text," in capsys.readouterr().out
+    with open(tmp_path / "cmp" / "compare.csv", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [r["System"] for r in rows] == ["LENS", "BM25-RAG"] and all(r["n"] == "2" for r in rows)
+    assert all(r["Ev.Rec A"] != "—" and r["Ev.Rec B"] != "—" for r in rows)
+    with pytest.raises(DataError, match=r"the configuration differs \(budget.max_rounds\)"):
+        compare_runs(tmp_path / "a", tmp_path / "c")
+
+
+def test_characters_the_pdf_font_cannot_draw_are_counted(tmp_path):
+    assert undrawable("Zürich 東京") == {"東", "京"}
+    recs = records(8)
+    recs[0]["context"][0][1][0] += " (東京)"
+    (tmp_path / "q.json").write_text(json.dumps(recs), encoding="utf-8")
+    (tmp_path / "a.jsonl").write_text("".join(json.dumps(a) + "\n" for a in pool(recs, background=6)), encoding="utf-8")
+    snap = plan_snapshots(
+        load_questions(tmp_path / "q.json"), load_articles(tmp_path / "a.jsonl"), (8,), seed=42, file_format="pdf"
+    )
+    assert snap.diagnostics["articles_with_undrawable_characters"] == 1
+    assert snap.diagnostics["undrawable_characters"] == 2
