@@ -212,6 +212,9 @@ def test_the_cli_runs_judges_reports_and_makes_a_hand_check_sheet(data, endpoint
     assert read_run_manifest(run)["snapshot"]["k"] == 2
     assert main(["bench", "judge", str(run), "--base-url", BASE_URL, "--set", "llm.max_retries=0"]) == 0
     assert main(["bench", "financebench-report", str(run), "--resamples", "50"]) == 0
+    capsys.readouterr()
+    assert main(["bench", "report", str(run)]) == 2  # the HotpotQA report refuses it, naming the right one
+    assert "a financebench run; its report is lens bench financebench-report" in capsys.readouterr().err
     report = (run / "report" / "report.md").read_text(encoding="utf-8")
     assert "FinanceBench: correctness" in report and "BM25-RAG vs Closed-Book" in report
     with open(run / "report" / "financebench.csv", encoding="utf-8") as fh:
