@@ -18,7 +18,11 @@ _EXPORTS = {
     "CorpusView": "lens.reader._view",
     "survey_corpus": "lens.reader._filestats",
     "StatsStore": "lens.reader._store",
+    # one document-format file (PDF, Word, …) read into its units, and those as the reader's documents
+    "extract": "lens.reader.formats",
     "format_of": "lens.reader.formats",  # a suffix's row of the format table: .read(bytes or path) -> its units
+    "Unreadable": "lens.reader.formats",
+    "unit_documents": "lens.reader._documents",
     "Extractor": "lens.reader._extraction",  # the pool of extraction workers (time limit, crash isolation)
     # requirements
     "Requirement": "lens.question._requirements",

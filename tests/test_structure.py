@@ -28,6 +28,7 @@ OPTIONAL_HEAVY = {
     "tqdm",
     "psutil",
     "watchdog",
+    "reportlab",  # writes PDFs: format-invariance snapshots (extra "bench")
     # document format libraries (core dependencies, but heavy to import: pdfium, lxml, Pillow): each format module
     # of lens.reader.formats imports its own when a file of that format is read, so `import lens` stays fast
     "pypdfium2",

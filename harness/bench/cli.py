@@ -32,8 +32,10 @@ def add_bench_parser(sub: argparse._SubParsersAction, handler: Handler) -> None:
     _add_judge(b_sub, handler)
     _add_score(b_sub, handler)
     _add_run(b_sub, handler)
+    _add_financebench(b_sub, handler)
     _add_lifecycle(b_sub, handler)
     _add_report(b_sub, handler)
+    _add_compare(b_sub, handler)
     _add_simulate(b_sub, handler)
 
 
@@ -57,8 +59,9 @@ def _add_snapshot(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
         "snapshot",
         help="build (or verify) the nested raw snapshots D_n: one file per article, manifests, checksums",
         description="Build D_n (gold + context distractors of G_n + background at 3:1) as one extensionless "
-        "file per article under DIR/D<n>/ with DIR/D<n>.manifest.json. Existing stages are verified and "
-        "kept; growth is append-only. With only --out and --verify, verify an existing build.",
+        "file per article (or one PDF or .docx per article with --as) under DIR/D<n>/ with DIR/D<n>.manifest.json. "
+        "Existing stages are verified and kept; growth is append-only. With only --out and --verify, verify an "
+        "existing build.",
     )
     q.add_argument("--questions", metavar="FILE", help="official HotpotQA JSON (the population)")
     add_options(q, "--articles")
@@ -66,6 +69,13 @@ def _add_snapshot(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
     q.add_argument("--seed", type=int, default=42, help="sampling and background seed (default 42)")
     q.add_argument("--background-ratio", type=float, default=3.0, help="background : linked (default 3)")
     q.add_argument("--shards", action="store_true", help="also write the articles as .bz2 JSONL shards")
+    q.add_argument(
+        "--as",
+        dest="file_format",
+        choices=("text", "pdf", "docx"),
+        default="text",
+        help="each article as an extensionless text file (default), a PDF (needs the bench extra) or a .docx",
+    )
     q.add_argument("--verify", action="store_true", help="re-hash every file against the manifests")
     add_options(q, "--sizes", "--sf-cap", "--shard-size", "--json")
     handler(q, "harness.bench.commands:snapshot")
@@ -189,6 +199,66 @@ def _add_run(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
     handler(q, "harness.bench.commands:run")
 
 
+def _add_financebench(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
+    q = b_sub.add_parser(
+        "financebench",
+        help="questions over a folder of PDF filings with page-level gold (FinanceBench): LENS, RAG over pages, closed",
+        description="Answer FinanceBench's questions over all its filings at once (LENS; BM25-RAG and Hybrid-RAG over "
+        "page units, the top k pages into one answer call; Closed-Book), appending one scored row per (system, "
+        "question) to RUN_DIR/rows.jsonl as it finishes: evidence page recall, filing recall, correctness by rule "
+        "(numbers within 1 %, yes/no) or left to `lens bench judge`, tokens, seconds. Rerunning resumes; a RUN_DIR "
+        "made under other bindings or another configuration is refused.",
+    )
+    q.add_argument("--data", required=True, metavar="DIR", help="FinanceBench folder: questions.jsonl and pdfs/")
+    q.add_argument("--out", required=True, metavar="RUN_DIR", help="run folder (created; resumed if it exists)")
+    q.add_argument("--systems", default="lens,bm25,hybrid,closed", help="comma-separated (default: all four)")
+    q.add_argument("--limit", type=int, metavar="N", help="only the first N questions of the file")
+    q.add_argument(
+        "--k",
+        type=int,
+        help="RAG: pages in the answer prompt (default: loop.evidence_docs, the pages LENS keeps in E*)",
+    )
+    q.add_argument(
+        "--passage-chars",
+        type=int,
+        metavar="N",
+        help="RAG: most characters of one page in the prompt (default: 3 x loop.window_token_cap)",
+    )
+    q.add_argument("--concurrency", type=int, default=1, help="questions in flight at once (default 1)")
+    q.add_argument("--index-dir", metavar="DIR", help="where persisted indexes live (default RUN_DIR/indexes)")
+    add_options(q, "--dense-model")
+    q.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_options(q, "--json")
+    add_config_args(q)
+    handler(q, "harness.bench.commands:financebench")
+    q = b_sub.add_parser(
+        "financebench-report",
+        help="the FinanceBench table (markdown + CSV) with paired tests, from a run folder",
+        description="Correctness (rule, else the judge's verdict from lens bench judge), evidence page recall and hit, "
+        "filing recall, pages cited, tokens and seconds per system; correctness by question type; exact McNemar on "
+        "correctness and paired bootstrap intervals of the correctness and page-recall differences.",
+    )
+    q.add_argument("run_dir", metavar="RUN_DIR")
+    q.add_argument("--out", metavar="DIR", help="report folder (default RUN_DIR/report)")
+    q.add_argument("--resamples", type=int, default=10000, help="bootstrap resamples (default 10000)")
+    q.add_argument("--seed", type=int, default=42, help="bootstrap seed (default 42)")
+    handler(q, "harness.bench.commands:financebench_report_cmd")
+    q = b_sub.add_parser(
+        "financebench-handcheck",
+        help="a CSV of graded answers for a person to check, or the agreement of a checked one",
+        description="With RUN_DIR and --out: write N rows (question, gold, prediction, the automatic verdict and its "
+        "rule) drawn in a seeded order, with an empty human column. With --graded: the share of filled rows where the "
+        "human grade agrees with the automatic verdict, and Cohen's kappa.",
+    )
+    q.add_argument("run_dir", nargs="?", metavar="RUN_DIR")
+    q.add_argument("--out", metavar="FILE", help="the hand-check CSV to write")
+    q.add_argument("--n", type=int, default=30, help="rows to draw (default 30)")
+    q.add_argument("--seed", type=int, default=42, help="draw seed (default 42)")
+    q.add_argument("--graded", metavar="FILE", help="a filled hand-check CSV: print the agreement")
+    add_options(q, "--json")
+    handler(q, "harness.bench.commands:financebench_handcheck")
+
+
 def _add_lifecycle(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
     q = b_sub.add_parser(
         "lifecycle",
@@ -228,6 +298,24 @@ def _add_report(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
     q.add_argument("--seed", type=int, default=42, help="bootstrap seed (default 42)")
     q.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     handler(q, "harness.bench.commands:report")
+
+
+def _add_compare(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
+    q = b_sub.add_parser(
+        "compare",
+        help="the same questions over two corpora (e.g. D125 as text and as PDF), paired question by question",
+        description="Pair two runs of lens bench run that asked the same questions in the same order with the same "
+        "configuration and code over different corpora (format invariance: --as pdf against text): EM and Ev.Rec "
+        "of each, their differences with paired bootstrap intervals, exact McNemar on EM, cost, and whether both "
+        "differences lie within --margin pp. Runs that differ in anything else are refused, naming the difference.",
+    )
+    q.add_argument("run_a", metavar="RUN_A", help="the reference run (e.g. the text snapshot)")
+    q.add_argument("run_b", metavar="RUN_B", help="the run compared with it (e.g. the PDF snapshot)")
+    q.add_argument("--out", metavar="DIR", help="where compare.md and compare.csv go (default RUN_B/compare)")
+    q.add_argument("--margin", type=float, default=1.5, help="pp within which a difference counts as none (1.5)")
+    q.add_argument("--resamples", type=int, default=10000, help="bootstrap resamples (default 10000)")
+    q.add_argument("--seed", type=int, default=42, help="bootstrap seed (default 42)")
+    handler(q, "harness.bench.commands:compare")
 
 
 def _add_simulate(b_sub: argparse._SubParsersAction, handler: Handler) -> None:

@@ -14,8 +14,10 @@ import time
 from pathlib import Path
 
 from harness.bench import simulation
+from harness.bench.compare import compare_runs
 from harness.bench.datasets import DataError, load_articles, load_predictions, load_questions
 from harness.bench.executor import LocalExecutor, RayExecutor
+from harness.bench.financebench import financebench_report, handcheck_agreement, plan_financebench, write_handcheck
 from harness.bench.fullwiki import prepare_fullwiki
 from harness.bench.judge import judge_runs
 from harness.bench.lifecycle import find_stages, lifecycle_table, measure_lifecycle
@@ -306,6 +308,7 @@ def snapshot(args: argparse.Namespace) -> int:
         background_ratio=args.background_ratio,
         sf_cap=args.sf_cap,
         population_sha256=inputs["questions"]["sha256"],
+        file_format=args.file_format,
     )
     t_plan = time.perf_counter()
 
@@ -489,6 +492,11 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(_run_json(summary, plan), indent=1))
     else:
         _print_run(summary, systems)
+    return _run_exit(summary)
+
+
+def _run_exit(summary: RunSummary) -> int:
+    """What a finished run session says on stderr about endpoint failures and stops, and its exit code."""
     if summary.endpoint_failures:
         print(
             f"endpoint failures: {summary.endpoint_failures} (system, question) attempts got no answer from the "
@@ -555,6 +563,94 @@ def _print_run(summary: RunSummary, systems: tuple[str, ...]) -> None:
     )
 
 
+# --------------------------------------------------------------------------- financebench
+
+
+def financebench(args: argparse.Namespace) -> int:
+    systems = tuple(s.strip().lower() for s in args.systems.split(",") if s.strip())
+    if args.concurrency < 1:
+        raise DataError(f"--concurrency {args.concurrency}: must be >= 1")
+    config = config_from_args(args)
+    plan = plan_financebench(
+        data=args.data,
+        systems=systems,
+        out=args.out,
+        config=config,
+        limit=args.limit,
+        index_dir=args.index_dir,
+        k=args.k,
+        passage_chars=args.passage_chars,
+        dense_model=args.dense_model,
+    )
+    print(
+        f"financebench {plan.out}: {len(plan.questions)} questions x {len(plan.systems)} systems over "
+        f"{plan.snapshot_info['filings']} filings ({plan.snapshot_info['documents']:,} pages with text); RAG k = "
+        f"{plan.settings.k} pages of at most {plan.settings.passage_chars:,} characters; config "
+        f"{plan.config_hash[:12]}, binding {plan.binding_hash[:12]}",
+        file=sys.stderr,
+    )
+    summary = run_benchmark(plan, executor=LocalExecutor(args.concurrency), progress=not args.no_progress)
+    if args.json:
+        print(json.dumps(_run_json(summary, plan), indent=1))
+    else:
+        rows = [
+            [
+                name,
+                str(int(m["rows"])),
+                f"{100 * m['correct_by_rule']:.1f}",
+                str(int(m["for_the_judge"])),
+                "—" if m["page_recall"] is None else f"{100 * m['page_recall']:.1f}",
+                "—" if m["filing_recall"] is None else f"{100 * m['filing_recall']:.1f}",
+                f"{m['tokens']:,.0f}",
+                f"{m['seconds']:.1f}",
+                str(int(m["errors"])),
+            ]
+            for name, m in sorted(summary.per_system.items(), key=lambda kv: plan.systems.index(kv[0]))
+        ]
+        headers = ["System", "Rows", "Correct (rule)", "For the judge", "Page recall", "Filing recall"]
+        print(_table(headers + ["Tokens/q", "Seconds/q", "Errors"], rows, set(range(1, 9))))
+        print(
+            f"rows: {summary.rows_written} written now, {summary.rows_before} before, "
+            f"{summary.rows_total}/{summary.planned} done; {summary.out / 'rows.jsonl'}; next: lens bench judge "
+            f"{summary.out}, then lens bench financebench-report {summary.out}"
+        )
+    return _run_exit(summary)
+
+
+def financebench_report_cmd(args: argparse.Namespace) -> int:
+    out = Path(args.out) if args.out else Path(args.run_dir) / "report"
+    files = financebench_report(args.run_dir, out, resamples=args.resamples, seed=args.seed)
+    print(f"wrote {files[0]} and {len(files) - 1} CSV tables to {out}")
+    return 0
+
+
+def financebench_handcheck(args: argparse.Namespace) -> int:
+    if args.graded:
+        result = handcheck_agreement(args.graded)
+        if args.json:
+            print(json.dumps(result, indent=1))
+        elif not result["graded"]:
+            print(f"{args.graded}: no row has a grade in its human column yet")
+        else:
+            kappa = "undefined" if result["kappa"] is None else f"{result['kappa']:.2f}"
+            print(
+                f"{result['graded']} graded rows: the automatic verdict agrees with the human grade on "
+                f"{result['agree']} ({100 * result['agreement']:.1f} %), Cohen's kappa {kappa}; correct: automatic "
+                f"{result['auto_correct']}, human {result['human_correct']}"
+            )
+            for rule, r in result["per_rule"].items():
+                print(f"  {rule}: {r['agree']}/{r['graded']} agree")
+        return 0
+    if not args.run_dir or not args.out:
+        raise DataError("give RUN_DIR and --out FILE to write a hand-check sheet, or --graded FILE to score one")
+    n = write_handcheck(args.run_dir, args.out, n=args.n, seed=args.seed)
+    print(
+        f"wrote {n} rows to {args.out}: fill its human column with correct or incorrect, then run "
+        f"lens bench financebench-handcheck --graded {args.out}"
+    )
+    return 0
+
+
 # --------------------------------------------------------------------------- lifecycle
 
 
@@ -601,6 +697,13 @@ def report(args: argparse.Namespace) -> int:
     for r in result.refusals:
         print(f"refused: {r}", file=sys.stderr)
     return 1 if result.refusals else 0
+
+
+def compare(args: argparse.Namespace) -> int:
+    table = compare_runs(args.run_a, args.run_b, args.out, margin=args.margin, resamples=args.resamples, seed=args.seed)
+    print(table.markdown())
+    print(f"wrote compare.md and compare.csv to {args.out or Path(args.run_b) / 'compare'}")
+    return 0
 
 
 def simulate(args: argparse.Namespace) -> int:

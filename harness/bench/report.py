@@ -194,8 +194,12 @@ def _count(x: Any) -> str:
 
 
 def load_run(path: str | os.PathLike[str]) -> Run:
+    """A HotpotQA run folder (``lens bench run``); another workload's run is refused, naming its own report."""
     p = Path(path)
     manifest = read_run_manifest(p)
+    workload = (manifest.get("binding") or {}).get("workload")
+    if workload:
+        raise ReportError(f"{p}: a {workload} run; its report is lens bench {workload}-report")
     rows = read_rows(p, manifest)
     return Run(p, manifest, rows)
 

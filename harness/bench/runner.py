@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable, TextIO
+from typing import Any, Callable, Protocol, TextIO
 
 import lens
 from harness.bench.datasets import DataError, Question, load_questions
@@ -94,6 +94,7 @@ from lens import open_client
 __all__ = [
     "Job",
     "RunPlan",
+    "Workload",
     "RunSummary",
     "Worker",
     "plan_run",
@@ -104,6 +105,17 @@ __all__ = [
 
 
 ENDPOINT_BREAKER = 10  # endpoint failures in a row (no success between) that stop a run
+
+
+class Workload(Protocol):
+    """What a workload other than HotpotQA puts in a row and how it sums rows up; its questions (``RunPlan.questions``)
+    need only an ``id`` and a ``question`` (never the gold) for the systems."""
+
+    def row_fields(self, question: Any, pred: Prediction) -> dict[str, Any]:
+        """The row's question and gold fields and its ``scores``."""
+
+    def summarise(self, rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+        """Per system, the run summary's figures."""
 
 
 def canonical_hash(obj: Any) -> str:
@@ -142,6 +154,8 @@ class RunPlan:
     index_root: Path
     snapshot_info: dict[str, Any]
     limit: int | None = None
+    # another workload's questions and scores (``lens bench financebench``): None for HotpotQA over a snapshot
+    workload: Workload | None = None
 
     @property
     def arm(self) -> str:
@@ -614,7 +628,9 @@ def _run_summary(
         planned=len(plan.questions) * len(plan.systems),
         cut_bytes=cut,
         stopped=tally.stopped,
-        per_system=_summaries([r for r in all_rows if row_key(r) in planned_keys]),
+        per_system=(plan.workload.summarise if plan.workload is not None else _summaries)(
+            [r for r in all_rows if row_key(r) in planned_keys]
+        ),
         endpoint_failures=tally.failed_attempts,
         endpoint_error=tally.last_failure,
     )
@@ -795,12 +811,18 @@ class _Tally:
             "question_id": q.id,
             "position": job.position,
             "question": q.question,
-            "type": q.type,
-            "level": q.level,
-            "gold_answer": q.answer,
-            "gold_titles": list(q.gold_titles),
+            **(
+                plan.workload.row_fields(q, pred)
+                if plan.workload is not None
+                else {
+                    "type": q.type,
+                    "level": q.level,
+                    "gold_answer": q.answer,
+                    "gold_titles": list(q.gold_titles),
+                    "scores": score_prediction(q, pred),
+                }
+            ),
             "prediction": pred.to_json(),
-            "scores": score_prediction(q, pred),
             "finished_at": _now(),
         }
 

@@ -20,6 +20,12 @@ sentences kept as empty lines, so line numbers map back to sent_ids (``sentences
 File names come from ``safe_file_name`` (see there) and are unique even on case-insensitive, normalising
 file systems; the title line, not the name, is the authoritative title.
 
+Other formats (``file_format``, ``lens bench snapshot --as pdf|docx``): the same articles, one PDF or Word file each
+(``harness.bench.renderers``: the title as the document's title metadata and its first line or Title paragraph, one
+paragraph per sentence), named as above plus ``.pdf`` / ``.docx``. Everything else — stages, growth, manifests,
+checksums, verification — is the same; the manifest's ``layout.format`` and ``parameters.writer`` say what wrote
+the files. Line numbers do not map to sentences there (a PDF wraps them), and ``--shards`` is for text only.
+
 Growth is append-only: D_m's files are D_n's files (byte-identical) plus new ones. Each stage is written into
 a temporary folder and renamed into place, then its manifest ``D<n>.manifest.json`` (beside the folder, never
 inside it) is written atomically. Re-running over an existing output folder verifies existing stages and only
@@ -45,6 +51,7 @@ from typing import Callable, Iterable, Sequence
 from urllib.parse import quote, unquote
 
 from harness.bench.datasets import Article, DataError, Question, article_key
+from harness.bench.renderers import FILE_FORMATS, SUFFIX, render, undrawable, writer_info
 from harness.bench.samples import (
     DEFAULT_SEED,
     DEFAULT_SF_CAP,
@@ -80,6 +87,7 @@ __all__ = [
     "build_snapshots",
     "verify_snapshots",
     "read_manifest",
+    "snapshot_format",
     "shard_path",
     "shard_bytes",
 ]
@@ -462,8 +470,11 @@ class _Growth:
     """The nested stages built one after the other: the files in order of addition (carried across stages), the
     background drawn so far, and each file's bytes rendered once."""
 
-    def __init__(self, universe: dict[str, Article], names: dict[str, str], candidates: list[Article]) -> None:
-        self.universe, self.names, self.candidates = universe, names, candidates
+    def __init__(
+        self, universe: dict[str, Article], names: dict[str, str], candidates: list[Article], file_format: str = "text"
+    ) -> None:
+        self.universe, self.candidates, self.file_format = universe, candidates, file_format
+        self.names = {t: n + SUFFIX[file_format] for t, n in names.items()}
         self.order: list[str] = []
         self.present: set[str] = set()
         self.n_background = 0
@@ -479,7 +490,10 @@ class _Growth:
         name = self.names[a.title]
         data = self.texts.get(name)
         if data is None:
-            data = render_article(a.title, a.sentences).encode("utf-8", "surrogatepass")
+            if self.file_format == "text":
+                data = render_article(a.title, a.sentences).encode("utf-8", "surrogatepass")
+            else:
+                data = render(self.file_format, a.title, a.sentences)
             self.texts[name] = data
             self.by_name[name] = a
         return data
@@ -539,14 +553,19 @@ def plan_snapshots(
     sf_cap: int = DEFAULT_SF_CAP,
     max_name_bytes: int = MAX_NAME_BYTES,
     population_sha256: str | None = None,
+    file_format: str = "text",
 ) -> SnapshotSet:
-    """Plan D_n for every n in ``sizes`` from the population ``questions`` and the article pool.
+    """Plan D_n for every n in ``sizes`` from the population ``questions`` and the article pool, each article a
+    file in ``file_format`` ("text", "pdf" or "docx").
 
     Deterministic in its inputs: the same questions, pool and parameters give the same files, names and
-    checksums on every machine. Raises DataError if a size exceeds the population.
+    checksums on every machine (for PDF and Word, with the same writer version and font, recorded in the
+    manifest). Raises DataError if a size exceeds the population.
     """
     if background_ratio < 0 or not math.isfinite(background_ratio):
         raise DataError(f"background ratio must be a finite number >= 0, got {background_ratio}")
+    if file_format not in FILE_FORMATS:
+        raise DataError(f"--as {file_format!r}: choose one of {', '.join(FILE_FORMATS)}")
     sample = draw_samples(questions, sizes, seed=seed, sf_cap=sf_cap, population_sha256=population_sha256)
     pool = _Pool(articles)
     linked = _link_questions(questions, pool)
@@ -557,11 +576,20 @@ def plan_snapshots(
         (a for a in pool.pool.values() if article_key(a.title) not in linked.keys),
         key=lambda a: (_background_rank(seed, a.title), a.title),
     )
-    growth = _Growth(universe, assign_file_names(universe, max_bytes=max_name_bytes), candidates)
+    growth = _Growth(universe, assign_file_names(universe, max_bytes=max_name_bytes), candidates, file_format)
     plans: list[SnapshotPlan] = []
     for stage in sample.stages:
         new_ids = stage.ids[len(plans[-1].question_ids) if plans else 0 :]
         plans.append(growth.stage(stage, new_ids, linked, background_ratio))
+    fonts = {}
+    if file_format == "pdf":  # what the font cannot draw does not come back from the PDF: say how much that is
+        lost = {n: undrawable(" ".join((a.title, *a.sentences))) for n, a in growth.by_name.items()}
+        lost = {n: chars for n, chars in lost.items() if chars}
+        fonts = {
+            "articles_with_undrawable_characters": len(lost),
+            "undrawable_characters": len(set().union(*lost.values())) if lost else 0,
+            "undrawable_examples": sorted(lost)[:10],
+        }
     return SnapshotSet(
         sample=sample,
         plans=plans,
@@ -572,6 +600,8 @@ def plan_snapshots(
             "sf_cap": sf_cap,
             "background_ratio": background_ratio,
             "max_name_bytes": max_name_bytes,
+            # text snapshots keep the parameters they always had (their manifests stay byte-identical)
+            **({"file_format": file_format, "writer": writer_info(file_format)} if file_format != "text" else {}),
         },
         diagnostics={
             "pool_articles": len(pool.pool),
@@ -579,6 +609,7 @@ def plan_snapshots(
             "context_only_articles": len(pool.context_only),
             "ambiguous_title_matches": sorted(pool.ambiguous),
             "population_linked_titles": len(linked.keys),
+            **fonts,
         },
     )
 
@@ -663,18 +694,39 @@ def _manifest(
             else {"name": prev.name, "corpus_checksum": prev.corpus_checksum, "files": len(prev.files)}
         ),
         "files_added": len(plan.files) - (len(prev.files) if prev else 0),
-        "layout": {
-            "encoding": "utf-8",
-            "title_line": 1,
-            "sentence_line_offset": SENTENCE_LINE_OFFSET,
-            "checksum_rule": "sha256 of '<sha256>  <name>\\n' lines sorted by name bytes",
-        },
+        "layout": _layout(snap.parameters.get("file_format", "text")),
         "parameters": dict(snap.parameters),
         "inputs": inputs or {},
         "diagnostics": {**snap.diagnostics, "context_mismatches": plan.context_mismatches},
         "shards": shards,
         "files": [f.to_json() for f in plan.files],
     }
+
+
+_CHECKSUM_RULE = "sha256 of '<sha256>  <name>\\n' lines sorted by name bytes"
+
+
+def _layout(file_format: str) -> dict:
+    """The manifest's ``layout``: how a file holds its article."""
+    if file_format == "text":
+        return {
+            "encoding": "utf-8",
+            "title_line": 1,
+            "sentence_line_offset": SENTENCE_LINE_OFFSET,
+            "checksum_rule": _CHECKSUM_RULE,
+        }
+    return {
+        "format": file_format,
+        "suffix": SUFFIX[file_format],
+        "title": "the document's title metadata (PDF Title, Word core properties) and its first line",
+        "sentences": "one paragraph per sentence, in order (empty sentences kept as empty paragraphs)",
+        "checksum_rule": _CHECKSUM_RULE,
+    }
+
+
+def snapshot_format(manifest: dict) -> str:
+    """The file format of a stage's files ("text" for manifests written before other formats existed)."""
+    return (manifest.get("layout") or {}).get("format", "text")
 
 
 def _clear_partials(out: Path, name: str) -> None:
@@ -745,6 +797,8 @@ def build_snapshots(
     """
     if shard_size < 1:
         raise DataError(f"--shard-size must be >= 1, got {shard_size}")
+    if shards and snap.parameters.get("file_format", "text") != "text":
+        raise DataError("--shards writes the articles as text shards; build them with a text snapshot (no --as)")
     out = Path(out_dir)
     try:
         out.mkdir(parents=True, exist_ok=True)

@@ -19,6 +19,7 @@ OPTIONAL_EXTRAS = {
     "mcp",
     "psutil",
     "ray",
+    "reportlab",
     "scipy",
     "sentence_transformers",
     "sklearn",

@@ -9,7 +9,15 @@ The baselines read the snapshot layout of ``harness.bench.snapshots`` directly: 
 (authoritative; the name is only an encoding of it), sentence k = line k + 2 (HotpotQA's sent_id k). Reading also
 computes the folder's corpus checksum by the manifests' rule, so an index can say exactly which corpus it covers.
 
-Hidden entries and sub-folders are skipped (a snapshot is flat); files that are not UTF-8 are skipped and counted.
+A file of a document format lens reads (``.pdf``, ``.docx``, … — a snapshot written with ``--as pdf|docx``, or a
+folder of filings) is read through lens's own reader (``lens.parts.extract``, then ``unit_documents``), so every
+arm searches the text LENS reads: one document per unit (a PDF page, a run of Word paragraphs), named
+``<file>#u<k>`` as LENS names it, its sentences the unit's text lines (a table row stays one line), its
+``location`` the unit's (``{"page": 3}``) and its title the file's title (:func:`file_title`). A file's units
+are kept per process, keyed by its path and stat signature, so a retrieved page is not parsed again.
+
+Hidden entries and sub-folders are skipped (a snapshot is flat); files that are not UTF-8 are skipped and counted,
+and so are document files the reader cannot read (by the reader's reason: ``encrypted``, ``corrupt``, …).
 Nothing is ever written into the folder.
 """
 
@@ -17,22 +25,43 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.bench.datasets import DataError, article_key, iter_records, shard_files
-from harness.bench.snapshots import SENTENCE_LINE_OFFSET, corpus_checksum
+from harness.bench.snapshots import SENTENCE_LINE_OFFSET, corpus_checksum, title_from_file_name
+from lens.parts import Unreadable, extract, format_of, unit_documents
 
-__all__ = ["SnapshotDoc", "SnapshotCorpus", "read_snapshot_doc", "folder_signature"]
+__all__ = [
+    "SnapshotDoc",
+    "SnapshotCorpus",
+    "read_snapshot_doc",
+    "folder_signature",
+    "file_title",
+    "is_document_file",
+    "unit_docs",
+]
+
+UNIT_MARK = "#u"  # "<file>#u<k>": unit k of a document-format file, as lens's reader names it
 
 
 @dataclass(frozen=True)
 class SnapshotDoc:
-    """One article file: ``name`` (file name, the document id), ``title`` (line 1), ``sentences`` (lines 2..)."""
+    """One document: ``name`` (the document id: a file name, ``<shard>#L<line>`` for a shard's record,
+    ``<file>#u<k>`` for a unit of a document-format file), ``title`` (line 1; a unit's: its file's title),
+    ``sentences`` (lines 2..; a unit's text lines). ``path`` and ``location`` are set for units only."""
 
     name: str
     title: str
     sentences: tuple[str, ...]
+    path: str = ""  # the file a unit is in
+    location: dict | None = None  # where the unit is in its file ({"page": 3})
+
+    @property
+    def file(self) -> str:
+        """The file this document is (or is in, for a unit or record)."""
+        return self.path or self.name.split("#L", 1)[0]
 
     @property
     def text(self) -> str:
@@ -52,11 +81,67 @@ def _parse(name: str, data: bytes) -> SnapshotDoc:
     return SnapshotDoc(name=name, title=title or name, sentences=tuple(s.strip() for s in lines[1:]))
 
 
+def is_document_file(name: str) -> bool:
+    """Whether lens reads ``name`` as a document format (units), not as text."""
+    dot = name.rfind(".")
+    return dot > 0 and "/" not in name[dot:] and format_of(name[dot:]) is not None
+
+
+def file_title(unit_title: str, name: str) -> str:
+    """The title of the document-format file ``name`` from one of its units' titles: the file's title metadata as
+    lens read it (PDF Title, Word core properties). Where the reader fell back to the file name (a title it would
+    not take as one: no letter, over 200 characters, "Untitled …"), the unit's title is the file name (a Word
+    unit: the file name, " — " and its heading) and the title is decoded from the name instead
+    (``title_from_file_name``, as a snapshot wrote it)."""
+    base = name.rsplit("/", 1)[-1]
+    if unit_title == base or unit_title.startswith(base + " — "):
+        return title_from_file_name(base[: base.rfind(".")] if "." in base else base)
+    return unit_title
+
+
+_UNITS: dict[tuple, tuple[SnapshotDoc, ...]] = {}
+_UNITS_LOCK = threading.Lock()
+_UNITS_MAX = 200_000  # files remembered per process; past it the memo starts over
+
+
+def unit_docs(folder: str | os.PathLike[str], name: str, data: bytes | None = None) -> tuple[SnapshotDoc, ...]:
+    """The units of the document-format file ``name`` of ``folder`` as documents, read through lens's reader and
+    remembered by the file's stat signature. Raises OSError, or ``lens.parts.Unreadable`` with the reader's
+    reason."""
+    path = Path(folder) / name
+    st = path.stat()
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+    with _UNITS_LOCK:
+        hit = _UNITS.get(key)
+    if hit is not None:
+        return hit
+    docs = unit_documents(name, extract(path if data is None else data, name[name.rfind(".") :], name=name))
+    hit = tuple(
+        SnapshotDoc(
+            d.doc_id,
+            file_title(d.title, name),
+            tuple(x.strip() for x in d.text.split("\n")[1:] if x.strip()),
+            path=name,
+            location=dict(d.location or {}),
+        )
+        for d in docs
+    )
+    with _UNITS_LOCK:
+        if len(_UNITS) >= _UNITS_MAX:
+            _UNITS.clear()
+        _UNITS[key] = hit
+    return hit
+
+
 def read_snapshot_doc(folder: str | os.PathLike[str], name: str) -> SnapshotDoc | None:
-    """One document read from the folder as it is now; ``None`` if the file is gone or not UTF-8."""
+    """One document read from the folder as it is now; ``None`` if the file is gone, not UTF-8, unreadable by the
+    reader, or (a unit) no longer has that unit."""
     try:
+        if UNIT_MARK in name:
+            file = name.rsplit(UNIT_MARK, 1)[0]
+            return next((d for d in unit_docs(folder, file) if d.name == name), None)
         return _parse(name, (Path(folder) / name).read_bytes())
-    except (OSError, UnicodeDecodeError):
+    except (OSError, UnicodeDecodeError, Unreadable):
         return None
 
 
@@ -92,7 +177,8 @@ def folder_signature(folder: str | os.PathLike[str]) -> str:
 
 @dataclass
 class SnapshotCorpus:
-    """Every document of a snapshot folder as it was when read, sorted by file name (UTF-8 bytes)."""
+    """Every document of a snapshot folder as it was when read, sorted by file name (UTF-8 bytes); a document
+    file's units follow one another in their order (page 1, 2, …)."""
 
     folder: Path
     docs: list[SnapshotDoc]
@@ -121,6 +207,13 @@ class SnapshotCorpus:
                 skipped["unreadable"] = skipped.get("unreadable", 0) + 1
                 continue
             hashes.append((e.name, hashlib.sha256(data).hexdigest()))
+            if is_document_file(e.name):
+                try:
+                    docs.extend(unit_docs(folder, e.name, data))
+                except (OSError, Unreadable) as exc:
+                    reason = getattr(exc, "reason", "unreadable")
+                    skipped[reason] = skipped.get(reason, 0) + 1
+                continue
             try:
                 docs.append(_parse(e.name, data))
             except UnicodeDecodeError:

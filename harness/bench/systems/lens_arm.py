@@ -8,6 +8,10 @@ warm-reuse memory: ``memory=None``, nothing recorded). It enforces its own budge
 - retrieved documents = the documents of that evidence (the files LENS cites);
 - supporting facts = (title, sent_id) for every line of every evidence passage, through the snapshot layout
   (``sentences_of_lines``); the title is the file's first line, the authoritative snapshot title;
+- a unit of a document-format file (a PDF page, a run of Word paragraphs: ``<file>#u<k>``) is titled by its file's
+  title (``corpus.file_title``: the PDF's Title metadata, the Word file's core properties title) and keeps its
+  ``location`` (``{"page": 3}``); its sentences do not map to HotpotQA sent_ids (a PDF wraps them), so a
+  prediction citing a unit gives no supporting facts (``None``: not evaluated);
 - cost = the agent's own accounting (oracle calls, prompt/completion tokens, cache hits).
 """
 
@@ -18,7 +22,7 @@ from typing import Any
 
 from harness.bench.snapshots import sentences_of_lines
 from harness.bench.systems.base import QuestionBudget, RunLevelError, System, error_text
-from harness.bench.systems.corpus import read_snapshot_doc
+from harness.bench.systems.corpus import file_title, read_snapshot_doc
 from harness.bench.systems.prediction import Passage, Prediction, RetrievedDoc
 from lens import Agent, LensError
 from lens.parts import is_endpoint_failure
@@ -62,14 +66,21 @@ def prediction_from_result(result: Any, folder: str | Path, system: str = "lens"
     titles: dict[str, str] = {}
     retrieved: dict[str, RetrievedDoc] = {}
     evidence: list[Passage] = []
-    support: list[tuple[str, int]] = []
+    support: list[tuple[str, int]] | None = []
     for e in result.evidence:
-        # a document is a file, or a record inside a container (a fullwiki shard): keyed by its document id
+        unit = _is_unit(e)
+        # a document is a file, a record inside a container (a fullwiki shard) or a unit of a document-format file
+        # (a PDF page): keyed by its document id
         if e.doc_id not in titles:
             doc = read_snapshot_doc(folder, e.path) if e.doc_id == e.path else None
-            titles[e.doc_id] = doc.title if doc is not None else e.title
+            titles[e.doc_id] = doc.title if doc is not None else file_title(e.title, e.path) if unit else e.title
         title = titles[e.doc_id]
-        retrieved.setdefault(e.doc_id, RetrievedDoc(e.doc_id, title))
+        location = dict(e.location) if unit else None
+        retrieved.setdefault(e.doc_id, RetrievedDoc(e.doc_id, title, location))
+        if unit:
+            support = None  # a unit's sentences are not HotpotQA sentences: supporting facts are not evaluated
+            evidence.append(Passage(path=e.path, title=title, text=e.text, location=location))
+            continue
         # Line ranges of a whole file map to sent_ids; a record inside a bench-written .bz2 shard (official layout:
         # its "text" a list of sentences, which the reader keeps one per sentence) is cited by sentence index,
         # which is the sent_id.
@@ -89,7 +100,8 @@ def prediction_from_result(result: Any, folder: str | Path, system: str = "lens"
                 last_sentence=sids[-1] if sids else None,
             )
         )
-        support.extend((title, s) for s in sids if (title, s) not in support)
+        if support is not None:
+            support.extend((title, s) for s in sids if (title, s) not in support)
     cost = result.cost
     return Prediction(
         system=system,
@@ -103,6 +115,11 @@ def prediction_from_result(result: Any, folder: str | Path, system: str = "lens"
         cache_hits=int(cost.cache_hits),
         details=lens_details(result),
     )
+
+
+def _is_unit(e: Any) -> bool:
+    """A unit of a document-format file: its location is a place in the file other than a line."""
+    return bool(e.location) and "line" not in e.location and e.doc_id != e.path
 
 
 class LensSystem(System):

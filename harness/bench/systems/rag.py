@@ -191,13 +191,17 @@ class RAGSystem(System):
                 continue
             shown = _shown_sentences(doc.sentences, self.passage_chars)
             blocks.append(fence_passage(f"P{len(blocks) + 1}", doc.title, shown))
-            pred.retrieved.append(RetrievedDoc(name, doc.title))
+            pred.retrieved.append(RetrievedDoc(name, doc.title, doc.location))
+            text = "\n".join([doc.title, *(s for _, s in shown)])
+            if doc.location is not None:  # a unit (a PDF page): its lines are not snapshot sentences
+                pred.evidence.append(Passage(path=doc.file, title=doc.title, text=text, location=doc.location))
+                continue
             last = shown[-1][0] if shown else None
             pred.evidence.append(
                 Passage(
                     path=name,
                     title=doc.title,
-                    text="\n".join([doc.title, *(s for _, s in shown)]),
+                    text=text,
                     line_start=1,
                     line_end=(last + SENTENCE_LINE_OFFSET) if last is not None else 1,
                     first_sentence=0 if shown else None,

@@ -25,7 +25,7 @@ from harness.bench.systems.closed_book import ClosedBookSystem
 from harness.bench.systems.corpus import SnapshotCorpus
 from harness.bench.systems.indexes import IndexBuild, IndexStore
 from harness.bench.systems.lens_arm import LensSystem
-from harness.bench.systems.rag import BM25Retriever, GoldRetriever, HybridRetriever, RAGSystem
+from harness.bench.systems.rag import PASSAGE_CHARS, BM25Retriever, GoldRetriever, HybridRetriever, RAGSystem
 from harness.bench.systems.react import ReActSystem
 from harness.retrieval import DenseEncoder, IndexFolderError
 
@@ -90,6 +90,7 @@ class ArmSettings:
     hybrid_depth: int = 200
     rrf_k: int = 60
     dense_model: str | None = None  # a sentence-transformers name or folder; None = the offline default
+    passage_chars: int = PASSAGE_CHARS  # RAG: most characters of one document placed in the prompt
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -166,7 +167,13 @@ def build_systems(plan: ArmPlan, config: Any, client: Any) -> dict[str, System]:
         elif name in ("bm25", "bm25-span"):
             index, build = need("bm25", store.load_bm25(str(plan.index_checksum)))
             out[name] = RAGSystem(
-                BM25Retriever(index, build), plan.folder, client, k=s.k, span=name == "bm25-span", **caps
+                BM25Retriever(index, build),
+                plan.folder,
+                client,
+                k=s.k,
+                span=name == "bm25-span",
+                passage_chars=s.passage_chars,
+                **caps,
             )
         elif name == "gold-passages":
             out[name] = RAGSystem(GoldRetriever(plan.gold_files), plan.folder, client, k=GoldRetriever.K, **caps)
@@ -175,7 +182,7 @@ def build_systems(plan: ArmPlan, config: Any, client: Any) -> dict[str, System]:
             bm, bm_build = need("bm25", store.load_bm25(str(plan.index_checksum)))
             dn, dn_build = need("dense", store.load_dense(str(plan.index_checksum), encoder))
             retriever = HybridRetriever(bm, bm_build, dn, dn_build, encoder, depth=s.hybrid_depth, rrf_k=s.rrf_k)
-            out[name] = RAGSystem(retriever, plan.folder, client, k=s.k, **caps)
+            out[name] = RAGSystem(retriever, plan.folder, client, k=s.k, passage_chars=s.passage_chars, **caps)
         else:  # pragma: no cover - parse_systems guards the names
             raise DataError(f"unknown system {name!r}")
     return out
