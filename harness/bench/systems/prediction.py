@@ -7,7 +7,8 @@ are computed by the runner from the prediction and the question (``harness.bench
 
 Paths are relative to the corpus folder the system read. Line numbers are 1-based file lines; sentence ids are
 HotpotQA sent_ids derived from lines through the snapshot layout (``harness.bench.snapshots.sentences_of_lines``),
-``None`` where a passage is not a line range of a snapshot file.
+``None`` where a passage is not a line range of a snapshot file. A document that is a unit of a document-format file
+(``<file>#u<k>``: a PDF page) carries its ``location`` in the file (``{"page": 3}``), as LENS cites it.
 """
 
 from __future__ import annotations
@@ -26,13 +27,17 @@ class RetrievedDoc:
 
     path: str
     title: str
+    location: dict | None = None  # a unit's place in its file ({"page": 3}); None for a whole file or record
 
     def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "title": self.title}
+        out = {"path": self.path, "title": self.title}
+        if self.location is not None:
+            out["location"] = self.location
+        return out
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "RetrievedDoc":
-        return cls(d["path"], d["title"])
+        return cls(d["path"], d["title"], d.get("location"))
 
 
 @dataclass(frozen=True)
@@ -46,9 +51,10 @@ class Passage:
     line_end: int | None = None
     first_sentence: int | None = None
     last_sentence: int | None = None
+    location: dict | None = None  # where in a document-format file ({"page": 3}); None for text
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "path": self.path,
             "title": self.title,
             "text": self.text,
@@ -57,6 +63,9 @@ class Passage:
             "first_sentence": self.first_sentence,
             "last_sentence": self.last_sentence,
         }
+        if self.location is not None:
+            out["location"] = self.location
+        return out
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "Passage":
@@ -68,6 +77,7 @@ class Passage:
             d.get("line_end"),
             d.get("first_sentence"),
             d.get("last_sentence"),
+            d.get("location"),
         )
 
 

@@ -25,6 +25,7 @@ from harness.bench.systems.closed_book import ClosedBookSystem
 from harness.bench.systems.corpus import SnapshotCorpus
 from harness.bench.systems.indexes import IndexBuild, IndexStore
 from harness.bench.systems.lens_arm import LensSystem
+from harness.bench.systems.paperqa_arm import PaperQASystem, ensure_paperqa_index, load_paperqa_index
 from harness.bench.systems.rag import BM25Retriever, GoldRetriever, HybridRetriever, RAGSystem
 from harness.bench.systems.react import ReActSystem
 from harness.retrieval import DenseEncoder, IndexFolderError
@@ -43,8 +44,9 @@ __all__ = [
     "build_systems",
 ]
 
-SYSTEM_NAMES = ("lens", "react", "bm25", "bm25-span", "hybrid", "closed", "gold-passages")
-INDEX_KINDS = {"bm25": ("bm25",), "bm25-span": ("bm25",), "hybrid": ("bm25", "dense")}  # persisted indexes
+SYSTEM_NAMES = ("lens", "react", "bm25", "bm25-span", "hybrid", "closed", "gold-passages", "paperqa")
+# persisted indexes; "paperqa": PaperQA2's document collection (the optional extra "paperqa")
+INDEX_KINDS = {"bm25": ("bm25",), "bm25-span": ("bm25",), "hybrid": ("bm25", "dense"), "paperqa": ("paperqa",)}
 _INDEX_FREE = {
     "lens": True,
     "react": True,
@@ -53,6 +55,7 @@ _INDEX_FREE = {
     "hybrid": False,
     "closed": True,
     "gold-passages": True,
+    "paperqa": False,
 }
 _READS_CORPUS = {n: n != "closed" for n in SYSTEM_NAMES}
 USES_GOLD = frozenset({"gold-passages"})  # arms that read labels: never in a headline table or a test
@@ -89,6 +92,7 @@ class ArmSettings:
     react_steps: int = 7
     hybrid_depth: int = 200
     rrf_k: int = 60
+    paperqa_embedding: str = "dense"  # PaperQA2: "dense" (the dense_model model), "sparse" or "hybrid"
     dense_model: str | None = None  # a sentence-transformers name or folder; None = the offline default
 
     def to_json(self) -> dict[str, Any]:
@@ -137,6 +141,9 @@ def prepare_indexes(
     if "dense" in kinds:
         _, build, built = store.ensure_dense(corpus, _encoder(settings), progress=progress)
         out["dense"] = (build, built)
+    if "paperqa" in kinds:
+        _, build, built = ensure_paperqa_index(store, corpus, settings.paperqa_embedding, settings.dense_model)
+        out["paperqa"] = (build, built)
     return out
 
 
@@ -176,6 +183,19 @@ def build_systems(plan: ArmPlan, config: Any, client: Any) -> dict[str, System]:
             dn, dn_build = need("dense", store.load_dense(str(plan.index_checksum), encoder))
             retriever = HybridRetriever(bm, bm_build, dn, dn_build, encoder, depth=s.hybrid_depth, rrf_k=s.rrf_k)
             out[name] = RAGSystem(retriever, plan.folder, client, k=s.k, **caps)
+        elif name == "paperqa":
+            got = load_paperqa_index(store, str(plan.index_checksum), s.paperqa_embedding, s.dense_model)
+            index, build = need("paperqa", got)
+            out[name] = PaperQASystem(
+                index,
+                build,
+                plan.folder,
+                config,
+                client,
+                embedding=s.paperqa_embedding,
+                dense_model=s.dense_model,
+                **caps,
+            )
         else:  # pragma: no cover - parse_systems guards the names
             raise DataError(f"unknown system {name!r}")
     return out
