@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from harness.bench.datasets import DataError
+from harness.bench.systems import paperqa_arm
 from harness.bench.systems.base import System
 from harness.bench.systems.closed_book import ClosedBookSystem
 from harness.bench.systems.corpus import SnapshotCorpus
 from harness.bench.systems.indexes import IndexBuild, IndexStore
 from harness.bench.systems.lens_arm import LensSystem
-from harness.bench.systems.paperqa_arm import PaperQASystem, ensure_paperqa_index, load_paperqa_index
 from harness.bench.systems.rag import BM25Retriever, GoldRetriever, HybridRetriever, RAGSystem
 from harness.bench.systems.react import ReActSystem
 from harness.retrieval import DenseEncoder, IndexFolderError
@@ -142,7 +142,9 @@ def prepare_indexes(
         _, build, built = store.ensure_dense(corpus, _encoder(settings), progress=progress)
         out["dense"] = (build, built)
     if "paperqa" in kinds:
-        _, build, built = ensure_paperqa_index(store, corpus, settings.paperqa_embedding, settings.dense_model)
+        _, build, built = paperqa_arm.ensure_paperqa_index(
+            store, corpus, settings.paperqa_embedding, settings.dense_model
+        )
         out["paperqa"] = (build, built)
     return out
 
@@ -170,6 +172,19 @@ def build_systems(plan: ArmPlan, config: Any, client: Any) -> dict[str, System]:
             )
         elif name == "closed":
             out[name] = ClosedBookSystem(client, **caps)
+        elif name == "paperqa":
+            got = paperqa_arm.load_paperqa_index(store, str(plan.index_checksum), s.paperqa_embedding, s.dense_model)
+            index, build = need("paperqa", got)
+            out[name] = paperqa_arm.PaperQASystem(
+                index,
+                build,
+                plan.folder,
+                config,
+                client,
+                embedding=s.paperqa_embedding,
+                dense_model=s.dense_model,
+                **caps,
+            )
         elif name in ("bm25", "bm25-span"):
             index, build = need("bm25", store.load_bm25(str(plan.index_checksum)))
             out[name] = RAGSystem(
@@ -183,19 +198,6 @@ def build_systems(plan: ArmPlan, config: Any, client: Any) -> dict[str, System]:
             dn, dn_build = need("dense", store.load_dense(str(plan.index_checksum), encoder))
             retriever = HybridRetriever(bm, bm_build, dn, dn_build, encoder, depth=s.hybrid_depth, rrf_k=s.rrf_k)
             out[name] = RAGSystem(retriever, plan.folder, client, k=s.k, **caps)
-        elif name == "paperqa":
-            got = load_paperqa_index(store, str(plan.index_checksum), s.paperqa_embedding, s.dense_model)
-            index, build = need("paperqa", got)
-            out[name] = PaperQASystem(
-                index,
-                build,
-                plan.folder,
-                config,
-                client,
-                embedding=s.paperqa_embedding,
-                dense_model=s.dense_model,
-                **caps,
-            )
         else:  # pragma: no cover - parse_systems guards the names
             raise DataError(f"unknown system {name!r}")
     return out
