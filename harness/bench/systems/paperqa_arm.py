@@ -463,6 +463,10 @@ def load_paperqa_index(
         raise IndexFolderError(f"{path}: does not match its build record (altered or incomplete); delete {final}")
     with open(path, "rb") as fh:
         index = pickle.load(fh)  # written by build_paperqa_index into this index root; its sha256 checked above
+    # PaperQA's vector store remembers its chunks by Python hash(), which is salted per process: with the hashes
+    # of the building process every chunk looks new to the first query, is added again and comes back twice
+    vectors = index.docs.texts_index
+    vectors.texts_hashes = {hash(t) for t in vectors.texts}
     index.path = str(final)
     return index, build
 

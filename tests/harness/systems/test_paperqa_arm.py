@@ -278,3 +278,24 @@ def test_the_lifecycle_measures_the_paperqa_collection_and_its_rebuild_after_gro
     assert not grown["index_free"] and grown["query_ready_after_growth"] is False and grown["rebuild_needed"] is True
     assert grown["index_build_s"] > 0 and grown["index_bytes"] > first["index_bytes"] > 0
     assert data["paperqa_embedding"] == "sparse"
+
+
+def test_a_collection_loaded_in_another_process_returns_each_chunk_once(bench_data, tmp_path):
+    """PaperQA's vector store keys chunks by hash(), salted per process: loaded elsewhere, the first query re-added
+    every chunk and PaperQA read each of its top 10 twice."""
+    folder = corpus(bench_data["D6"])
+    ensure_paperqa_index(IndexStore(tmp_path / "idx"), folder, "sparse", None)
+    code = (
+        "import asyncio\n"
+        "from harness.bench.systems import IndexStore\n"
+        "from harness.bench.systems.paperqa_arm import load_paperqa_index, paperqa_settings\n"
+        f"index, _ = load_paperqa_index(IndexStore({str(tmp_path / 'idx')!r}), {folder.checksum!r}, 'sparse', None)\n"
+        f"s = paperqa_settings(None, 'sparse', '/nonexistent', {str(folder.folder)!r})\n"
+        "got = asyncio.run(index.docs.retrieve_texts('Where does the Varn00 River flow?', 10, s))\n"
+        "print(len(got), len({t.name for t in got}), len(index.docs.texts_index.texts), len(index.docs.texts))"
+    )
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    got, distinct, indexed, chunks = map(int, out.stdout.split())
+    assert got == distinct == 10 and indexed == chunks
