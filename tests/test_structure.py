@@ -19,6 +19,10 @@ OPTIONAL_HEAVY = {
     "torch",  # dense retrieval (extra "bench")
     "sentence_transformers",
     "ray",  # the Ray executor (extra "scale")
+    "paperqa",  # the PaperQA2 benchmark arm (extra "paperqa") and its LLM layer
+    "litellm",
+    "lmi",
+    "pypdf",
     "bm25s",  # BM25 baselines (extra "bench")
     "rank_bm25",
     "Stemmer",

@@ -192,7 +192,7 @@ def _add_run(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
     q.add_argument("--index-dir", metavar="DIR", help="where persisted indexes live (default RUN_DIR/indexes)")
     q.add_argument("--k", type=int, default=5, help="RAG: documents in the answer prompt (default 5)")
     q.add_argument("--react-steps", type=int, default=7, help="ReAct step cap before the forced finish (default 7)")
-    add_options(q, "--dense-model")
+    add_options(q, "--dense-model", "--paperqa-embedding")
     q.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_options(q, "--json")
     add_config_args(q)
@@ -271,7 +271,7 @@ def _add_lifecycle(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
         "--snapshots", required=True, metavar="DIR", help="folder of D<n>/ stages and manifests, or one stage"
     )
     q.add_argument("--index-dir", required=True, metavar="DIR", help="where the indexes are written")
-    add_options(q, "--systems", "--dense-model")
+    add_options(q, "--systems", "--dense-model", "--paperqa-embedding")
     q.add_argument("--rebuild", action="store_true", help="rebuild indexes that already exist (re-measure)")
     q.add_argument("--in-process", action="store_true", help="build in this process (faster; memory less clean)")
     q.add_argument(

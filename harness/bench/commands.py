@@ -458,7 +458,12 @@ def run(args: argparse.Namespace) -> int:
     if args.concurrency < 1:
         raise DataError(f"--concurrency {args.concurrency}: must be >= 1")
     config = config_from_args(args)
-    settings = ArmSettings(k=args.k, react_steps=args.react_steps, dense_model=args.dense_model)
+    settings = ArmSettings(
+        k=args.k,
+        react_steps=args.react_steps,
+        dense_model=args.dense_model,
+        paperqa_embedding=args.paperqa_embedding,
+    )
     plan = plan_run(
         snapshot=args.snapshot,
         questions_file=args.questions,
@@ -661,6 +666,7 @@ def lifecycle(args: argparse.Namespace) -> int:
         args.index_dir,
         systems=parse_systems(args.systems),
         dense_model=args.dense_model,
+        paperqa_embedding=args.paperqa_embedding,
         isolate=not args.in_process,
         rebuild=args.rebuild,
         log=None if args.json else sys.stderr,

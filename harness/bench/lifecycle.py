@@ -12,6 +12,9 @@ system is query-ready right after the corpus grows (D_{n-1} → D_n) and whether
   when the folder changes. Its warm-up (read + in-memory BM25) is measured and reported as a query-time cost.
 - **LENS** reads the folder at every question (``lens.scan_corpus``); the scan time is its query-time cost.
 - **Closed-Book** reads nothing.
+- **PaperQA2** (``--systems …,paperqa``, the optional extra) persists its document collection like the RAG arms: its
+  build (parse, chunk, embed, pickle; no LLM call) is measured the same way, and after growth it covers only the old
+  files, so it needs a rebuild too.
 
 Index-free arms are checked, not assumed: after growth they must see every document of the grown folder.
 """
@@ -32,6 +35,7 @@ from harness.bench.snapshots import read_manifest
 from harness.bench.systems.corpus import SnapshotCorpus
 from harness.bench.systems.indexes import IndexBuild, IndexStore, PeakRSS
 from harness.bench.systems.live_search import LiveSearch
+from harness.bench.systems.paperqa_arm import build_paperqa_index, index_folder
 from harness.retrieval import DenseEncoder
 from lens.parts import scan_corpus
 
@@ -88,10 +92,27 @@ class SystemLifecycle:
         return dict(self.__dict__)
 
 
-def _build(kind: str, folder: str, index_root: str, dense_model: str | None, rebuild: bool, measured_in: str) -> dict:
+def _build(
+    kind: str,
+    folder: str,
+    index_root: str,
+    dense_model: str | None,
+    rebuild: bool,
+    measured_in: str,
+    paperqa_embedding: str = "dense",
+) -> dict:
     """Build (or read the record of) one index of one snapshot; runs in a child process by default."""
     store = IndexStore(index_root, measured_in=measured_in)
     corpus = SnapshotCorpus.load(folder)
+    if kind == "paperqa":
+        target = index_folder(store, corpus.checksum, paperqa_embedding, dense_model)
+        if rebuild and target.exists():
+            shutil.rmtree(target)
+        existing = store.record(target)
+        if existing is not None:
+            return {**existing.to_json(), "reused": True}
+        _, build = build_paperqa_index(store, corpus, paperqa_embedding, dense_model)
+        return {**build.to_json(), "reused": False}
     encoder = DenseEncoder(dense_model) if kind == "dense" else None
     target = store.bm25_folder(corpus.checksum) if kind == "bm25" else store.dense_folder(corpus.checksum, encoder)
     if rebuild and target.exists():
@@ -107,13 +128,20 @@ def _build(kind: str, folder: str, index_root: str, dense_model: str | None, reb
 
 
 def _run_build(
-    kind: str, folder: Path, index_root: Path, dense_model: str | None, rebuild: bool, isolate: bool
+    kind: str,
+    folder: Path,
+    index_root: Path,
+    dense_model: str | None,
+    rebuild: bool,
+    isolate: bool,
+    paperqa_embedding: str = "dense",
 ) -> IndexBuild:
+    args = (kind, str(folder), str(index_root), dense_model, rebuild)
     if not isolate:
-        d = _build(kind, str(folder), str(index_root), dense_model, rebuild, "this process")
+        d = _build(*args, "this process", paperqa_embedding)
     else:
         with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as pool:
-            d = pool.submit(_build, kind, str(folder), str(index_root), dense_model, rebuild, "child process").result()
+            d = pool.submit(_build, *args, "child process", paperqa_embedding).result()
     return IndexBuild.from_json(d)
 
 
@@ -127,6 +155,7 @@ def measure_lifecycle(
     *,
     systems: tuple[str, ...] = _SYSTEMS,
     dense_model: str | None = None,
+    paperqa_embedding: str = "dense",
     isolate: bool = True,
     rebuild: bool = False,
     log=None,
@@ -153,9 +182,10 @@ def measure_lifecycle(
         )
         builds: dict[str, IndexBuild] = {}
         kinds = (["bm25"] if {"bm25", "hybrid"} & set(systems) else []) + (["dense"] if "hybrid" in systems else [])
+        kinds += ["paperqa"] if "paperqa" in systems else []
         for kind in kinds:
             t0 = time.perf_counter()
-            builds[kind] = b = _run_build(kind, folder, index_root, dense_model, rebuild, isolate)
+            builds[kind] = b = _run_build(kind, folder, index_root, dense_model, rebuild, isolate, paperqa_embedding)
             if log:
                 print(
                     f"{folder.name} {kind}: {b.seconds:.2f} s, {b.bytes / 1e6:.2f} MB, peak RSS {b.peak_rss_bytes / 1e6:.0f} MB "
@@ -169,12 +199,13 @@ def measure_lifecycle(
         "index_root": str(index_root),
         "isolated_builds": isolate,
         "dense_model": dense_model,
+        **({"paperqa_embedding": paperqa_embedding} if "paperqa" in systems else {}),
         "stages": stages_json,
         "rows": [r.to_json() for r in rows],
     }
 
 
-_MEASURED = ("bm25", "hybrid", "react", "lens", "closed")
+_MEASURED = ("bm25", "hybrid", "react", "lens", "closed", "paperqa")
 
 
 def _system_row(
@@ -182,8 +213,12 @@ def _system_row(
 ) -> SystemLifecycle:
     """One system on one stage; ``old_ids`` (None on the first stage): the documents of the stage before."""
     names = corpus.names
-    if name in ("bm25", "hybrid"):
-        parts = [builds["bm25"]] + ([builds["dense"]] if name == "hybrid" else [])
+    if name in ("bm25", "hybrid", "paperqa"):
+        parts = (
+            [builds["paperqa"]]
+            if name == "paperqa"
+            else [builds["bm25"]] + ([builds["dense"]] if name == "hybrid" else [])
+        )
         cov = _coverage(old_ids, names) if old_ids is not None else None
         return SystemLifecycle(
             system=name,

@@ -58,8 +58,10 @@ SYSTEM_LABELS = {
     "closed": "Closed-Book",
     "bm25-span": "BM25-RAG + span",
     "gold-passages": "Gold passages",
+    "paperqa": "PaperQA2",
 }
-SYSTEM_ORDER = ("lens", "react", "hybrid", "bm25", "bm25-span", "closed")  # the paper's row order, then controls
+# the paper's row order, then controls, then the peer arm (last, so the paper's plot colours stay)
+SYSTEM_ORDER = ("lens", "react", "hybrid", "bm25", "bm25-span", "closed", "paperqa")
 REFERENCE_ARMS = frozenset({"gold-passages"})  # read labels: never in a headline table or a significance test
 
 

@@ -487,7 +487,7 @@ def _diff(old: Any, new: Any, prefix: str = "") -> list[str]:
 def _system_entry(name: str, system: Any, plan: RunPlan, indexes: dict[str, tuple[Any, bool]]) -> dict[str, Any]:
     params = {**system.params(), "code": code_fingerprint(name)}
     ident = {"system": name, "params": params, "config_hash": plan.config_hash, "binding_hash": plan.binding_hash}
-    kinds = {"bm25": ["bm25"], "hybrid": ["bm25", "dense"]}.get(name, [])
+    kinds = {"bm25": ["bm25"], "hybrid": ["bm25", "dense"], "paperqa": ["paperqa"]}.get(name, [])
     return {
         "system_hash": canonical_hash(ident),
         "params": params,

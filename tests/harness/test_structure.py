@@ -15,9 +15,13 @@ BENCHMARKS = sorted((ROOT / "benchmarks").rglob("*.py"))
 # Imported inside a function only so that the extra stays optional (or a heavy import stays off the CLI's path).
 OPTIONAL_EXTRAS = {
     "bm25s",
+    "litellm",
+    "lmi",
     "matplotlib",
     "mcp",
+    "paperqa",
     "psutil",
+    "pypdf",
     "ray",
     "reportlab",
     "scipy",

@@ -211,6 +211,18 @@ class IndexStore:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
 
+    def build_kind(
+        self, kind: str, corpus: SnapshotCorpus, final: Path, make: Callable[[Path], tuple[Any, dict]]
+    ) -> tuple[Any, IndexBuild]:
+        """Build an index of an arm of its own (PaperQA2's collection) the way the BM25 and dense ones are built:
+        ``make`` writes it into a temporary folder and returns it (with ``n_docs`` and ``index_hash``) and its
+        parameters; the build is measured and published at ``final``."""
+        return self._build(kind, corpus, final, make)
+
+    def record_of(self, final: Path, corpus_checksum: str) -> IndexBuild | None:
+        """The build record of ``final`` (None: never built); IndexFolderError when built for another corpus."""
+        return self._record_of(final, corpus_checksum)
+
     def _record_of(self, final: Path, corpus_checksum: str) -> IndexBuild | None:
         """The build record of ``final`` (None: never built); raises IndexFolderError when it was built for
         another corpus."""

@@ -26,6 +26,7 @@ _BASELINE_PROMPTS = {
     "hybrid": ("rag",),
     "closed": ("closed_book",),
     "gold-passages": ("rag",),
+    "paperqa": (),  # PaperQA2's prompts are its own (its version enters the arm's parameters)
 }
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.bench.datasets import DataError
+from harness.bench.systems import paperqa_arm
 from harness.bench.systems.base import System
 from harness.bench.systems.closed_book import ClosedBookSystem
 from harness.bench.systems.corpus import SnapshotCorpus
@@ -43,8 +44,9 @@ __all__ = [
     "build_systems",
 ]
 
-SYSTEM_NAMES = ("lens", "react", "bm25", "bm25-span", "hybrid", "closed", "gold-passages")
-INDEX_KINDS = {"bm25": ("bm25",), "bm25-span": ("bm25",), "hybrid": ("bm25", "dense")}  # persisted indexes
+SYSTEM_NAMES = ("lens", "react", "bm25", "bm25-span", "hybrid", "closed", "gold-passages", "paperqa")
+# persisted indexes; "paperqa": PaperQA2's document collection (the optional extra "paperqa")
+INDEX_KINDS = {"bm25": ("bm25",), "bm25-span": ("bm25",), "hybrid": ("bm25", "dense"), "paperqa": ("paperqa",)}
 _INDEX_FREE = {
     "lens": True,
     "react": True,
@@ -53,6 +55,7 @@ _INDEX_FREE = {
     "hybrid": False,
     "closed": True,
     "gold-passages": True,
+    "paperqa": False,
 }
 _READS_CORPUS = {n: n != "closed" for n in SYSTEM_NAMES}
 USES_GOLD = frozenset({"gold-passages"})  # arms that read labels: never in a headline table or a test
@@ -89,6 +92,7 @@ class ArmSettings:
     react_steps: int = 7
     hybrid_depth: int = 200
     rrf_k: int = 60
+    paperqa_embedding: str = "dense"  # PaperQA2: "dense" (the dense_model model), "sparse" or "hybrid"
     dense_model: str | None = None  # a sentence-transformers name or folder; None = the offline default
     passage_chars: int = PASSAGE_CHARS  # RAG: most characters of one document placed in the prompt
 
@@ -138,6 +142,11 @@ def prepare_indexes(
     if "dense" in kinds:
         _, build, built = store.ensure_dense(corpus, _encoder(settings), progress=progress)
         out["dense"] = (build, built)
+    if "paperqa" in kinds:
+        _, build, built = paperqa_arm.ensure_paperqa_index(
+            store, corpus, settings.paperqa_embedding, settings.dense_model
+        )
+        out["paperqa"] = (build, built)
     return out
 
 
@@ -164,6 +173,19 @@ def build_systems(plan: ArmPlan, config: Any, client: Any) -> dict[str, System]:
             )
         elif name == "closed":
             out[name] = ClosedBookSystem(client, **caps)
+        elif name == "paperqa":
+            got = paperqa_arm.load_paperqa_index(store, str(plan.index_checksum), s.paperqa_embedding, s.dense_model)
+            index, build = need("paperqa", got)
+            out[name] = paperqa_arm.PaperQASystem(
+                index,
+                build,
+                plan.folder,
+                config,
+                client,
+                embedding=s.paperqa_embedding,
+                dense_model=s.dense_model,
+                **caps,
+            )
         elif name in ("bm25", "bm25-span"):
             index, build = need("bm25", store.load_bm25(str(plan.index_checksum)))
             out[name] = RAGSystem(

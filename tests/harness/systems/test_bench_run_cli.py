@@ -48,3 +48,14 @@ def test_unknown_systems_are_a_one_line_error(tmp_path, capsys):
         ]
     )
     assert rc == 2 and "unknown bert" in capsys.readouterr().err
+
+
+def test_the_paperqa_arm_without_its_extra_is_a_one_line_error_naming_it(bench_data, tmp_path):
+    """PaperQA2 is an optional extra: asking for its arm where it is not installed says how to install it."""
+    code = "import sys; sys.modules['paperqa'] = None; from lens.faces._cli import main; sys.exit(main(sys.argv[1:]))"
+    args = ["bench", "run", "--snapshot", str(bench_data["D6"]), "--questions", str(bench_data["questions"])]
+    args += ["--out", str(tmp_path / "run"), "--systems", "paperqa", "--base-url", "http://127.0.0.1:9/v1"]
+    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "pip install 'lens-search[paperqa]'" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "run" / "rows.jsonl").exists() or not (tmp_path / "run" / "rows.jsonl").read_text()

@@ -38,8 +38,17 @@ def test_all_is_exactly_the_public_names():
     assert all(hasattr(systems, name) for name in PUBLIC)
 
 
-def test_the_five_arms_in_the_papers_terms_and_the_two_controls():
-    assert systems.SYSTEM_NAMES == ("lens", "react", "bm25", "bm25-span", "hybrid", "closed", "gold-passages")
+def test_the_five_arms_in_the_papers_terms_the_two_controls_and_the_peer():
+    assert systems.SYSTEM_NAMES == (
+        "lens",
+        "react",
+        "bm25",
+        "bm25-span",
+        "hybrid",
+        "closed",
+        "gold-passages",
+        "paperqa",
+    )
     flags = [(systems.index_free(n), systems.reads_corpus(n)) for n in systems.SYSTEM_NAMES]
     assert flags == [
         (True, True),
@@ -49,4 +58,5 @@ def test_the_five_arms_in_the_papers_terms_and_the_two_controls():
         (False, True),
         (True, False),
         (True, True),
+        (False, True),  # PaperQA2 keeps its own index of the folder
     ]
