@@ -73,7 +73,7 @@ __all__ = [
     "handcheck_agreement",
 ]
 
-SYSTEMS = ("lens", "bm25", "hybrid", "closed")
+SYSTEMS = ("lens", "bm25", "hybrid", "closed", "paperqa")
 CHARS_PER_TOKEN = 3  # filings are dense in numbers, which tokenise short: a safe bound for the prompt's size
 HANDCHECK_FIELDS = ["system", "question_id", "question", "gold", "prediction", "verdict", "rule", "human"]
 
