@@ -39,26 +39,28 @@ from array import array
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 
 from lens._config import ReaderSettings
 from lens._errors import LensError
 from lens._files import is_inside, sha256_hex
+from lens.reader._chunks import Chunk, ReadPool, _stat_of, chunk_of, cpu_count, read_chunk
 from lens.reader._columns import NAMES_SEP, DocColumns, DocStat
 from lens.reader._corpus import CorpusScan
-from lens.reader._documents import Document, _is_container, _suffix
+from lens.reader._documents import _is_container, _suffix
 from lens.reader._folder import _Entry, _Files, _pack_sig
 from lens.reader._listing import _ignore_patterns, _list_files
 from lens.reader._open import _open_folder, _read_bytes
+from lens.reader._postings import Postings
 from lens.reader._read import read_files, tally
 from lens.reader._store import StatsStore, StoreError, _file_ident, _set_aside, default_store_path
 from lens.reader._table import DocumentTable
 from lens.reader._watch import FolderWatch
 from lens.reader.formats import format_of
 
-__all__ = ["survey_corpus", "recount", "forget_folder", "SUFFIXES", "NAMES_SEP", "DocStat"]
+__all__ = ["survey_corpus", "recount", "forget_folder", "SUFFIXES", "NAMES_SEP", "DocStat", "_stat_of"]
 
 
 # suffixes folded onto a term match (-s, -es, -ed, -ing, ...): a cheap stand-in for stemming. A possessive ('s)
@@ -69,11 +71,16 @@ SUFFIXES = ("s", "es", "ed", "ing", "ly", "er", "ers")
 _RACY_NS = 2_000_000_000  # a file changed this close to its reading is checked by content next time
 
 
-_BATCH = 5_000  # files per write transaction, at most (larger: fewer B-tree page writes, more memory)
+_BATCH = 50_000  # files per write transaction, at most (larger: fewer B-tree page writes, more memory)
 
 
-_BATCH_DOCS = 20_000  # documents held for one write transaction, at most (≈ 40 MB of text)
-_READ_AHEAD = 256  # changed files read at once (document formats: extracted over the workers together)
+# documents per write transaction, at most: each is one run of postings per term (fewer, longer runs: a smaller
+# store); what is held is their statistics and counts (≈ 1 KB a document), not their text
+_BATCH_DOCS = 50_000
+_READ_AHEAD = 256  # document-format files read at once (extracted over the extraction workers together)
+_CHUNK_MAX = 2_000  # a chunk of text files read at once (by one worker), at most, in weight:
+_CONTAINER_BYTES = 2_048  # a container weighs a unit per this many bytes on disk (a file otherwise weighs 1)
+_PARALLEL_AT = 2_000  # reading this much weight (files) or more starts worker processes
 
 
 # one store per file path per process
@@ -166,11 +173,6 @@ def forget_folder(
         store = _recover(store, exc, last=False)
         folders = files = 0
     return str(file), folders, files, store.notes()
-
-
-def _stat_of(doc: Document) -> DocStat:
-    names = NAMES_SEP.join(doc.title_names)
-    return DocStat(doc.doc_id, doc.path, doc.title, names, len(doc.lowered), doc.sha256, doc.line)
 
 
 @dataclass
@@ -403,28 +405,66 @@ def _read_changed(
             out.gen = _after(out.gen, store.settle(scope, listing.paths[k], old.sig(r), bool(out.settled[r])))
         else:
             todo.append(k)
-    pending: list[tuple[str, _Entry, Sequence[Document]]] = []
+    pending: list[tuple[str, _Entry, Sequence[bytes | None]]] = []
+    counted: list[Chunk] = []
     pending_docs = 0
-    for at in range(0, len(todo), _READ_AHEAD):
-        chunk = todo[at : at + _READ_AHEAD]
-        sigs: list = []
-        jobs = [(prefix + listing.paths[k], listing.paths[k]) for k in chunk]
-        for k, res, sig in zip(chunk, read_files(jobs, settings, root_real, sigs), sigs):
-            p = listing.paths[k]
-            docs = tuple(_stat_of(d) for d in res.documents)
-            entry = _Entry(
-                _pack_sig(sig) if sig else "", bool(sig) and sig[4] < settled_before, _whole(p), res.outcome(), docs, ()
-            )
+    for ks, chunk in _chunks(prefix, root_real, settings, listing, todo):
+        for j, k in enumerate(ks):
+            p, sig = listing.paths[k], chunk.sigs[j]
+            settled = bool(sig) and sig[4] < settled_before
+            entry = _Entry(_pack_sig(sig) if sig else "", settled, _whole(p), chunk.outcomes[j], chunk.stats[j], ())
             out.src[k] = len(old) + out.changed
             out.changed += 1
-            pending.append((p, entry, res.documents))
-            pending_docs += len(res.documents)
-            if len(pending) >= _BATCH or pending_docs >= _BATCH_DOCS:  # shards: thousands of documents per batch
-                out.gen = _flush(store, scope, pending, out)
-                pending, pending_docs = [], 0
+            pending.append((p, entry, chunk.units[j]))
+        counted.append(chunk)
+        pending_docs += chunk.documents
+        if len(pending) >= _BATCH or pending_docs >= _BATCH_DOCS:  # shards: thousands of documents per batch
+            out.gen = _flush(store, scope, pending, counted, out)
+            pending, counted, pending_docs = [], [], 0
     if pending:
-        out.gen = _flush(store, scope, pending, out)
+        out.gen = _flush(store, scope, pending, counted, out)
     return out
+
+
+def _chunks(
+    prefix: str, root_real: str, settings: ReaderSettings, listing: _Listing, todo: list[int]
+) -> Iterator[tuple[list[int], Chunk]]:
+    """(the listing's files, what reading them gave) for every file of ``todo``, a chunk at a time: document
+    formats over the extraction workers, text files and containers in chunks — over worker processes when there
+    are many (the first survey of a large folder), else here."""
+    plain: list[int] = []
+    formats: list[int] = []
+    for k in todo:
+        (plain if format_of(_suffix(listing.paths[k])) is None else formats).append(k)
+    for at in range(0, len(formats), _READ_AHEAD):
+        ks = formats[at : at + _READ_AHEAD]
+        sigs: list = []
+        results = read_files([(prefix + listing.paths[k], listing.paths[k]) for k in ks], settings, root_real, sigs)
+        yield ks, chunk_of(results, sigs)
+    if not plain:
+        return
+    sizes = listing.times[plain, 0]
+    weight = np.where([_is_container(listing.paths[k]) for k in plain], np.maximum(sizes, 0) // _CONTAINER_BYTES, 0) + 1
+    workers = cpu_count() if int(weight.sum()) >= _PARALLEL_AT else 1
+    # a few chunks per worker at least, so that the last ones to finish are small
+    limit = max(1, min(_CHUNK_MAX, int(weight.sum()) // (4 * workers)))
+    bounds = [0]
+    total = 0
+    for i, w in enumerate(weight.tolist()):
+        if total and total + w > limit:
+            bounds.append(i)
+            total = 0
+        total += w
+    bounds.append(len(plain))
+    parts = [plain[a:b] for a, b in zip(bounds, bounds[1:])]
+    jobs = [[(prefix + listing.paths[k], listing.paths[k]) for k in part] for part in parts]
+    if workers < 2:
+        for part, job in zip(parts, jobs):
+            yield part, read_chunk(job, settings, root_real)
+        return
+    with ReadPool(workers) as pool:
+        for i, chunk in pool.map(jobs, settings, root_real):
+            yield parts[i], chunk
 
 
 def _whole(path: str) -> bool:
@@ -442,10 +482,12 @@ def _settles(prefix: str, path: str, r: int, old: _Files, settings: ReaderSettin
     return isinstance(data, bytes) and sha256_hex(data) == digest
 
 
-def _flush(store: StatsStore, scope: str, pending: list, out: _Written) -> int | None:
+def _flush(store: StatsStore, scope: str, pending: list, counted: list[Chunk], out: _Written) -> int | None:
     """Store a batch of read files; their columns join ``out.chunks`` (no object per file is kept)."""
-    gen = _after(out.gen, store.put(scope, pending))
-    out.chunks.append(_Files.of_entries([(p, e) for p, e, _ in pending]))
+    postings = Postings.concat([c.postings for c in counted], [c.documents for c in counted])
+    gen = _after(out.gen, store.put_counted(scope, pending, postings))
+    sigs = [sig for c in counted for sig in c.sigs]  # as taken: the entries' packed ones need not be parsed
+    out.chunks.append(_Files.of_entries([(p, e) for p, e, _ in pending], sigs))
     return gen
 
 

@@ -9,23 +9,23 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import sqlite3
 import threading
 import time
 import zlib
-from collections import Counter
 from contextlib import contextmanager
 from itertools import groupby
 from operator import itemgetter
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
+import numpy as np
 from platformdirs import user_cache_dir
 
 from lens.reader._columns import DocStat
 from lens.reader._documents import Document
 from lens.reader._folder import _HEX64, _bad_doc_field, _Entry, _Files, _pack_summary, _unpack_sig, _unpack_summary
+from lens.reader._postings import Postings, count_terms
 
 __all__ = ["StatsStore", "StoreError", "default_store_path"]
 
@@ -33,10 +33,7 @@ __all__ = ["StatsStore", "StoreError", "default_store_path"]
 log = logging.getLogger("lens.stats")
 
 
-_RUN = re.compile(r"[^\W_]+")  # a maximal run of str.isalnum() characters
-
-
-_SCHEMA = 5  # 4: snapshot checksums, a folder's last use, incremental vacuum; 5: units' text
+_SCHEMA = 6  # 4: snapshot checksums, a folder's last use, incremental vacuum; 5: units' text; 6: postings as runs
 
 
 _CACHE_KIB = -65536  # SQLite page cache while writing (negative: KiB), 64 MiB: large batches insert without thrashing
@@ -60,10 +57,6 @@ _now = time.time  # the clock of a folder's last use
 def default_store_path() -> Path:
     """Where the store lives unless ``reader.stats_store`` says otherwise: the user cache folder."""
     return Path(user_cache_dir("lens")) / "stats.sqlite"
-
-
-def _terms_of(lowered: str) -> Counter:
-    return Counter(_RUN.findall(lowered))
 
 
 class StoreError(Exception):
@@ -259,10 +252,12 @@ class StatsStore:
                     doc_id TEXT NOT NULL, title TEXT NOT NULL, names TEXT NOT NULL, length INTEGER NOT NULL,
                     sha256 TEXT NOT NULL, line INTEGER);
                 CREATE INDEX IF NOT EXISTS docs_file ON docs(file);
-                -- postings by term; a document's row id is never reused (AUTOINCREMENT), so the postings of a
-                -- dropped document are orphans no view maps, deleted in bulk now and then (_compact)
+                -- postings by term, in runs: one row per term per write (a run of documents written together),
+                -- keyed by its first document, data its other documents and every count packed (_pack_run); a
+                -- document's row id is never reused (AUTOINCREMENT), so the postings of a dropped document are
+                -- orphans no view maps, cut out in bulk now and then, which joins each term's runs (compact)
                 CREATE TABLE IF NOT EXISTS terms(
-                    term TEXT NOT NULL, doc INTEGER NOT NULL, n INTEGER NOT NULL, PRIMARY KEY(term, doc)
+                    term TEXT NOT NULL, doc INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY(term, doc)
                 ) WITHOUT ROWID;
                 -- a folder's files as columns (_Files.blobs), valid while the folder's generation is theirs: every
                 -- write to a folder's files moves its scopes.gen; crc: zlib.crc32(data), checked on every load
@@ -363,14 +358,14 @@ class StatsStore:
         # a path is one file of a folder (UNIQUE(scope, path)), and a file's rows come together (ORDER BY f.id)
         return _Files.of_entries([(p, _entry_of(p, list(group))) for p, group in groupby(rows, key=itemgetter(0))])
 
-    def counts(self, variants: Sequence[str]) -> list[tuple[str, int, int]]:
-        """(run, document row id, count) for every document holding one of the runs ``variants``."""
+    def counts(self, variants: Sequence[str]) -> list[tuple[str, np.ndarray, np.ndarray]]:
+        """(run, document row ids, counts) for the documents holding one of the runs ``variants``, a run of
+        postings at a time (a run's documents ascending)."""
         if not variants:
             return []
         with self._using():
-            # as integers whatever a damaged page holds: a count is never a string in the prior's arithmetic
-            q = f"SELECT term, CAST(doc AS INTEGER), CAST(n AS INTEGER) FROM terms WHERE term IN ({','.join('?' * len(variants))})"
-            return self.db.execute(q, list(variants)).fetchall()
+            q = f"SELECT term, doc, data FROM terms WHERE term IN ({','.join('?' * len(variants))})"
+            return [_unpack_run(term, doc, data) for term, doc, data in self.db.execute(q, list(variants))]
 
     # ---------------------------------------------------------------- a folder's use, dropping folders
     def visit(self, scope: str) -> bool:
@@ -492,46 +487,67 @@ class StatsStore:
     def put(self, scope: str, items: Sequence[tuple[str, _Entry, Sequence[Document]]]) -> tuple[int, int]:
         """Store (path, entry, its documents) for each file, replacing what the store held for those paths; each
         entry's ``ids`` are set to its documents' new row ids."""
-        postings: list[tuple[str, int, int]] = []
+        lowered, units = [], []
+        for _, _, documents in items:
+            lowered.extend(d.lowered for d in documents)
+            units.append(tuple(_pack_unit(d) if d.kind == "unit" else None for d in documents))
+        return self.put_counted(scope, [(p, e, u) for (p, e, _), u in zip(items, units)], count_terms(lowered))
+
+    def put_counted(
+        self, scope: str, items: Sequence[tuple[str, _Entry, Sequence[bytes | None]]], postings: Postings
+    ) -> tuple[int, int]:
+        """Store (path, entry, each document's packed unit or None) for each file, with the term counts of the
+        entries' documents one after another (``postings``), replacing what the store held for those paths; each
+        entry's ``ids`` are set to its documents' new row ids. Rows are written a table at a time."""
         with self._using(), self.db:
             sid = self._scope_id(scope, create=True)
             assert sid is not None
-            gens = self._bump(sid)
-            for path, entry, documents in items:
-                row = self.db.execute("SELECT id, sig FROM files WHERE scope=? AND path=?", (sid, path)).fetchone()
+            gens = self._bump(sid)  # a write: this transaction holds the write lock from here on
+            known: dict[str, tuple[int, str]] = {}
+            paths = [p for p, _, _ in items]
+            for at in range(0, len(paths), 500):
+                part = paths[at : at + 500]
+                q = f"SELECT path, id, sig FROM files WHERE scope=? AND path IN ({','.join('?' * len(part))})"
+                known.update((p, (i, g)) for p, i, g in self.db.execute(q, (sid, *part)))
+            fid = (self.db.execute("SELECT max(id) FROM files").fetchone()[0] or 0) + 1
+            seq = self.db.execute("SELECT seq FROM sqlite_sequence WHERE name='docs'").fetchone()
+            did = max(seq[0] if seq else 0, self.db.execute("SELECT max(id) FROM docs").fetchone()[0] or 0) + 1
+            rows = np.full(sum(len(e.docs) for _, e, _ in items), -1, dtype=np.int64)  # each document's row id
+            files, docs, unit_rows, stale = [], [], [], []
+            at = 0
+            for path, entry, packed in items:
+                k = len(entry.docs)
+                row = known.get(path)
                 if row is not None and row[1] == entry.sig:
                     # another process stored this very content meanwhile: share its rows (replacing them would
-                    # orphan the rows that process's memo points at)
-                    entry.ids = tuple(
-                        r[0] for r in self.db.execute("SELECT id FROM docs WHERE file=? ORDER BY ord", row[:1])
-                    )
+                    # orphan the rows that process's memo points at); these counts are its already
+                    got = self.db.execute("SELECT id FROM docs WHERE file=? ORDER BY ord", row[:1])
+                    entry.ids = tuple(r[0] for r in got)
+                    at += k
                     continue
-                self._drop(sid, [path])
-                cur = self.db.execute(
-                    "INSERT INTO files(scope, path, sig, settled, whole, summary) VALUES(?,?,?,?,?,?)",
-                    (
-                        sid,
-                        path,
-                        entry.sig,
-                        int(entry.settled),
-                        int(entry.whole),
-                        _pack_summary(entry.summary),
-                    ),
+                if row is not None:
+                    stale.append(row[0])
+                files.append(
+                    (fid, sid, path, entry.sig, int(entry.settled), int(entry.whole), _pack_summary(entry.summary))
                 )
-                fid = cur.lastrowid
-                ids = []
-                for k, (d, st) in enumerate(zip(documents, entry.docs)):
-                    did = self.db.execute(
-                        "INSERT INTO docs(file, ord, doc_id, title, names, length, sha256, line) VALUES(?,?,?,?,?,?,?,?)",
-                        (fid, k, st.doc_id, st.title, st.names, st.length, st.sha256, st.line),
-                    ).lastrowid
-                    ids.append(did)
-                    postings.extend((t, did, n) for t, n in _terms_of(d.lowered).items())
-                    if d.kind == "unit":
-                        self.db.execute("INSERT OR REPLACE INTO units(doc, data) VALUES(?,?)", (did, _pack_unit(d)))
-                entry.ids = tuple(ids)
-            postings.sort()  # in key order: the B-tree is appended to in runs, not split page by page
-            self.db.executemany("INSERT INTO terms(term, doc, n) VALUES(?,?,?)", postings)
+                for o, st in enumerate(entry.docs):
+                    docs.append((did + o, fid, o, st.doc_id, st.title, st.names, st.length, st.sha256, st.line))
+                unit_rows.extend((did + o, u) for o, u in enumerate(packed) if u is not None)
+                entry.ids = tuple(range(did, did + k))
+                rows[at : at + k] = np.arange(did, did + k)
+                fid, did, at = fid + 1, did + k, at + k
+            if stale:
+                self._drop_files(stale)
+            self.db.executemany(
+                "INSERT INTO files(id, scope, path, sig, settled, whole, summary) VALUES(?,?,?,?,?,?,?)", files
+            )
+            self.db.executemany(
+                "INSERT INTO docs(id, file, ord, doc_id, title, names, length, sha256, line) VALUES(?,?,?,?,?,?,?,?,?)",
+                docs,
+            )
+            self.db.executemany("INSERT OR REPLACE INTO units(doc, data) VALUES(?,?)", unit_rows)
+            # in key order: the B-tree is appended to in runs, not split page by page
+            self.db.executemany("INSERT INTO terms(term, doc, data) VALUES(?,?,?)", _runs(postings, rows))
         return gens
 
     def unit(self, doc_row: int) -> tuple[str, dict] | None:
@@ -570,13 +586,19 @@ class StatsStore:
         return gens
 
     def _drop(self, sid: int | None, paths: list[str]) -> None:
-        dropped = 0
+        ids = []
         for path in paths:
             row = self.db.execute("SELECT id FROM files WHERE scope=? AND path=?", (sid, path)).fetchone()
-            if row is None:
-                continue
-            dropped += self.db.execute("DELETE FROM docs WHERE file=?", row).rowcount
-            self.db.execute("DELETE FROM files WHERE id=?", row)
+            if row is not None:
+                ids.append(row[0])
+        self._drop_files(ids)
+
+    def _drop_files(self, ids: list[int]) -> None:
+        """The files rows ``ids`` deleted with their documents (their postings are orphans from now on)."""
+        dropped = 0
+        for fid in ids:
+            dropped += self.db.execute("DELETE FROM docs WHERE file=?", (fid,)).rowcount
+            self.db.execute("DELETE FROM files WHERE id=?", (fid,))
         if dropped:
             self.db.execute("UPDATE meta SET value = CAST(value AS INTEGER) + ? WHERE key='dropped'", (dropped,))
 
@@ -591,11 +613,114 @@ class StatsStore:
             if dropped <= _COMPACT_AT * max(live, 1):
                 return False
             with self.db:
-                self.db.execute("DELETE FROM terms WHERE doc NOT IN (SELECT id FROM docs)")
+                self._cut_orphans()
                 self.db.execute("DELETE FROM units WHERE doc NOT IN (SELECT id FROM docs)")
                 self.db.execute("UPDATE meta SET value='0' WHERE key='dropped'")
             return True
         return False
+
+    def _cut_orphans(self) -> None:
+        """Every term's runs joined into one, without the documents no longer in the store (a term left with
+        none is dropped): the table written anew, a term at a time."""
+        live = np.fromiter((r[0] for r in self.db.execute("SELECT id FROM docs ORDER BY id")), dtype=np.int64)
+        self.db.execute("DROP TABLE IF EXISTS terms_new")
+        self.db.execute(
+            "CREATE TABLE terms_new(term TEXT NOT NULL, doc INTEGER NOT NULL, data BLOB NOT NULL, "
+            "PRIMARY KEY(term, doc)) WITHOUT ROWID"
+        )
+
+        def joined() -> Iterator[tuple[str, int, bytes]]:
+            rows = self.db.execute("SELECT term, doc, data FROM terms ORDER BY term, doc")
+            for term, group in groupby(rows, key=itemgetter(0)):
+                runs = [_unpack_run(*r) for r in group]
+                docs = np.concatenate([d for _, d, _ in runs])
+                counts = np.concatenate([n for _, _, n in runs])
+                at = np.minimum(np.searchsorted(live, docs), max(len(live) - 1, 0))
+                keep = live[at] == docs if len(live) else np.zeros(len(docs), dtype=bool)
+                if keep.any():
+                    order = np.argsort(docs[keep], kind="stable")
+                    yield term, *_pack_run(docs[keep][order], counts[keep][order])
+
+        self.db.executemany("INSERT INTO terms_new(term, doc, data) VALUES(?,?,?)", joined())
+        self.db.execute("DROP TABLE terms")
+        self.db.execute("ALTER TABLE terms_new RENAME TO terms")
+
+
+# a run's data: one byte telling the widths (bits 0-1: the gaps between documents, 2-3: the counts; 1, 2, 4 or 8
+# bytes), the gaps from each document to the next (after the first, which is the row's key), then every count
+_WIDTHS = (np.dtype("<u1"), np.dtype("<u2"), np.dtype("<u4"), np.dtype("<u8"))
+
+
+def _width(largest: np.ndarray) -> np.ndarray:
+    """The code (0..3) of the narrowest of _WIDTHS holding each of ``largest``."""
+    return (largest > 0xFF).astype(np.int64) + (largest > 0xFFFF) + (largest > 0xFFFFFFFF)
+
+
+def _pack_run(docs: np.ndarray, counts: np.ndarray) -> tuple[int, bytes]:
+    """(first document, data) of one run of ascending documents and their counts."""
+    gaps = np.diff(docs)
+    g = int(_width(np.asarray(gaps.max() if len(gaps) else 0)))
+    c = int(_width(np.asarray(counts.max())))
+    data = bytes([g | c << 2]) + gaps.astype(_WIDTHS[g]).tobytes() + counts.astype(_WIDTHS[c]).tobytes()
+    return int(docs[0]), data
+
+
+def _unpack_run(term: Any, first: Any, data: Any) -> tuple[str, np.ndarray, np.ndarray]:
+    """(term, documents, counts) of one stored run; ValueError naming the row if it does not decode."""
+    if type(term) is not str or type(first) is not int or not isinstance(data, bytes) or not data:
+        raise ValueError(f"terms row ({term!r:.40}, {first!r:.20}): not a run of postings")
+    gw, cw = _WIDTHS[data[0] & 3], _WIDTHS[(data[0] >> 2) & 3]
+    m, rest = divmod(len(data) - 1 + gw.itemsize, gw.itemsize + cw.itemsize)
+    if rest or m < 1 or data[0] >> 4:
+        raise ValueError(f"terms row ({term!r:.40}, {first}): data of {len(data)} bytes is not a run of postings")
+    docs = np.empty(m, dtype=np.int64)
+    docs[0] = first
+    np.cumsum(np.frombuffer(data, gw, m - 1, 1), dtype=np.int64, out=docs[1:])
+    docs[1:] += first
+    return term, docs, np.frombuffer(data, cw, m, 1 + (m - 1) * gw.itemsize).astype(np.int64)
+
+
+def _runs(postings: Postings, rows: np.ndarray) -> list[tuple[str, int, bytes]]:
+    """The rows of ``postings`` (document ``i`` stored as row id ``rows[i]``; -1: not stored), one run per term,
+    in key order: numbers packed a width class at a time, one bytes object per run."""
+    keep = rows[postings.doc] >= 0 if len(postings) else np.zeros(0, dtype=bool)
+    if not keep.any():
+        return []
+    vocab = postings.vocab
+    by_name = sorted(range(len(vocab)), key=vocab.__getitem__)
+    rank = np.empty(len(vocab), dtype=np.int64)
+    rank[by_name] = np.arange(len(vocab))
+    term, doc, n = rank[postings.term[keep]], rows[postings.doc[keep]], postings.n[keep]
+    low = int(doc.min())
+    if len(vocab) < 1 << 24 and int(doc.max()) - low < 1 << 24 and int(n.max()) < 1 << 16:
+        # (term, document, count) in one integer: sorting it is sorting the postings, with no index to follow
+        key = np.sort(term << 40 | (doc - low) << 16 | n)
+        term, doc, n = key >> 40, (key >> 16 & 0xFFFFFF) + low, key & 0xFFFF
+    else:
+        order = np.lexsort((doc, term))
+        term, doc, n = term[order], doc[order], n[order]
+    first = np.ones(len(term), dtype=bool)
+    first[1:] = term[1:] != term[:-1]
+    starts = np.flatnonzero(first)
+    sizes = np.diff(np.append(starts, len(term)))
+    gaps = np.diff(doc, prepend=doc[:1])
+    gaps[starts] = 0
+    code = _width(np.maximum.reduceat(gaps, starts)) | _width(np.maximum.reduceat(n, starts)) << 2
+    data = np.empty(len(starts), dtype=object)
+    for c in np.unique(code).tolist():  # a width class at a time: its numbers packed at once, then cut per run
+        runs = np.flatnonzero(code == c)
+        size = sizes[runs]
+        at = np.repeat(starts[runs] - np.cumsum(size) + size, size) + np.arange(size.sum())  # their postings
+        gw, cw = _WIDTHS[c & 3], _WIDTHS[c >> 2]
+        g = gaps[at[~first[at]]].astype(gw).tobytes()
+        k = n[at].astype(cw).tobytes()
+        g_end = np.cumsum(size - 1) * gw.itemsize
+        k_end = np.cumsum(size) * cw.itemsize
+        g_start, k_start = (g_end - (size - 1) * gw.itemsize).tolist(), (k_end - size * cw.itemsize).tolist()
+        tag = bytes([c])
+        data[runs] = [tag + g[a:b] + k[e:f] for a, b, e, f in zip(g_start, g_end.tolist(), k_start, k_end.tolist())]
+    names = [vocab[t] for t in np.asarray(by_name)[term[starts]].tolist()]
+    return list(zip(names, doc[starts].tolist(), data.tolist()))
 
 
 def _entry_of(path: Any, rows: list[tuple]) -> _Entry:

@@ -16,7 +16,7 @@ import pytest
 
 from lens import CorpusView, scan_corpus
 from lens._config import ReaderSettings
-from lens.reader import _filestats, _folder, _read, _store
+from lens.reader import _chunks, _filestats, _folder, _read, _store
 from lens.reader._filestats import survey_corpus
 from lens.reader._store import StatsStore
 
@@ -390,8 +390,9 @@ def test_orphaned_postings_are_deleted_once_enough_documents_were_dropped(folder
     store = next(iter(_filestats._STORES.values()))
 
     def orphans() -> int:
-        q = "SELECT count(*) FROM terms WHERE doc NOT IN (SELECT id FROM docs)"
-        return store.db.execute(q).fetchone()[0]
+        live = {r[0] for r in store.db.execute("SELECT id FROM docs")}
+        runs = [_store._unpack_run(*r) for r in store.db.execute("SELECT term, doc, data FROM terms")]
+        return sum(d not in live for _, docs, _ in runs for d in docs.tolist())
 
     (folder / "o00.txt").unlink()
     view = CorpusView.of(survey_corpus(folder))
@@ -446,3 +447,52 @@ def test_a_listing_hands_out_the_known_path_strings_where_the_same_path_comes_at
     moved = _list_files(folder, ReaderSettings(), Counter(), [], known=known)
     assert moved == ["a.txt", "a0.txt", *first[1:]] and moved[0] is known[0]
     assert not any(m is k for m, k in zip(moved[1:], known))
+
+
+def _wide_folder(root: Path) -> Path:
+    """Enough files of each kind (text, HTML, empty, binary, containers with a bad record) for several chunks."""
+    for i in range(24):
+        (root / "many" / f"{i // 8}").mkdir(parents=True, exist_ok=True)
+        (root / "many" / f"{i // 8}" / f"n{i:02d}.txt").write_text(f"Note {i}\nQuill note {i}: naïve cape Nº{i}.\n")
+    (root / "many" / "page.html").write_text("<html><title>Cape Page</title><p>Harbor towers</p></html>")
+    (root / "many" / "empty.txt").write_bytes(b"")
+    (root / "many" / "nul.txt").write_bytes(b"Bin\x00ary")
+    (root / "many" / "rec.jsonl").write_text('{"title": "Snake", "text": "Snake harbor."}\nnot json\n')
+    return root
+
+
+def _survey_state(folder: Path, store: Path) -> tuple:
+    scan = survey_corpus(folder, ReaderSettings(stats_store=str(store)))
+    return _state(CorpusView.of(scan)), scan.stats() | {"seconds": 0, "mb_per_s": 0}, scan.problems
+
+
+def test_a_first_survey_over_worker_processes_equals_one_read_here(folder, tmp_path, monkeypatch):
+    _wide_folder(folder)
+    here = _survey_state(folder, tmp_path / "here.sqlite")
+    _forget_process_memo()
+    monkeypatch.setattr(_filestats, "_PARALLEL_AT", 1)  # any folder is read over the workers, 4 files a chunk
+    monkeypatch.setattr(_filestats, "_CHUNK_MAX", 4)
+    monkeypatch.setattr(_filestats, "cpu_count", lambda: 2)
+    read_here = []
+    real = _chunks.read_chunk
+    monkeypatch.setattr(_chunks, "read_chunk", lambda jobs, *a: read_here.append(jobs) or real(jobs, *a))
+    workers = _survey_state(folder, tmp_path / "workers.sqlite")
+    assert read_here == []  # every chunk was read by a worker
+    assert workers == here and here[0] == _fresh(folder)
+    _forget_process_memo()  # a new process loads what the workers' survey stored
+    assert _survey_state(folder, tmp_path / "workers.sqlite") == here
+
+
+def test_a_chunk_whose_worker_dies_is_read_here(folder, tmp_path, monkeypatch):
+    _wide_folder(folder)
+    here = _survey_state(folder, tmp_path / "here.sqlite")
+    _forget_process_memo()
+    monkeypatch.setattr(_filestats, "_PARALLEL_AT", 1)
+    monkeypatch.setattr(_filestats, "_CHUNK_MAX", 4)
+    monkeypatch.setattr(_filestats, "cpu_count", lambda: 2)
+    monkeypatch.setattr(_chunks, "_WORKER_CODE", "import os; os._exit(3)")  # every worker dies at once
+    read_here = []
+    real = _chunks.read_chunk
+    monkeypatch.setattr(_chunks, "read_chunk", lambda jobs, *a: read_here.append(jobs) or real(jobs, *a))
+    assert _survey_state(folder, tmp_path / "workers.sqlite") == here
+    assert sum(map(len, read_here)) == sum(p.is_file() for p in folder.rglob("*"))  # every one of them

@@ -1,0 +1,120 @@
+"""Term counts as columns: exactly the rule's counts (maximal ``str.isalnum()`` runs of the folded text) whatever
+the text, and the store's packed runs of postings read back as written."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lens._terms import fold
+from lens.reader import _postings, _store
+from lens.reader._postings import Postings, count_terms
+
+_RULE = re.compile(r"[^\W_]+")  # the rule as the store always applied it
+
+
+def _rule(text: str) -> Counter:
+    return Counter(_RULE.findall(fold(text)))
+
+
+TRICKY = [
+    "",
+    "   ",
+    "Gutiérrez Tower, 2 towers; snake_case harbors_x2 — naïve café",
+    "Ｆｕｌｌｗｉｄｔｈ ＡＢＣ １２３ and ﬁ ligatures, Ⅻ roman, ½ fractions, ² superscripts",
+    "北京大学 東京 서울 Москва Αθήνα ١٢٣ देवनागरी",
+    "emoji 😀👍🏽 between👨‍👩‍👧words and flags 🇫🇷",
+    "combining e\u0301 a\u0308 o\u0303 and n\u0303o z\u0335 marks",
+    "eight888 nine99999 sixteen123456789 seventeen12345678 x" * 2,
+    "abcdefgh abcdefghi abcdefghijklmnop abcdefghijklmnopq " + "a" * 40 + " " + "ab1" * 30,
+    "MiXeD CaSe ASCII Words NOT lowered",
+    "nul\x00inside\x00text and tab\tnew\nline",
+    "lone surrogate \ud800 between \udfff letters",
+    "İstanbul ǅungla ß ẞ ŉ ﬃ",  # lower-casing or NFKD changes length
+    "under_score __dunder__ _lead trail_ a_b_c",
+    "digits 1912 3.14 1,000,000 2010–11 ٣ ५",
+    "ǅ" * 20 + " é" * 9,
+]
+
+
+def test_count_terms_is_the_rule_on_tricky_text():
+    lowered = [fold(t) for t in TRICKY]
+    assert count_terms(lowered).counters(len(lowered)) == [_rule(t) for t in TRICKY]
+
+
+def test_each_text_alone_and_all_together_count_the_same():
+    for t in TRICKY:
+        assert count_terms([fold(t)]).counters(1) == [_rule(t)]
+
+
+_ALPHABET = st.sampled_from(
+    list("abcxyzABCXYZ0189_ -.,'\n\t\x00") + ["é", "ß", "ǅ", "北", "京", "١", "😀", "\u0301", "\u200d", "Ⅻ", "ﬁ", "½"]
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet=_ALPHABET, max_size=60), max_size=8))
+def test_count_terms_is_the_rule_on_any_text(texts):
+    lowered = [fold(t) for t in texts]
+    assert count_terms(lowered).counters(len(lowered)) == [_rule(t) for t in texts]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.text(max_size=40), max_size=6))
+def test_count_terms_is_the_rule_on_any_unicode(texts):
+    lowered = [fold(t) for t in texts]
+    assert count_terms(lowered).counters(len(lowered)) == [_rule(t) for t in texts]
+
+
+def test_many_documents_are_counted_in_passes_with_one_vocabulary(monkeypatch):
+    monkeypatch.setattr(_postings, "_DOCS_PER_PASS", 3)  # a document's index must fit its pass
+    texts = [f"Doc {i} shares words; word{i % 4} and naïve{i % 2}" for i in range(11)]
+    got = count_terms([fold(t) for t in texts])
+    assert got.counters(len(texts)) == [_rule(t) for t in texts]
+    assert len(got.vocab) == len(set(got.vocab))
+
+
+def test_postings_joined_keep_each_parts_documents_apart():
+    a, b = ["Cape Quill cape", "tower"], ["quill tower tower", "", "cape"]
+    joined = Postings.concat([count_terms(map(fold, a)), Postings.empty(), count_terms(map(fold, b))], [2, 0, 3])
+    assert joined.counters(5) == [_rule(t) for t in a + b]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["cape", "quill", "tower", "é", "z" * 20]),
+            st.integers(0, 5_000_000_000),
+            st.sampled_from([1, 2, 255, 256, 65_535, 65_536, 2**32 + 1]),
+        ),
+        min_size=1,
+        max_size=40,
+        unique_by=lambda x: (x[0], x[1]),
+    )
+)
+def test_runs_of_postings_read_back_as_written(postings):
+    """Documents far apart and counts large (every width of gap and count) pack and unpack exactly."""
+    vocab = sorted({t for t, _, _ in postings})
+    docs = sorted({d for _, d, _ in postings})
+    p = Postings(
+        vocab,
+        np.asarray([vocab.index(t) for t, _, _ in postings], dtype=np.int64),
+        np.asarray([docs.index(d) for _, d, _ in postings], dtype=np.int64),
+        np.asarray([n for _, _, n in postings], dtype=np.int64),
+    )
+    rows = _store._runs(p, np.asarray(docs, dtype=np.int64))
+    assert [r[:2] for r in rows] == sorted(r[:2] for r in rows)  # in key order
+    got = sorted((t, d, n) for t, ds, ns in (_store._unpack_run(*r) for r in rows) for d, n in zip(ds, ns))
+    assert got == sorted(postings)
+
+
+@pytest.mark.parametrize("data", [b"", b"\x00\x01\x02", b"\x10\x01", b"\x05\x01"])
+def test_a_run_that_does_not_decode_is_a_value_error_naming_its_row(data):
+    with pytest.raises(ValueError, match="terms row"):
+        _store._unpack_run("cape", 7, data)
