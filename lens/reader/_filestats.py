@@ -71,6 +71,9 @@ SUFFIXES = ("s", "es", "ed", "ing", "ly", "er", "ers")
 _RACY_NS = 2_000_000_000  # a file changed this close to its reading is checked by content next time
 
 
+_RECHECK_S = 60.0  # under a quiet watch, every file is stat'ed again this often (else only those with other names)
+
+
 _BATCH = 50_000  # files per write transaction, at most (larger: fewer B-tree page writes, more memory)
 
 
@@ -184,13 +187,16 @@ class _Folder:
     last: CorpusScan | None = None
     listing: tuple | None = None  # the last survey's (paths, skipped, problems) from listing the folder
     watch: FolderWatch | None = None
+    linked: np.ndarray | None = None  # the files that had more than one name (st_nlink) when last listed
+    checked: float = -float("inf")  # time.monotonic() when every file was last stat'ed (listed, or checked)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def reset(self) -> None:
         """Forget what this process knew of the folder (the store no longer holds its rows)."""
         if self.watch is not None:
             self.watch.close()
-        self.files = self.last = self.listing = self.watch = None
+        self.files = self.last = self.listing = self.watch = self.linked = None
+        self.checked = -float("inf")
 
 
 _FOLDERS: dict[tuple[StatsStore, str], _Folder] = {}  # (store, scope) -> folder
@@ -283,6 +289,7 @@ class _Listing:
     skipped: Counter
     problems: list[str]
     ignore_unread: str | None
+    linked: np.ndarray  # bool: the file has more than one name
 
 
 @dataclass
@@ -314,11 +321,20 @@ def _survey(
 ) -> CorpusScan:
     """List the folder, compare it with what is known, read and store what changed, and hand out the scan."""
     if folder.watch is not None and not folder.watch.changed() and folder.last is not None:
-        # the watch vouches for the listing, not for the files: an edit through a hard link outside the folder
-        # gives its directories no event, so every file whose statistics are reused is stat'ed again
-        if folder.files is not None and _unchanged(folder.files, os.path.join(root_path, "")):
+        # the watch vouches for the listing, and for every write through a name in the folder; not for a write
+        # through a hard link outside it (the event goes to that name's directory). So the files that had more
+        # than one name when last stat'ed are stat'ed again, and every file once _RECHECK_S have passed since
+        # the last such check: what a quiet watch can miss is an edit through a hard link made to a file since,
+        # for at most _RECHECK_S
+        now = time.monotonic()
+        every = now - folder.checked >= _RECHECK_S
+        rows = None if every else folder.linked
+        if folder.files is not None and _unchanged(folder.files, os.path.join(root_path, ""), rows):
+            if every:
+                folder.checked = now
             return _again(folder.last, root_path, t0)  # watched, and nothing changed since the last survey
     old = folder.files if folder.files is not None else store.load(scope)
+    checked = time.monotonic()
     listing = _list(root_path, root_real, settings, folder, old)
     diff = _compare(old, listing)
     gen = old.gen
@@ -329,6 +345,7 @@ def _survey(
         store.compact()
     files = _gathered(store, scope, old, listing, diff, written)
     folder.files = files
+    folder.linked, folder.checked = np.flatnonzero(listing.linked), checked  # the files' rows are the listing's
     # the files' own list of paths: equal to the listing's, whose strings are then freed (a million of them)
     key = (files.paths, Counter(listing.skipped), list(listing.problems))
     if files is old and folder.last is not None and folder.listing == key:
@@ -347,7 +364,8 @@ def _list(root_path: Path, root_real: str, settings: ReaderSettings, folder: _Fo
     patterns, ignore_unread = _ignore_patterns(root_path, root_real)
     problems: list[str] = [ignore_unread] if ignore_unread else []
     dirs: list[str] = []
-    sigs = (array("Q"), array("q"))  # each listed file's signature: (device, inode), (size, mtime_ns, ctime_ns)
+    # each listed file's signature: (device, inode), (size, mtime_ns, ctime_ns); whether it has other names
+    sigs = (array("Q"), array("q"), array("B"))
     # a path listed where it was last time is the known string again: the listing holds no second million
     paths = _list_files(root_path, settings, skipped, problems, root_real, patterns, dirs, sigs, old.paths)
     if folder.last is not None and settings.watch and not settings.follow_symlinks:  # asked about again
@@ -355,7 +373,8 @@ def _list(root_path: Path, root_real: str, settings: ReaderSettings, folder: _Fo
         folder.watch.armed = folder.watch.watch(dirs)
     ident = np.asarray(sigs[0], dtype=np.uint64).reshape(-1, 2)
     times = np.asarray(sigs[1], dtype=np.int64).reshape(-1, 3)
-    return _Listing(old.paths if old.paths == paths else paths, ident, times, skipped, problems, ignore_unread)
+    linked = np.frombuffer(sigs[2], dtype=np.uint8).astype(bool)
+    return _Listing(old.paths if old.paths == paths else paths, ident, times, skipped, problems, ignore_unread, linked)
 
 
 def _compare(old: _Files, listing: _Listing) -> _Diff:
@@ -507,21 +526,24 @@ def _gathered(store: StatsStore, scope: str, old: _Files, listing: _Listing, dif
     return files
 
 
-def _unchanged(files: _Files, prefix: str) -> bool:
-    """Whether every one of ``files`` still has the stat signature (device, inode, size, mtime, ctime) its
-    statistics were taken under, each settled when read (≈ 2 µs a file: 10 ms for 5,000)."""
+def _unchanged(files: _Files, prefix: str, rows: np.ndarray | None = None) -> bool:
+    """Whether each of ``files`` (``rows`` of them: default all) still has the stat signature (device, inode,
+    size, mtime, ctime) its statistics were taken under, every file settled when read (≈ 2 µs a file stat'ed:
+    10 ms for 5,000)."""
     if not files.settled.all():  # changed moments before its reading: only its content can tell
         return False
+    rows = np.arange(len(files)) if rows is None else rows
     ident, times = array("Q"), array("q")
-    for p in files.paths:
+    paths = files.paths
+    for r in rows.tolist():
         try:
-            st = os.stat(prefix + p)
+            st = os.stat(prefix + paths[r])
         except OSError:  # gone, or not readable now: the survey says which
             return False
         ident.extend((st.st_dev, st.st_ino))
         times.extend((st.st_size, st.st_mtime_ns, st.st_ctime_ns))
-    return np.array_equal(np.frombuffer(ident, dtype=np.uint64), files.ident.reshape(-1)) and np.array_equal(
-        np.frombuffer(times, dtype=np.int64), files.times.reshape(-1)
+    return np.array_equal(np.frombuffer(ident, dtype=np.uint64), files.ident[rows].reshape(-1)) and np.array_equal(
+        np.frombuffer(times, dtype=np.int64), files.times[rows].reshape(-1)
     )
 
 

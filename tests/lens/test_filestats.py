@@ -325,6 +325,62 @@ def test_a_file_edited_through_a_hard_link_outside_the_folder_is_seen_under_the_
     assert [d.text for d in survey_corpus(folder).documents if d.path == "b.md"] == [(folder / "b.md").read_text()]
 
 
+def _counting_stats(monkeypatch) -> list[int]:
+    """How many files each quiet-watch check stat'ed."""
+    calls: list[int] = []
+    real = _filestats._unchanged
+    monkeypatch.setattr(
+        _filestats,
+        "_unchanged",
+        lambda files, prefix, rows=None: (
+            calls.append(len(files) if rows is None else len(rows)) or real(files, prefix, rows)
+        ),
+    )
+    return calls
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify")
+def test_a_quiet_watch_stats_only_the_files_with_other_names_and_every_file_once_a_minute(
+    folder, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(_filestats, "_RACY_NS", 0)
+    os.link(folder / "b.md", tmp_path / "b-link.md")  # one file with a second name
+    for _ in range(3):  # the third survey arms the watch
+        survey_corpus(folder)
+    stats = _counting_stats(monkeypatch)
+    for _ in range(3):
+        survey_corpus(folder)
+    assert stats == [1, 1, 1]  # a repeated question costs a stat per linked file, not per file
+    (state,) = [f for (_, scope), f in _filestats._FOLDERS.items() if scope.startswith(f"{folder.resolve()}\x00")]
+    state.checked -= _filestats._RECHECK_S  # a minute on
+    survey_corpus(folder)
+    survey_corpus(folder)
+    assert stats[3:] == [4, 1]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify")
+def test_an_edit_through_a_hard_link_made_after_the_listing_is_seen_within_a_minute(folder, tmp_path, monkeypatch):
+    """What a quiet watch can miss, for at most _RECHECK_S: a file that got another name outside the folder since
+    it was last stat'ed, written through that name."""
+    monkeypatch.setattr(_filestats, "_RACY_NS", 0)
+    for _ in range(4):
+        view = CorpusView.of(survey_corpus(folder))
+    link = tmp_path / "c-link.txt"
+    os.link(folder / "c.txt", link)  # no event in the folder's directories
+    text = link.read_text()
+    with open(link, "r+") as fh:  # same size, in place
+        fh.write(text.replace("Tower", "Towel"))
+    assert CorpusView.of(survey_corpus(folder)) is view  # within the minute: the documented miss
+    (state,) = [f for (_, scope), f in _filestats._FOLDERS.items() if scope.startswith(f"{folder.resolve()}\x00")]
+    state.checked -= _filestats._RECHECK_S
+    got = CorpusView.of(survey_corpus(folder))
+    assert got is not view and _state(got) == _fresh(folder)
+    assert CorpusView.of(survey_corpus(folder)) is got  # listed again: c.txt is now stat'ed with every question
+    with open(link, "r+") as fh:
+        fh.write(text.replace("Tower", "Tiger"))
+    assert _state(CorpusView.of(survey_corpus(folder))) == _fresh(folder)
+
+
 def test_with_the_watch_off_every_question_lists_the_folder(folder, monkeypatch):
     listings = _counting_listings(monkeypatch)
     for _ in range(4):
