@@ -3,11 +3,12 @@ with no Python object per token or per (document, term) on the common path.
 
 A term is a maximal run of ``str.isalnum()`` characters of the folded text (``Document.lowered``), exactly what
 ``re.findall(r"[^\\W_]+", lowered)`` gives (:func:`terms_of`, the rule's reference). The documents are joined
-into one buffer (separated by NUL, which is no term's character) and classified as code points in NumPy; each run
-of at most 16 ASCII characters — nearly every word of most text — is its own key (its bytes, zero-padded, as two
-64-bit integers: a run holds no NUL, so equal keys are equal runs), and runs are grouped and counted by sorting
-those keys. The rest (longer runs, runs with non-ASCII letters) are cut out as strings and grouped in a
-dictionary: exact either way, only slower (a corpus of CJK text goes all that way, as fast as the old rule).
+into one UTF-8 buffer (separated by NUL, which is no term's character) and its bytes classified in NumPy (a
+character beyond ASCII by its code point, each distinct one asked of ``str.isalnum`` once); each run of at most 8
+ASCII letters and digits — most words of most text — is its own 48-bit key (6 bits a character), sorted with its
+document's index beside it, so one sort of integers groups and counts them; runs of 9 to 16 are keyed by two such
+words. The rest (longer runs, runs with letters beyond ASCII) are cut out as strings and grouped in a dictionary:
+exact either way, only slower (a corpus of CJK text goes all that way, about as fast as the old rule).
 """
 
 from __future__ import annotations
@@ -118,20 +119,26 @@ def _count(texts: list[str]) -> Postings:
     """:func:`count_terms` of at most ``_DOCS_PER_PASS`` texts."""
     if not texts:
         return Postings.empty()
-    buf = "\x00".join(texts)
-    if buf.isascii():
-        code = _CODE[np.frombuffer(buf.encode("ascii"), dtype=np.uint8)]
-        alnum = code > 0
-        wide = None
-    else:
-        cp = np.frombuffer(buf.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-        code = _CODE[np.minimum(cp, 255)]  # beyond ASCII: 0 (no code; _CODE[128:] is 0)
-        wide = cp >= 128
-        alnum = code > 0
-        if wide.any():  # the few distinct characters beyond ASCII, each asked once
-            chars, where = np.unique(cp[wide], return_inverse=True)
-            is_alnum = np.fromiter((chr(c).isalnum() for c in chars.tolist()), dtype=bool, count=len(chars))
-            alnum[wide] = is_alnum[where]
+    raw = [t.encode("utf-8", "surrogatepass") for t in texts]  # a lone surrogate (from JSON) is no letter either
+    buf = b"\x00".join(raw)
+    u8 = np.frombuffer(buf, dtype=np.uint8)
+    code = _CODE[u8]
+    alnum = code > 0
+    wide_alnum = None  # the bytes of the letters and digits beyond ASCII
+    if not buf.isascii():
+        wide = np.flatnonzero(u8 >= 0x80)  # every byte of a character beyond ASCII
+        leads = wide[u8[wide] >= 0xC0]  # its first byte
+        b = np.zeros(len(u8) + 3, dtype=np.int64)
+        b[: len(u8)] = u8
+        first = b[leads]
+        size = 2 + (first >= 0xE0) + (first >= 0xF0)
+        cp = first & np.where(size == 2, 0x1F, np.where(size == 3, 0x0F, 0x07))
+        for k in (1, 2, 3):
+            cp = np.where(k < size, cp << 6 | (b[leads + k] & 0x3F), cp)
+        chars, which = np.unique(cp, return_inverse=True)  # the few distinct characters, each asked once
+        is_alnum = np.fromiter((chr(c).isalnum() for c in chars.tolist()), dtype=bool, count=len(chars))
+        alnum[wide] = is_alnum[which][np.searchsorted(leads, wide, side="right") - 1]
+        wide_alnum = wide[alnum[wide]]
     edges = np.diff(alnum.view(np.int8), prepend=np.int8(0), append=np.int8(0))
     starts = np.flatnonzero(edges == 1)
     ends = np.flatnonzero(edges == -1)
@@ -139,12 +146,11 @@ def _count(texts: list[str]) -> Postings:
         return Postings.empty()
     lengths = ends - starts
     doc_starts = np.zeros(len(texts), dtype=np.int64)
-    np.cumsum([len(t) + 1 for t in texts[:-1]], out=doc_starts[1:])
+    np.cumsum([len(t) + 1 for t in raw[:-1]], out=doc_starts[1:])
     doc = (np.searchsorted(doc_starts, starts, side="right") - 1).astype(np.uint64)
     plain = np.ones(len(starts), dtype=bool)  # a run of ASCII letters and digits only
-    if wide is not None:
-        at = np.flatnonzero(wide & alnum)  # letters and digits beyond ASCII, few: runs holding one are cut out
-        plain = np.searchsorted(at, starts) == np.searchsorted(at, ends)
+    if wide_alnum is not None:  # few: a run holding one is cut out as a string
+        plain = np.searchsorted(wide_alnum, starts) == np.searchsorted(wide_alnum, ends)
     padded = np.zeros(len(code) + 16, dtype=np.uint8)
     padded[: len(code)] = code
     # the 8 codes from every offset, read in place (unaligned, overlapping: one view, no copy)
@@ -181,14 +187,14 @@ def _count(texts: list[str]) -> Postings:
         new[1:] |= d[1:] != d[:-1]
         at = np.flatnonzero(new)
         reps = middle[order[first]]
-        vocab = [buf[a:b] for a, b in zip(starts[reps].tolist(), ends[reps].tolist())]
+        vocab = [buf[a:b].decode("ascii") for a, b in zip(starts[reps].tolist(), ends[reps].tolist())]
         parts.append(
             Postings(vocab, (np.cumsum(first) - 1)[at], d[at].astype(np.int64), np.diff(np.append(at, len(d))))
         )
     rest = np.flatnonzero(~plain | (lengths > 16))
     if len(rest):
         index: dict[str, int] = {}
-        runs = [buf[a:b] for a, b in zip(starts[rest].tolist(), ends[rest].tolist())]
+        runs = [buf[a:b].decode("utf-8") for a, b in zip(starts[rest].tolist(), ends[rest].tolist())]
         ids = np.fromiter((index.setdefault(r, len(index)) for r in runs), dtype=np.int64, count=len(runs))
         keys, n = np.unique(ids * len(texts) + doc[rest].astype(np.int64), return_counts=True)
         parts.append(Postings(list(index), keys // len(texts), keys % len(texts), n))
