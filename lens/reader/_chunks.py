@@ -5,8 +5,8 @@ for the first survey of a large folder, in worker processes on every core.
 A worker is a fresh interpreter (``sys.executable -c …``, like the extraction workers: never a fork of this
 possibly threaded process) that reads each chunk it is handed through the same guarded open as this process
 (``lens.reader._read._read_file``, checked against the folder's real path) and hands back the chunk's columns:
-per file its signature, outcome and document statistics, and one :class:`~lens.reader._postings.Postings` for the
-chunk (no object per term). Document formats (PDF, …) are not read here: they go through the extraction workers.
+per file its signature, outcome and document statistics, and the chunk's term counts as the store's runs of
+postings, packed (``lens.reader._store._runs``: a row per distinct term, no object per posting). Document formats (PDF, …) are not read here: they go through the extraction workers.
 A worker that cannot be started, or dies on a chunk, costs time only: that chunk is read in this process.
 """
 
@@ -23,13 +23,15 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Iterator, Sequence
 
+import numpy as np
+
 from lens._config import ReaderSettings
 from lens.reader import _read
 from lens.reader._columns import NAMES_SEP, DocStat
 from lens.reader._documents import Document
-from lens.reader._postings import Postings, count_terms
+from lens.reader._postings import count_terms
 from lens.reader._read import _FileResult
-from lens.reader._store import _pack_unit
+from lens.reader._store import _pack_unit, _runs
 
 __all__ = ["Chunk", "read_chunk", "chunk_of", "ReadPool"]
 
@@ -50,13 +52,13 @@ def _stat_of(doc: Document) -> DocStat:
 class Chunk:
     """What reading a chunk of files gave, file by file: its stat signature when opened (None: not opened), its
     reading's outcome, its documents' statistics and each document's packed unit (None: not a unit); and the
-    term counts of all its documents one after another."""
+    term counts of all its documents one after another, as runs of postings keyed by document index."""
 
     sigs: list[tuple | None]
     outcomes: list[dict]
     stats: list[tuple[DocStat, ...]]
     units: list[tuple[bytes | None, ...]]
-    postings: Postings
+    runs: list[tuple[str, int, bytes]]
 
     @property
     def documents(self) -> int:
@@ -71,7 +73,8 @@ def chunk_of(results: Sequence[_FileResult], sigs: Sequence[tuple | None]) -> Ch
         stats.append(tuple(_stat_of(d) for d in res.documents))
         units.append(tuple(_pack_unit(d) if d.kind == "unit" else None for d in res.documents))
         lowered.extend(d.lowered for d in res.documents)
-    return Chunk(list(sigs), [r.outcome() for r in results], stats, units, count_terms(lowered))
+    runs = _runs(count_terms(lowered), np.arange(len(lowered), dtype=np.int64))
+    return Chunk(list(sigs), [r.outcome() for r in results], stats, units, runs)
 
 
 def read_chunk(jobs: Sequence[tuple[str, str]], settings: ReaderSettings, root_real: str) -> Chunk:
@@ -157,19 +160,18 @@ class ReadPool:
                     if i is not None:
                         yield i, read_chunk(chunks[i], settings, root_real)
                     continue
+                if todo:  # the worker's next chunk first: it reads while this process stores the last one
+                    k = todo.pop()
+                    try:
+                        worker.conn.send((chunks[k], settings, root_real))
+                    except OSError:
+                        worker.kill()
+                        self._workers.remove(worker)
+                        todo.append(k)
+                    else:
+                        busy[worker.conn] = (worker, k)
                 if i is not None:
                     yield i, got
-                if not todo:
-                    continue
-                i = todo.pop()
-                try:
-                    worker.conn.send((chunks[i], settings, root_real))
-                except OSError:
-                    worker.kill()
-                    self._workers.remove(worker)
-                    yield i, read_chunk(chunks[i], settings, root_real)
-                    continue
-                busy[worker.conn] = (worker, i)
         while todo:  # no worker left
             i = todo.pop()
             yield i, read_chunk(chunks[i], settings, root_real)

@@ -53,7 +53,6 @@ from lens.reader._documents import _is_container, _suffix
 from lens.reader._folder import _Entry, _Files, _pack_sig
 from lens.reader._listing import _ignore_patterns, _list_files
 from lens.reader._open import _open_folder, _read_bytes
-from lens.reader._postings import Postings
 from lens.reader._read import read_files, tally
 from lens.reader._store import StatsStore, StoreError, _file_ident, _set_aside, default_store_path
 from lens.reader._table import DocumentTable
@@ -81,7 +80,9 @@ _BATCH = 50_000  # files per write transaction, at most (larger: fewer B-tree pa
 # store); what is held is their statistics and counts (≈ 1 KB a document), not their text
 _BATCH_DOCS = 50_000
 _READ_AHEAD = 256  # document-format files read at once (extracted over the extraction workers together)
-_CHUNK_MAX = 2_000  # a chunk of text files read at once (by one worker), at most, in weight:
+# a chunk of text files read at once (by one worker), at most, in weight; its term counts are stored as a run of
+# postings per distinct term (larger: fewer, longer runs, a smaller store and fewer rows per look-up)
+_CHUNK_MAX = 5_000
 _CONTAINER_BYTES = 2_048  # a container weighs a unit per this many bytes on disk (a file otherwise weighs 1)
 _PARALLEL_AT = 2_000  # reading this much weight (files) or more starts worker processes
 
@@ -465,8 +466,8 @@ def _chunks(
     sizes = listing.times[plain, 0]
     weight = np.where([_is_container(listing.paths[k]) for k in plain], np.maximum(sizes, 0) // _CONTAINER_BYTES, 0) + 1
     workers = cpu_count() if int(weight.sum()) >= _PARALLEL_AT else 1
-    # a few chunks per worker at least, so that the last ones to finish are small
-    limit = max(1, min(_CHUNK_MAX, int(weight.sum()) // (4 * workers)))
+    # over workers, a few chunks each at least, so that the last ones to finish are small
+    limit = _CHUNK_MAX if workers < 2 else max(1, min(_CHUNK_MAX, int(weight.sum()) // (4 * workers)))
     bounds = [0]
     total = 0
     for i, w in enumerate(weight.tolist()):
@@ -503,8 +504,7 @@ def _settles(prefix: str, path: str, r: int, old: _Files, settings: ReaderSettin
 
 def _flush(store: StatsStore, scope: str, pending: list, counted: list[Chunk], out: _Written) -> int | None:
     """Store a batch of read files; their columns join ``out.chunks`` (no object per file is kept)."""
-    postings = Postings.concat([c.postings for c in counted], [c.documents for c in counted])
-    gen = _after(out.gen, store.put_counted(scope, pending, postings))
+    gen = _after(out.gen, store.put_counted(scope, pending, [(c.runs, c.documents) for c in counted]))
     sigs = [sig for c in counted for sig in c.sigs]  # as taken: the entries' packed ones need not be parsed
     out.chunks.append(_Files.of_entries([(p, e) for p, e, _ in pending], sigs))
     return gen

@@ -81,7 +81,14 @@ _TRIVIAL = {"skip": None, "bad": False, "malformed": 0, "oversized": 0, "problem
 
 def _trivial(summary: dict) -> bool:
     """Whether a file's reading outcome is its byte count alone (read, nothing skipped, no problem)."""
-    return all(summary.get(k, v) == v for k, v in _TRIVIAL.items())
+    get = summary.get  # each of _TRIVIAL's fields as there (or missing), spelled out: once per file read
+    return (
+        get("skip") is None
+        and get("bad", False) == False  # noqa: E712 - the value, as _TRIVIAL has it (0 too)
+        and get("malformed", 0) == 0
+        and get("oversized", 0) == 0
+        and get("problems", []) == []
+    )
 
 
 def _pack_summary(summary: dict) -> str:

@@ -82,18 +82,18 @@ class Postings:
     @staticmethod
     def concat(parts: Sequence["Postings"], docs: Sequence[int]) -> "Postings":
         """The parts one after another, part k's documents numbered on after the ``docs[:k]`` before it; one
-        vocabulary (a dictionary look-up per distinct term of each part, not per posting)."""
+        vocabulary, sorted (a look-up per distinct term of each part, not per posting)."""
         if not parts:
             return Postings.empty()
-        index: dict[str, int] = {}
+        vocab = sorted(set().union(*(p.vocab for p in parts)))
+        index = dict(zip(vocab, range(len(vocab))))
         terms, doc_ids = [], []
         at = 0
         for p, n in zip(parts, docs):
-            ids = np.fromiter((index.setdefault(t, len(index)) for t in p.vocab), np.int64, count=len(p.vocab))
+            ids = np.fromiter(map(index.__getitem__, p.vocab), dtype=np.int64, count=len(p.vocab))
             terms.append(ids[p.term])
             doc_ids.append(p.doc + at)
             at += n
-        vocab = list(index)
         return Postings(vocab, np.concatenate(terms), np.concatenate(doc_ids), np.concatenate([p.n for p in parts]))
 
     def counters(self, ndocs: int) -> list[Counter]:

@@ -491,14 +491,20 @@ class StatsStore:
         for _, _, documents in items:
             lowered.extend(d.lowered for d in documents)
             units.append(tuple(_pack_unit(d) if d.kind == "unit" else None for d in documents))
-        return self.put_counted(scope, [(p, e, u) for (p, e, _), u in zip(items, units)], count_terms(lowered))
+        runs = _runs(count_terms(lowered), np.arange(len(lowered), dtype=np.int64))
+        return self.put_counted(scope, [(p, e, u) for (p, e, _), u in zip(items, units)], [(runs, len(lowered))])
 
     def put_counted(
-        self, scope: str, items: Sequence[tuple[str, _Entry, Sequence[bytes | None]]], postings: Postings
+        self,
+        scope: str,
+        items: Sequence[tuple[str, _Entry, Sequence[bytes | None]]],
+        counted: Sequence[tuple[list[tuple[str, int, bytes]], int]],
     ) -> tuple[int, int]:
-        """Store (path, entry, each document's packed unit or None) for each file, with the term counts of the
-        entries' documents one after another (``postings``), replacing what the store held for those paths; each
-        entry's ``ids`` are set to its documents' new row ids. Rows are written a table at a time."""
+        """Store (path, entry, each document's packed unit or None) for each file, with its documents' term
+        counts, replacing what the store held for those paths; each entry's ``ids`` are set to its documents' new
+        row ids. ``counted``: (runs of postings, documents) of parts of the entries' documents one after another,
+        a run's key the index of its first document in its part (:func:`_runs`). Rows are written a table at a
+        time."""
         with self._using(), self.db:
             sid = self._scope_id(scope, create=True)
             assert sid is not None
@@ -514,6 +520,7 @@ class StatsStore:
             did = max(seq[0] if seq else 0, self.db.execute("SELECT max(id) FROM docs").fetchone()[0] or 0) + 1
             rows = np.full(sum(len(e.docs) for _, e, _ in items), -1, dtype=np.int64)  # each document's row id
             files, docs, unit_rows, stale = [], [], [], []
+            runs: list[tuple[int, int, int]] = []  # (first document in the batch, its row id, documents)
             at = 0
             for path, entry, packed in items:
                 k = len(entry.docs)
@@ -532,10 +539,16 @@ class StatsStore:
                 )
                 for o, st in enumerate(entry.docs):
                     docs.append((did + o, fid, o, st.doc_id, st.title, st.names, st.length, st.sha256, st.line))
-                unit_rows.extend((did + o, u) for o, u in enumerate(packed) if u is not None)
+                if any(packed):
+                    unit_rows.extend((did + o, u) for o, u in enumerate(packed) if u is not None)
                 entry.ids = tuple(range(did, did + k))
-                rows[at : at + k] = np.arange(did, did + k)
+                if runs and runs[-1][0] + runs[-1][2] == at:  # row ids follow on as the documents do
+                    runs[-1] = (runs[-1][0], runs[-1][1], runs[-1][2] + k)
+                else:
+                    runs.append((at, did, k))
                 fid, did, at = fid + 1, did + k, at + k
+            for at, first, k in runs:  # where the stored files' documents went (few runs: files stored in order)
+                rows[at : at + k] = np.arange(first, first + k)
             if stale:
                 self._drop_files(stale)
             self.db.executemany(
@@ -546,8 +559,17 @@ class StatsStore:
                 docs,
             )
             self.db.executemany("INSERT OR REPLACE INTO units(doc, data) VALUES(?,?)", unit_rows)
-            # in key order: the B-tree is appended to in runs, not split page by page
-            self.db.executemany("INSERT INTO terms(term, doc, data) VALUES(?,?,?)", _runs(postings, rows))
+            at = 0
+            for part, n in counted:  # in key order within a part: the B-tree is appended to, not split page by page
+                ids = rows[at : at + n]
+                if n and ids[0] >= 0 and np.array_equal(ids, np.arange(ids[0], ids[0] + n)):
+                    base = int(ids[0])  # the part's documents stored one after another: only each run's key moves
+                    self.db.executemany(
+                        "INSERT INTO terms(term, doc, data) VALUES(?,?,?)", ((t, base + d, x) for t, d, x in part)
+                    )
+                elif n:  # some of its files were stored by another process: the runs of the others, anew
+                    self.db.executemany("INSERT INTO terms(term, doc, data) VALUES(?,?,?)", _rerun(part, ids))
+                at += n
         return gens
 
     def unit(self, doc_row: int) -> tuple[str, dict] | None:
@@ -721,6 +743,21 @@ def _runs(postings: Postings, rows: np.ndarray) -> list[tuple[str, int, bytes]]:
         data[runs] = [tag + g[a:b] + k[e:f] for a, b, e, f in zip(g_start, g_end.tolist(), k_start, k_end.tolist())]
     names = [vocab[t] for t in np.asarray(by_name)[term[starts]].tolist()]
     return list(zip(names, doc[starts].tolist(), data.tolist()))
+
+
+def _rerun(runs: list[tuple[str, int, bytes]], rows: np.ndarray) -> list[tuple[str, int, bytes]]:
+    """:func:`_runs` again of the postings in ``runs`` (keys: document indices), document ``i`` now row
+    ``rows[i]`` (-1: not stored)."""
+    got = [_unpack_run(*r) for r in runs]
+    vocab = [t for t, _, _ in got]
+    sizes = [len(d) for _, d, _ in got]
+    postings = Postings(
+        vocab,
+        np.repeat(np.arange(len(vocab), dtype=np.int64), sizes),
+        np.concatenate([d for _, d, _ in got]) if got else np.zeros(0, dtype=np.int64),
+        np.concatenate([n for _, _, n in got]) if got else np.zeros(0, dtype=np.int64),
+    )
+    return _runs(postings, rows)
 
 
 def _entry_of(path: Any, rows: list[tuple]) -> _Entry:
