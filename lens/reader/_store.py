@@ -10,6 +10,7 @@ import json
 import logging
 import os
 import sqlite3
+import struct
 import threading
 import time
 import zlib
@@ -252,10 +253,10 @@ class StatsStore:
                     doc_id TEXT NOT NULL, title TEXT NOT NULL, names TEXT NOT NULL, length INTEGER NOT NULL,
                     sha256 TEXT NOT NULL, line INTEGER);
                 CREATE INDEX IF NOT EXISTS docs_file ON docs(file);
-                -- postings by term, in runs: one row per term per write (a run of documents written together),
-                -- keyed by its first document, data its other documents and every count packed (_pack_run); a
-                -- document's row id is never reused (AUTOINCREMENT), so the postings of a dropped document are
-                -- orphans no view maps, cut out in bulk now and then, which joins each term's runs (compact)
+                -- postings by term: one row per term per write, keyed by its first document, its data segments
+                -- of packed runs (the documents a worker counted together; _unpack_run); a document's row id is
+                -- never reused (AUTOINCREMENT), so the postings of a dropped document are orphans no view maps,
+                -- cut out in bulk now and then, which joins each term's rows into one (compact)
                 CREATE TABLE IF NOT EXISTS terms(
                     term TEXT NOT NULL, doc INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY(term, doc)
                 ) WITHOUT ROWID;
@@ -559,17 +560,30 @@ class StatsStore:
                 docs,
             )
             self.db.executemany("INSERT OR REPLACE INTO units(doc, data) VALUES(?,?)", unit_rows)
+            # every part's runs of a term joined as one row's segments: a row per distinct term of the write
+            merged: dict[str, list] = {}
+            pack = _FIRST.pack
             at = 0
-            for part, n in counted:  # in key order within a part: the B-tree is appended to, not split page by page
+            for part, n in counted:
                 ids = rows[at : at + n]
-                if n and ids[0] >= 0 and np.array_equal(ids, np.arange(ids[0], ids[0] + n)):
-                    base = int(ids[0])  # the part's documents stored one after another: only each run's key moves
-                    self.db.executemany(
-                        "INSERT INTO terms(term, doc, data) VALUES(?,?,?)", ((t, base + d, x) for t, d, x in part)
-                    )
-                elif n:  # some of its files were stored by another process: the runs of the others, anew
-                    self.db.executemany("INSERT INTO terms(term, doc, data) VALUES(?,?,?)", _rerun(part, ids))
                 at += n
+                if not n:
+                    continue
+                if ids[0] >= 0 and np.array_equal(ids, np.arange(ids[0], ids[0] + n)):
+                    base = int(ids[0])  # the part's documents stored one after another: only the firsts move
+                    segments: Iterable[tuple[str, int, bytes]] = ((t, base + f, b) for t, f, b in part)
+                else:  # some of its files were stored by another process: the runs of the others, anew
+                    segments = _rerun(part, ids)
+                for t, f, b in segments:
+                    row = merged.get(t)
+                    if row is None:
+                        merged[t] = [f, pack(f) + b]
+                    else:
+                        row.append(pack(f) + b)
+            self.db.executemany(
+                "INSERT INTO terms(term, doc, data) VALUES(?,?,?)",
+                ((t, row[0], b"".join(row[1:])) for t, row in merged.items()),
+            )
         return gens
 
     def unit(self, doc_row: int) -> tuple[str, dict] | None:
@@ -668,9 +682,12 @@ class StatsStore:
         self.db.execute("ALTER TABLE terms_new RENAME TO terms")
 
 
-# a run's data: one byte telling the widths (bits 0-1: the gaps between documents, 2-3: the counts; 1, 2, 4 or 8
-# bytes), the gaps from each document to the next (after the first, which is the row's key), then every count
+# a row's data: one segment or more, each a run of postings of one write (the documents a worker counted together):
+# its first document (8 bytes), one byte telling the widths (bits 0-1: the gaps between documents, 2-3: the counts;
+# 1, 2, 4 or 8 bytes), how many postings (4 bytes), the gaps from each document to the next, then every count
 _WIDTHS = (np.dtype("<u1"), np.dtype("<u2"), np.dtype("<u4"), np.dtype("<u8"))
+_FIRST = struct.Struct("<q")
+_HEAD = struct.Struct("<qBI")
 
 
 def _width(largest: np.ndarray) -> np.ndarray:
@@ -679,32 +696,46 @@ def _width(largest: np.ndarray) -> np.ndarray:
 
 
 def _pack_run(docs: np.ndarray, counts: np.ndarray) -> tuple[int, bytes]:
-    """(first document, data) of one run of ascending documents and their counts."""
+    """(first document, data) of one run of ascending documents and their counts, as one segment."""
     gaps = np.diff(docs)
     g = int(_width(np.asarray(gaps.max() if len(gaps) else 0)))
     c = int(_width(np.asarray(counts.max())))
-    data = bytes([g | c << 2]) + gaps.astype(_WIDTHS[g]).tobytes() + counts.astype(_WIDTHS[c]).tobytes()
-    return int(docs[0]), data
+    head = _HEAD.pack(int(docs[0]), g | c << 2, len(docs))
+    return int(docs[0]), head + gaps.astype(_WIDTHS[g]).tobytes() + counts.astype(_WIDTHS[c]).tobytes()
 
 
-def _unpack_run(term: Any, first: Any, data: Any) -> tuple[str, np.ndarray, np.ndarray]:
-    """(term, documents, counts) of one stored run; ValueError naming the row if it does not decode."""
-    if type(term) is not str or type(first) is not int or not isinstance(data, bytes) or not data:
-        raise ValueError(f"terms row ({term!r:.40}, {first!r:.20}): not a run of postings")
-    gw, cw = _WIDTHS[data[0] & 3], _WIDTHS[(data[0] >> 2) & 3]
-    m, rest = divmod(len(data) - 1 + gw.itemsize, gw.itemsize + cw.itemsize)
-    if rest or m < 1 or data[0] >> 4:
-        raise ValueError(f"terms row ({term!r:.40}, {first}): data of {len(data)} bytes is not a run of postings")
-    docs = np.empty(m, dtype=np.int64)
-    docs[0] = first
-    np.cumsum(np.frombuffer(data, gw, m - 1, 1), dtype=np.int64, out=docs[1:])
-    docs[1:] += first
-    return term, docs, np.frombuffer(data, cw, m, 1 + (m - 1) * gw.itemsize).astype(np.int64)
+def _unpack_run(term: Any, key: Any, data: Any) -> tuple[str, np.ndarray, np.ndarray]:
+    """(term, documents, counts) of one stored row, its segments one after another; ValueError naming the row if
+    it does not decode."""
+    if type(term) is not str or type(key) is not int or not isinstance(data, bytes) or not data:
+        raise ValueError(f"terms row ({term!r:.40}, {key!r:.20}): not a run of postings")
+    docs, counts = [], []
+    at = 0
+    while at < len(data):
+        if len(data) - at < _HEAD.size:
+            raise ValueError(f"terms row ({term!r:.40}, {key}): a segment cut short at byte {at}")
+        first, tag, m = _HEAD.unpack_from(data, at)
+        gw, cw = _WIDTHS[tag & 3], _WIDTHS[(tag >> 2) & 3]
+        at += _HEAD.size
+        end = at + (m - 1) * gw.itemsize + m * cw.itemsize
+        if tag >> 4 or m < 1 or end > len(data):
+            raise ValueError(f"terms row ({term!r:.40}, {key}): a segment that is not a run of postings")
+        d = np.empty(m, dtype=np.int64)
+        d[0] = first
+        np.cumsum(np.frombuffer(data, gw, m - 1, at), dtype=np.int64, out=d[1:])
+        d[1:] += first
+        docs.append(d)
+        counts.append(np.frombuffer(data, cw, m, at + (m - 1) * gw.itemsize).astype(np.int64))
+        at = end
+    if len(docs) == 1:
+        return term, docs[0], counts[0]
+    return term, np.concatenate(docs), np.concatenate(counts)
 
 
 def _runs(postings: Postings, rows: np.ndarray) -> list[tuple[str, int, bytes]]:
-    """The rows of ``postings`` (document ``i`` stored as row id ``rows[i]``; -1: not stored), one run per term,
-    in key order: numbers packed a width class at a time, one bytes object per run."""
+    """(term, first document, segment without its first document) for every term of ``postings`` (document
+    ``i`` stored as row id ``rows[i]``; -1: not stored), in key order: numbers packed a width class at a time,
+    one bytes object per term."""
     keep = rows[postings.doc] >= 0 if len(postings) else np.zeros(0, dtype=bool)
     if not keep.any():
         return []
@@ -736,19 +767,23 @@ def _runs(postings: Postings, rows: np.ndarray) -> list[tuple[str, int, bytes]]:
         gw, cw = _WIDTHS[c & 3], _WIDTHS[c >> 2]
         g = gaps[at[~first[at]]].astype(gw).tobytes()
         k = n[at].astype(cw).tobytes()
+        m = size.astype("<u4").tobytes()
         g_end = np.cumsum(size - 1) * gw.itemsize
         k_end = np.cumsum(size) * cw.itemsize
         g_start, k_start = (g_end - (size - 1) * gw.itemsize).tolist(), (k_end - size * cw.itemsize).tolist()
         tag = bytes([c])
-        data[runs] = [tag + g[a:b] + k[e:f] for a, b, e, f in zip(g_start, g_end.tolist(), k_start, k_end.tolist())]
+        data[runs] = [
+            tag + m[4 * i : 4 * i + 4] + g[a:b] + k[e:f]
+            for i, (a, b, e, f) in enumerate(zip(g_start, g_end.tolist(), k_start, k_end.tolist()))
+        ]
     names = [vocab[t] for t in np.asarray(by_name)[term[starts]].tolist()]
     return list(zip(names, doc[starts].tolist(), data.tolist()))
 
 
 def _rerun(runs: list[tuple[str, int, bytes]], rows: np.ndarray) -> list[tuple[str, int, bytes]]:
-    """:func:`_runs` again of the postings in ``runs`` (keys: document indices), document ``i`` now row
-    ``rows[i]`` (-1: not stored)."""
-    got = [_unpack_run(*r) for r in runs]
+    """:func:`_runs` again of ``runs`` (keys: document indices), document ``i`` now row ``rows[i]`` (-1: not
+    stored)."""
+    got = [_unpack_run(t, f, _FIRST.pack(f) + b) for t, f, b in runs]
     vocab = [t for t, _, _ in got]
     sizes = [len(d) for _, d, _ in got]
     postings = Postings(

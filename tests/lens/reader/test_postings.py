@@ -13,6 +13,8 @@ from hypothesis import strategies as st
 
 from lens._terms import fold
 from lens.reader import _postings, _store
+from lens.reader._columns import DocStat
+from lens.reader._folder import _Entry
 from lens.reader._postings import Postings, count_terms
 
 _RULE = re.compile(r"[^\W_]+")  # the rule as the store always applied it
@@ -108,13 +110,42 @@ def test_runs_of_postings_read_back_as_written(postings):
         np.asarray([docs.index(d) for _, d, _ in postings], dtype=np.int64),
         np.asarray([n for _, _, n in postings], dtype=np.int64),
     )
-    rows = _store._runs(p, np.asarray(docs, dtype=np.int64))
-    assert [r[:2] for r in rows] == sorted(r[:2] for r in rows)  # in key order
+    runs = _store._runs(p, np.asarray(docs, dtype=np.int64))
+    assert [r[:2] for r in runs] == sorted(r[:2] for r in runs)  # in key order
+    rows = [(t, f, _store._FIRST.pack(f) + b) for t, f, b in runs]
     got = sorted((t, d, n) for t, ds, ns in (_store._unpack_run(*r) for r in rows) for d, n in zip(ds, ns))
     assert got == sorted(postings)
 
 
-@pytest.mark.parametrize("data", [b"", b"\x00\x01\x02", b"\x10\x01", b"\x05\x01"])
+def test_the_runs_of_several_parts_of_a_write_are_one_row_per_term_and_count_as_one_reading():
+    """Parts counted apart (as workers count chunks) are stored as a row per term of segments."""
+    texts = ["Cape quill cape", "tower", "quill tower tower", "", "cape naïve", "tower"]
+    parts = [texts[:2], texts[2:5], texts[5:]]
+    items = [
+        (f"f{i}", _Entry("", True, True, {"nbytes": 1}, (DocStat(f"f{i}", f"f{i}", "T", "t", 1, "0" * 64, None),), ()))
+        for i in range(len(texts))
+    ]
+    counted = [(_store._runs(count_terms(map(fold, p)), np.arange(len(p))), len(p)) for p in parts]
+    store = _store.StatsStore(None)
+    store.put_counted("s", [(p, e, (None,)) for p, e in items], counted)
+    ids = [e.ids[0] for _, e in items]
+    rows = store.db.execute("SELECT term, count(*) FROM terms GROUP BY term").fetchall()
+    assert all(n == 1 for _, n in rows) and {t for t, _ in rows} == {"cape", "quill", "tower", "naive"}
+    got = [Counter() for _ in texts]
+    for term, docs, counts in store.counts(["cape", "quill", "tower", "naive", "absent"]):
+        for d, n in zip(docs.tolist(), counts.tolist()):
+            got[ids.index(d)][term] += n
+    assert got == [_rule(t) for t in texts]
+
+
+_SEGMENT = _store._HEAD.pack(7, 0, 2) + b"\x03\x01\x01"  # documents 7 and 10, once each
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"", b"\x00\x01\x02", _SEGMENT[:-1], _SEGMENT + _SEGMENT[:5], _store._HEAD.pack(7, 16, 1) + b"\x01"],
+    ids=["empty", "short", "cut", "second-cut", "tag"],
+)
 def test_a_run_that_does_not_decode_is_a_value_error_naming_its_row(data):
     with pytest.raises(ValueError, match="terms row"):
         _store._unpack_run("cape", 7, data)
