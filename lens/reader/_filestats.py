@@ -8,8 +8,10 @@ where a run equals it or it plus a folded suffix, exactly the word-start match t
 
 A question **surveys** the folder as it is now (:func:`survey_corpus`): it lists and stats every file, takes the
 statistics of each file whose signature is unchanged from the store, reads exactly the new and changed ones and
-drops the gone ones. A file changed within two seconds of its reading (timestamps are coarse) is checked by its
-content hash on the next survey. Documents are read into memory only when the agent reads them
+drops the gone ones; many files (the first question over a large folder) are read, folded and counted a chunk
+at a time by worker processes on every core, which hand back columns (``lens.reader._chunks``), while this
+process stores the chunks already done. A file changed within two seconds of its reading (timestamps are coarse)
+is checked by its content hash on the next survey. Documents are read into memory only when the agent reads them
 (:class:`DocumentTable`). Nothing is written inside the folder: the store is one SQLite file outside it
 (``reader.stats_store``, default ``<user cache>/lens/stats.sqlite``), shared safely by concurrent processes (WAL,
 one transaction per batch). It is a cache, never an index to keep fresh: every use of it passes one guard

@@ -42,6 +42,7 @@ _MASKS = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [(1 << 64) - 1], dtyp
 
 
 _DOCS_PER_PASS = 1 << 16  # a document's index is the low 16 bits of a short run's sort key
+_PASS_CHARS = 4_000_000  # characters counted in one pass, at most (its arrays: ≈ 40 bytes a character at most)
 
 
 def _pack(words: np.ndarray) -> np.ndarray:
@@ -105,14 +106,21 @@ class Postings:
 
 
 def count_terms(lowered: Sequence[str]) -> Postings:
-    """The term counts of each folded text of ``lowered`` (document ``i`` is ``lowered[i]``)."""
+    """The term counts of each folded text of ``lowered`` (document ``i`` is ``lowered[i]``), a pass over at most
+    ``_PASS_CHARS`` characters at a time (a pass holds a few integers per run of its text)."""
     texts = list(lowered)
-    if len(texts) <= _DOCS_PER_PASS:
+    bounds = [0]
+    size = 0
+    for i, t in enumerate(texts):
+        if i > bounds[-1] and (size + len(t) > _PASS_CHARS or i - bounds[-1] == _DOCS_PER_PASS):
+            bounds.append(i)
+            size = 0
+        size += len(t)
+    bounds.append(len(texts))
+    if len(bounds) == 2:
         return _count(texts)
-    at = range(0, len(texts), _DOCS_PER_PASS)
-    return Postings.concat(
-        [_count(texts[i : i + _DOCS_PER_PASS]) for i in at], [len(texts[i : i + _DOCS_PER_PASS]) for i in at]
-    )
+    parts = [_count(texts[a:b]) for a, b in zip(bounds, bounds[1:])]
+    return Postings.concat(parts, [b - a for a, b in zip(bounds, bounds[1:])])
 
 
 def _count(texts: list[str]) -> Postings:
@@ -128,13 +136,13 @@ def _count(texts: list[str]) -> Postings:
     if not buf.isascii():
         wide = np.flatnonzero(u8 >= 0x80)  # every byte of a character beyond ASCII
         leads = wide[u8[wide] >= 0xC0]  # its first byte
-        b = np.zeros(len(u8) + 3, dtype=np.int64)
+        b = np.zeros(len(u8) + 3, dtype=np.uint8)  # a character's bytes after its first, read past the end
         b[: len(u8)] = u8
-        first = b[leads]
+        first = b[leads].astype(np.int64)
         size = 2 + (first >= 0xE0) + (first >= 0xF0)
         cp = first & np.where(size == 2, 0x1F, np.where(size == 3, 0x0F, 0x07))
         for k in (1, 2, 3):
-            cp = np.where(k < size, cp << 6 | (b[leads + k] & 0x3F), cp)
+            cp = np.where(k < size, cp << 6 | (b[leads + k] & 0x3F).astype(np.int64), cp)
         chars, which = np.unique(cp, return_inverse=True)  # the few distinct characters, each asked once
         is_alnum = np.fromiter((chr(c).isalnum() for c in chars.tolist()), dtype=bool, count=len(chars))
         alnum[wide] = is_alnum[which][np.searchsorted(leads, wide, side="right") - 1]

@@ -40,6 +40,9 @@ _SCHEMA = 6  # 4: snapshot checksums, a folder's last use, incremental vacuum; 5
 _CACHE_KIB = -65536  # SQLite page cache while writing (negative: KiB), 64 MiB: large batches insert without thrashing
 
 
+_WAL_BYTES = 64 << 20  # the write-ahead log is cut back to this after a checkpoint (a first survey writes GBs)
+
+
 _COMPACT_AT = 0.25  # orphaned postings are deleted once the documents dropped since exceed this share of the live ones
 
 
@@ -183,6 +186,7 @@ class StatsStore:
                 db.execute("PRAGMA auto_vacuum=INCREMENTAL")  # the pages of dropped folders can be handed back
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
+            db.execute(f"PRAGMA journal_size_limit={_WAL_BYTES}")  # the log of a large write shrinks after it
             db.execute(f"PRAGMA cache_size={_CACHE_KIB}")
             row = self._init(db).execute("SELECT value FROM meta WHERE key='schema'").fetchone()
             version = row[0] if row else None
@@ -580,9 +584,9 @@ class StatsStore:
                         merged[t] = [f, pack(f) + b]
                     else:
                         row.append(pack(f) + b)
-            self.db.executemany(
+            self.db.executemany(  # in key order: the B-tree's pages are filled, not split half-empty
                 "INSERT INTO terms(term, doc, data) VALUES(?,?,?)",
-                ((t, row[0], b"".join(row[1:])) for t, row in merged.items()),
+                ((t, merged[t][0], b"".join(merged[t][1:])) for t in sorted(merged)),
             )
         return gens
 

@@ -75,6 +75,7 @@ def test_count_terms_is_the_rule_on_any_unicode(texts):
 
 def test_many_documents_are_counted_in_passes_with_one_vocabulary(monkeypatch):
     monkeypatch.setattr(_postings, "_DOCS_PER_PASS", 3)  # a document's index must fit its pass
+    monkeypatch.setattr(_postings, "_PASS_CHARS", 80)  # and a pass's arrays their memory
     texts = [f"Doc {i} shares words; word{i % 4} and naïve{i % 2}" for i in range(11)]
     got = count_terms([fold(t) for t in texts])
     assert got.counters(len(texts)) == [_rule(t) for t in texts]
