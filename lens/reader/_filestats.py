@@ -87,6 +87,7 @@ _READ_AHEAD = 256  # document-format files read at once (extracted over the extr
 _CHUNK_MAX = 5_000
 _CONTAINER_BYTES = 2_048  # a container weighs a unit per this many bytes on disk (a file otherwise weighs 1)
 _PARALLEL_AT = 2_000  # reading this much weight (files) or more starts worker processes
+_WORKERS_MAX = 8  # reading workers, at most (each holds an interpreter and a chunk: ≈ 100 MB)
 
 
 # one store per file path per process
@@ -467,7 +468,7 @@ def _chunks(
         return
     sizes = listing.times[plain, 0]
     weight = np.where([_is_container(listing.paths[k]) for k in plain], np.maximum(sizes, 0) // _CONTAINER_BYTES, 0) + 1
-    workers = cpu_count() if int(weight.sum()) >= _PARALLEL_AT else 1
+    workers = min(cpu_count(), _WORKERS_MAX) if int(weight.sum()) >= _PARALLEL_AT else 1
     # over workers, a few chunks each at least, so that the last ones to finish are small
     limit = _CHUNK_MAX if workers < 2 else max(1, min(_CHUNK_MAX, int(weight.sum()) // (4 * workers)))
     bounds = [0]
