@@ -8,8 +8,10 @@ where a run equals it or it plus a folded suffix, exactly the word-start match t
 
 A question **surveys** the folder as it is now (:func:`survey_corpus`): it lists and stats every file, takes the
 statistics of each file whose signature is unchanged from the store, reads exactly the new and changed ones and
-drops the gone ones. A file changed within two seconds of its reading (timestamps are coarse) is checked by its
-content hash on the next survey. Documents are read into memory only when the agent reads them
+drops the gone ones; many files (the first question over a large folder) are read, folded and counted a chunk
+at a time by worker processes on every core, which hand back columns (``lens.reader._chunks``), while this
+process stores the chunks already done. A file changed within two seconds of its reading (timestamps are coarse)
+is checked by its content hash on the next survey. Documents are read into memory only when the agent reads them
 (:class:`DocumentTable`). Nothing is written inside the folder: the store is one SQLite file outside it
 (``reader.stats_store``, default ``<user cache>/lens/stats.sqlite``), shared safely by concurrent processes (WAL,
 one transaction per batch). It is a cache, never an index to keep fresh: every use of it passes one guard
@@ -39,16 +41,17 @@ from array import array
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 
 from lens._config import ReaderSettings
 from lens._errors import LensError
 from lens._files import is_inside, sha256_hex
+from lens.reader._chunks import Chunk, ReadPool, _stat_of, chunk_of, cpu_count, read_chunk
 from lens.reader._columns import NAMES_SEP, DocColumns, DocStat
 from lens.reader._corpus import CorpusScan
-from lens.reader._documents import Document, _is_container, _suffix
+from lens.reader._documents import _is_container, _suffix
 from lens.reader._folder import _Entry, _Files, _pack_sig
 from lens.reader._listing import _ignore_patterns, _list_files
 from lens.reader._open import _open_folder, _read_bytes
@@ -58,7 +61,7 @@ from lens.reader._table import DocumentTable
 from lens.reader._watch import FolderWatch
 from lens.reader.formats import format_of
 
-__all__ = ["survey_corpus", "recount", "forget_folder", "SUFFIXES", "NAMES_SEP", "DocStat"]
+__all__ = ["survey_corpus", "recount", "forget_folder", "SUFFIXES", "NAMES_SEP", "DocStat", "_stat_of"]
 
 
 # suffixes folded onto a term match (-s, -es, -ed, -ing, ...): a cheap stand-in for stemming. A possessive ('s)
@@ -69,11 +72,22 @@ SUFFIXES = ("s", "es", "ed", "ing", "ly", "er", "ers")
 _RACY_NS = 2_000_000_000  # a file changed this close to its reading is checked by content next time
 
 
-_BATCH = 5_000  # files per write transaction, at most (larger: fewer B-tree page writes, more memory)
+_RECHECK_S = 60.0  # under a quiet watch, every file is stat'ed again this often (else only those with other names)
 
 
-_BATCH_DOCS = 20_000  # documents held for one write transaction, at most (≈ 40 MB of text)
-_READ_AHEAD = 256  # changed files read at once (document formats: extracted over the workers together)
+_BATCH = 50_000  # files per write transaction, at most (larger: fewer B-tree page writes, more memory)
+
+
+# documents per write transaction, at most: each is one run of postings per term (fewer, longer runs: a smaller
+# store); what is held is their statistics and counts (≈ 1 KB a document), not their text
+_BATCH_DOCS = 50_000
+_READ_AHEAD = 256  # document-format files read at once (extracted over the extraction workers together)
+# a chunk of text files read at once (by one worker), at most, in weight; its term counts are stored as a run of
+# postings per distinct term (larger: fewer, longer runs, a smaller store and fewer rows per look-up)
+_CHUNK_MAX = 5_000
+_CONTAINER_BYTES = 2_048  # a container weighs a unit per this many bytes on disk (a file otherwise weighs 1)
+_PARALLEL_AT = 2_000  # reading this much weight (files) or more starts worker processes
+_WORKERS_MAX = 8  # reading workers, at most (each holds an interpreter and a chunk: ≈ 100 MB)
 
 
 # one store per file path per process
@@ -168,11 +182,6 @@ def forget_folder(
     return str(file), folders, files, store.notes()
 
 
-def _stat_of(doc: Document) -> DocStat:
-    names = NAMES_SEP.join(doc.title_names)
-    return DocStat(doc.doc_id, doc.path, doc.title, names, len(doc.lowered), doc.sha256, doc.line)
-
-
 @dataclass
 class _Folder:
     """What this process knows of one folder (scope): its files as last surveyed, that survey's result and
@@ -182,13 +191,16 @@ class _Folder:
     last: CorpusScan | None = None
     listing: tuple | None = None  # the last survey's (paths, skipped, problems) from listing the folder
     watch: FolderWatch | None = None
+    linked: np.ndarray | None = None  # the files that had more than one name (st_nlink) when last listed
+    checked: float = -float("inf")  # time.monotonic() when every file was last stat'ed (listed, or checked)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def reset(self) -> None:
         """Forget what this process knew of the folder (the store no longer holds its rows)."""
         if self.watch is not None:
             self.watch.close()
-        self.files = self.last = self.listing = self.watch = None
+        self.files = self.last = self.listing = self.watch = self.linked = None
+        self.checked = -float("inf")
 
 
 _FOLDERS: dict[tuple[StatsStore, str], _Folder] = {}  # (store, scope) -> folder
@@ -281,6 +293,7 @@ class _Listing:
     skipped: Counter
     problems: list[str]
     ignore_unread: str | None
+    linked: np.ndarray  # bool: the file has more than one name
 
 
 @dataclass
@@ -312,11 +325,20 @@ def _survey(
 ) -> CorpusScan:
     """List the folder, compare it with what is known, read and store what changed, and hand out the scan."""
     if folder.watch is not None and not folder.watch.changed() and folder.last is not None:
-        # the watch vouches for the listing, not for the files: an edit through a hard link outside the folder
-        # gives its directories no event, so every file whose statistics are reused is stat'ed again
-        if folder.files is not None and _unchanged(folder.files, os.path.join(root_path, "")):
+        # the watch vouches for the listing, and for every write through a name in the folder; not for a write
+        # through a hard link outside it (the event goes to that name's directory). So the files that had more
+        # than one name when last stat'ed are stat'ed again, and every file once _RECHECK_S have passed since
+        # the last such check: what a quiet watch can miss is an edit through a hard link made to a file since,
+        # for at most _RECHECK_S
+        now = time.monotonic()
+        every = now - folder.checked >= _RECHECK_S
+        rows = None if every else folder.linked
+        if folder.files is not None and _unchanged(folder.files, os.path.join(root_path, ""), rows):
+            if every:
+                folder.checked = now
             return _again(folder.last, root_path, t0)  # watched, and nothing changed since the last survey
     old = folder.files if folder.files is not None else store.load(scope)
+    checked = time.monotonic()
     listing = _list(root_path, root_real, settings, folder, old)
     diff = _compare(old, listing)
     gen = old.gen
@@ -327,6 +349,7 @@ def _survey(
         store.compact()
     files = _gathered(store, scope, old, listing, diff, written)
     folder.files = files
+    folder.linked, folder.checked = np.flatnonzero(listing.linked), checked  # the files' rows are the listing's
     # the files' own list of paths: equal to the listing's, whose strings are then freed (a million of them)
     key = (files.paths, Counter(listing.skipped), list(listing.problems))
     if files is old and folder.last is not None and folder.listing == key:
@@ -345,7 +368,8 @@ def _list(root_path: Path, root_real: str, settings: ReaderSettings, folder: _Fo
     patterns, ignore_unread = _ignore_patterns(root_path, root_real)
     problems: list[str] = [ignore_unread] if ignore_unread else []
     dirs: list[str] = []
-    sigs = (array("Q"), array("q"))  # each listed file's signature: (device, inode), (size, mtime_ns, ctime_ns)
+    # each listed file's signature: (device, inode), (size, mtime_ns, ctime_ns); whether it has other names
+    sigs = (array("Q"), array("q"), array("B"))
     # a path listed where it was last time is the known string again: the listing holds no second million
     paths = _list_files(root_path, settings, skipped, problems, root_real, patterns, dirs, sigs, old.paths)
     if folder.last is not None and settings.watch and not settings.follow_symlinks:  # asked about again
@@ -353,7 +377,8 @@ def _list(root_path: Path, root_real: str, settings: ReaderSettings, folder: _Fo
         folder.watch.armed = folder.watch.watch(dirs)
     ident = np.asarray(sigs[0], dtype=np.uint64).reshape(-1, 2)
     times = np.asarray(sigs[1], dtype=np.int64).reshape(-1, 3)
-    return _Listing(old.paths if old.paths == paths else paths, ident, times, skipped, problems, ignore_unread)
+    linked = np.frombuffer(sigs[2], dtype=np.uint8).astype(bool)
+    return _Listing(old.paths if old.paths == paths else paths, ident, times, skipped, problems, ignore_unread, linked)
 
 
 def _compare(old: _Files, listing: _Listing) -> _Diff:
@@ -403,28 +428,66 @@ def _read_changed(
             out.gen = _after(out.gen, store.settle(scope, listing.paths[k], old.sig(r), bool(out.settled[r])))
         else:
             todo.append(k)
-    pending: list[tuple[str, _Entry, Sequence[Document]]] = []
+    pending: list[tuple[str, _Entry, Sequence[bytes | None]]] = []
+    counted: list[Chunk] = []
     pending_docs = 0
-    for at in range(0, len(todo), _READ_AHEAD):
-        chunk = todo[at : at + _READ_AHEAD]
-        sigs: list = []
-        jobs = [(prefix + listing.paths[k], listing.paths[k]) for k in chunk]
-        for k, res, sig in zip(chunk, read_files(jobs, settings, root_real, sigs), sigs):
-            p = listing.paths[k]
-            docs = tuple(_stat_of(d) for d in res.documents)
-            entry = _Entry(
-                _pack_sig(sig) if sig else "", bool(sig) and sig[4] < settled_before, _whole(p), res.outcome(), docs, ()
-            )
+    for ks, chunk in _chunks(prefix, root_real, settings, listing, todo):
+        for j, k in enumerate(ks):
+            p, sig = listing.paths[k], chunk.sigs[j]
+            settled = bool(sig) and sig[4] < settled_before
+            entry = _Entry(_pack_sig(sig) if sig else "", settled, _whole(p), chunk.outcomes[j], chunk.stats[j], ())
             out.src[k] = len(old) + out.changed
             out.changed += 1
-            pending.append((p, entry, res.documents))
-            pending_docs += len(res.documents)
-            if len(pending) >= _BATCH or pending_docs >= _BATCH_DOCS:  # shards: thousands of documents per batch
-                out.gen = _flush(store, scope, pending, out)
-                pending, pending_docs = [], 0
+            pending.append((p, entry, chunk.units[j]))
+        counted.append(chunk)
+        pending_docs += chunk.documents
+        if len(pending) >= _BATCH or pending_docs >= _BATCH_DOCS:  # shards: thousands of documents per batch
+            out.gen = _flush(store, scope, pending, counted, out)
+            pending, counted, pending_docs = [], [], 0
     if pending:
-        out.gen = _flush(store, scope, pending, out)
+        out.gen = _flush(store, scope, pending, counted, out)
     return out
+
+
+def _chunks(
+    prefix: str, root_real: str, settings: ReaderSettings, listing: _Listing, todo: list[int]
+) -> Iterator[tuple[list[int], Chunk]]:
+    """(the listing's files, what reading them gave) for every file of ``todo``, a chunk at a time: document
+    formats over the extraction workers, text files and containers in chunks — over worker processes when there
+    are many (the first survey of a large folder), else here."""
+    plain: list[int] = []
+    formats: list[int] = []
+    for k in todo:
+        (plain if format_of(_suffix(listing.paths[k])) is None else formats).append(k)
+    for at in range(0, len(formats), _READ_AHEAD):
+        ks = formats[at : at + _READ_AHEAD]
+        sigs: list = []
+        results = read_files([(prefix + listing.paths[k], listing.paths[k]) for k in ks], settings, root_real, sigs)
+        yield ks, chunk_of(results, sigs)
+    if not plain:
+        return
+    sizes = listing.times[plain, 0]
+    weight = np.where([_is_container(listing.paths[k]) for k in plain], np.maximum(sizes, 0) // _CONTAINER_BYTES, 0) + 1
+    workers = min(cpu_count(), _WORKERS_MAX) if int(weight.sum()) >= _PARALLEL_AT else 1
+    # over workers, a few chunks each at least, so that the last ones to finish are small
+    limit = _CHUNK_MAX if workers < 2 else max(1, min(_CHUNK_MAX, int(weight.sum()) // (4 * workers)))
+    bounds = [0]
+    total = 0
+    for i, w in enumerate(weight.tolist()):
+        if total and total + w > limit:
+            bounds.append(i)
+            total = 0
+        total += w
+    bounds.append(len(plain))
+    parts = [plain[a:b] for a, b in zip(bounds, bounds[1:])]
+    jobs = [[(prefix + listing.paths[k], listing.paths[k]) for k in part] for part in parts]
+    if workers < 2:
+        for part, job in zip(parts, jobs):
+            yield part, read_chunk(job, settings, root_real)
+        return
+    with ReadPool(workers) as pool:
+        for i, chunk in pool.map(jobs, settings, root_real):
+            yield parts[i], chunk
 
 
 def _whole(path: str) -> bool:
@@ -442,10 +505,11 @@ def _settles(prefix: str, path: str, r: int, old: _Files, settings: ReaderSettin
     return isinstance(data, bytes) and sha256_hex(data) == digest
 
 
-def _flush(store: StatsStore, scope: str, pending: list, out: _Written) -> int | None:
+def _flush(store: StatsStore, scope: str, pending: list, counted: list[Chunk], out: _Written) -> int | None:
     """Store a batch of read files; their columns join ``out.chunks`` (no object per file is kept)."""
-    gen = _after(out.gen, store.put(scope, pending))
-    out.chunks.append(_Files.of_entries([(p, e) for p, e, _ in pending]))
+    gen = _after(out.gen, store.put_counted(scope, pending, [(c.runs, c.documents) for c in counted]))
+    sigs = [sig for c in counted for sig in c.sigs]  # as taken: the entries' packed ones need not be parsed
+    out.chunks.append(_Files.of_entries([(p, e) for p, e, _ in pending], sigs))
     return gen
 
 
@@ -465,21 +529,24 @@ def _gathered(store: StatsStore, scope: str, old: _Files, listing: _Listing, dif
     return files
 
 
-def _unchanged(files: _Files, prefix: str) -> bool:
-    """Whether every one of ``files`` still has the stat signature (device, inode, size, mtime, ctime) its
-    statistics were taken under, each settled when read (≈ 2 µs a file: 10 ms for 5,000)."""
+def _unchanged(files: _Files, prefix: str, rows: np.ndarray | None = None) -> bool:
+    """Whether each of ``files`` (``rows`` of them: default all) still has the stat signature (device, inode,
+    size, mtime, ctime) its statistics were taken under, every file settled when read (≈ 2 µs a file stat'ed:
+    10 ms for 5,000)."""
     if not files.settled.all():  # changed moments before its reading: only its content can tell
         return False
+    rows = np.arange(len(files)) if rows is None else rows
     ident, times = array("Q"), array("q")
-    for p in files.paths:
+    paths = files.paths
+    for r in rows.tolist():
         try:
-            st = os.stat(prefix + p)
+            st = os.stat(prefix + paths[r])
         except OSError:  # gone, or not readable now: the survey says which
             return False
         ident.extend((st.st_dev, st.st_ino))
         times.extend((st.st_size, st.st_mtime_ns, st.st_ctime_ns))
-    return np.array_equal(np.frombuffer(ident, dtype=np.uint64), files.ident.reshape(-1)) and np.array_equal(
-        np.frombuffer(times, dtype=np.int64), files.times.reshape(-1)
+    return np.array_equal(np.frombuffer(ident, dtype=np.uint64), files.ident[rows].reshape(-1)) and np.array_equal(
+        np.frombuffer(times, dtype=np.int64), files.times[rows].reshape(-1)
     )
 
 

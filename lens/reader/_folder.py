@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import zlib
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Sequence
 
@@ -17,6 +18,9 @@ __all__ = []
 
 
 _PART = 100_000  # strings per part of a snapshot's string column
+
+
+_UNPACKED = frozenset({"sha", "title_hashes"})  # snapshot columns stored as they are (random bytes: nothing to gain)
 
 
 @dataclass(slots=True)
@@ -77,7 +81,14 @@ _TRIVIAL = {"skip": None, "bad": False, "malformed": 0, "oversized": 0, "problem
 
 def _trivial(summary: dict) -> bool:
     """Whether a file's reading outcome is its byte count alone (read, nothing skipped, no problem)."""
-    return all(summary.get(k, v) == v for k, v in _TRIVIAL.items())
+    get = summary.get  # each of _TRIVIAL's fields as there (or missing), spelled out: once per file read
+    return (
+        get("skip") is None
+        and get("bad", False) == False  # noqa: E712 - the value, as _TRIVIAL has it (0 too)
+        and get("malformed", 0) == 0
+        and get("oversized", 0) == 0
+        and get("problems", []) == []
+    )
 
 
 def _pack_summary(summary: dict) -> str:
@@ -141,10 +152,15 @@ class _Files:
         return cls.of_entries([])
 
     @classmethod
-    def of_entries(cls, items: Sequence[tuple[str, _Entry]]) -> "_Files":
+    def of_entries(cls, items: Sequence[tuple[str, _Entry]], sigs: Sequence[tuple | None] | None = None) -> "_Files":
+        """The files of ``items``; ``sigs``: their signatures as taken (the entries' own unpacked otherwise)."""
         ident, times, details, detail, nbytes, start, stats, ids = [], [], [], [], [], [0], [], []
-        for _, e in items:
-            i, t = _unpack_sig(e.sig)
+        for k, (_, e) in enumerate(items):
+            if sigs is None:
+                i, t = _unpack_sig(e.sig)
+            else:
+                sig = sigs[k]
+                i, t = (sig[:2], sig[2:]) if sig else (_NO_IDENT, _NO_TIMES)
             ident.append(i)
             times.append(t)
             nbytes.append(e.summary.get("nbytes", 0))
@@ -225,8 +241,13 @@ class _Files:
     _ARRAYS = {name: (np.dtype(code), int(w)) for name, code, w in (x.split(":") for x in _SPEC.split())}
 
     def blobs(self) -> Iterator[tuple[str, bytes]]:
-        """The columns as named byte strings (numpy arrays as their bytes, lists of strings as JSON), one at a
-        time: a million documents' columns are never all encoded at once."""
+        """The columns as named byte strings (numpy arrays as their bytes, lists of strings as JSON; compressed,
+        but for the few of random bytes), one at a time: a million documents' columns are never all encoded at
+        once."""
+        for name, data in self._blobs():
+            yield name, data if name in _UNPACKED else zlib.compress(data, 1)
+
+    def _blobs(self) -> Iterator[tuple[str, bytes]]:
         d = self.docs
         titles = d.titles
         # each array by its name: the files' own columns, then the documents', then the title index's
@@ -248,6 +269,8 @@ class _Files:
         got: dict = {}
         try:
             for k, data in blobs:
+                if k not in _UNPACKED:
+                    data = zlib.decompress(data)
                 if k in cls._ARRAYS:
                     dtype, width = cls._ARRAYS[k]
                     x = np.frombuffer(data, dtype=dtype)
@@ -262,7 +285,7 @@ class _Files:
             a = {k: got[k] for k in cls._ARRAYS}
             paths, doc_ids, title, names, details = (got[k] for k in ("paths", "doc_id", "title", "names", "details"))
             del got
-        except (KeyError, ValueError, UnicodeDecodeError) as exc:
+        except (KeyError, ValueError, UnicodeDecodeError, zlib.error) as exc:
             raise ValueError(f"snapshot unreadable: {exc}") from None
         n, start = len(paths), a["start"]
         m = len(doc_ids)

@@ -88,7 +88,8 @@ def _list_files(
     ``dirs``: where the directories listed are appended (their paths as walked); ``sigs``: two ``array``s
     ('Q', 'q') each listed file's stat signature is appended to, as (device, inode) and (size, mtime_ns,
     ctime_ns) — (0, 0) and (-1, -1, -1) for a file that could not be stat'ed — taken relative to its open
-    directory while it is listed (no second walk of every path); ``known``: the last listing's paths, whose
+    directory while it is listed (no second walk of every path), and, given a third ``array`` ('B'), whether the
+    file has more than one name (a hard link, perhaps outside the folder); ``known``: the last listing's paths, whose
     strings are handed out again where the same path comes at the same place (a million paths are then not held
     twice)."""
     root_real = root_real or _folder_real(root)
@@ -106,7 +107,8 @@ class _Walk:
     def __init__(self, root_real, settings, skipped, problems, patterns, dirs, sigs, known) -> None:
         self.root_real, self.settings, self.skipped, self.problems = root_real, settings, skipped, problems
         self.patterns, self.dirs, self.known = patterns, dirs, known
-        self.ident, self.times = sigs if sigs is not None else (None, None)
+        self.ident, self.times, *linked = sigs if sigs is not None else (None, None)
+        self.linked = linked[0] if linked else None  # whether each file has more names than one (st_nlink)
         self.out: list[str] = []
 
     def folder(self, dir_path: str, rel: str, seen: set[str]) -> None:
@@ -186,6 +188,10 @@ class _Walk:
         except OSError:
             self.ident.extend((0, 0))
             self.times.extend((-1, -1, -1))
+            if self.linked is not None:
+                self.linked.append(0)
         else:
             self.ident.extend((st.st_dev, st.st_ino))
             self.times.extend((st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+            if self.linked is not None:
+                self.linked.append(st.st_nlink > 1)

@@ -9,23 +9,24 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import sqlite3
+import struct
 import threading
 import time
 import zlib
-from collections import Counter
 from contextlib import contextmanager
 from itertools import groupby
 from operator import itemgetter
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
+import numpy as np
 from platformdirs import user_cache_dir
 
 from lens.reader._columns import DocStat
 from lens.reader._documents import Document
 from lens.reader._folder import _HEX64, _bad_doc_field, _Entry, _Files, _pack_summary, _unpack_sig, _unpack_summary
+from lens.reader._postings import Postings, count_terms
 
 __all__ = ["StatsStore", "StoreError", "default_store_path"]
 
@@ -33,13 +34,13 @@ __all__ = ["StatsStore", "StoreError", "default_store_path"]
 log = logging.getLogger("lens.stats")
 
 
-_RUN = re.compile(r"[^\W_]+")  # a maximal run of str.isalnum() characters
-
-
-_SCHEMA = 5  # 4: snapshot checksums, a folder's last use, incremental vacuum; 5: units' text
+_SCHEMA = 6  # 4: snapshot checksums, a folder's last use, incremental vacuum; 5: units' text; 6: postings as runs
 
 
 _CACHE_KIB = -65536  # SQLite page cache while writing (negative: KiB), 64 MiB: large batches insert without thrashing
+
+
+_WAL_BYTES = 64 << 20  # the write-ahead log is cut back to this after a checkpoint (a first survey writes GBs)
 
 
 _COMPACT_AT = 0.25  # orphaned postings are deleted once the documents dropped since exceed this share of the live ones
@@ -60,10 +61,6 @@ _now = time.time  # the clock of a folder's last use
 def default_store_path() -> Path:
     """Where the store lives unless ``reader.stats_store`` says otherwise: the user cache folder."""
     return Path(user_cache_dir("lens")) / "stats.sqlite"
-
-
-def _terms_of(lowered: str) -> Counter:
-    return Counter(_RUN.findall(lowered))
 
 
 class StoreError(Exception):
@@ -189,6 +186,7 @@ class StatsStore:
                 db.execute("PRAGMA auto_vacuum=INCREMENTAL")  # the pages of dropped folders can be handed back
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
+            db.execute(f"PRAGMA journal_size_limit={_WAL_BYTES}")  # the log of a large write shrinks after it
             db.execute(f"PRAGMA cache_size={_CACHE_KIB}")
             row = self._init(db).execute("SELECT value FROM meta WHERE key='schema'").fetchone()
             version = row[0] if row else None
@@ -259,10 +257,12 @@ class StatsStore:
                     doc_id TEXT NOT NULL, title TEXT NOT NULL, names TEXT NOT NULL, length INTEGER NOT NULL,
                     sha256 TEXT NOT NULL, line INTEGER);
                 CREATE INDEX IF NOT EXISTS docs_file ON docs(file);
-                -- postings by term; a document's row id is never reused (AUTOINCREMENT), so the postings of a
-                -- dropped document are orphans no view maps, deleted in bulk now and then (_compact)
+                -- postings by term: one row per term per write, keyed by its first document, its data segments
+                -- of packed runs (the documents a worker counted together; _unpack_run); a document's row id is
+                -- never reused (AUTOINCREMENT), so the postings of a dropped document are orphans no view maps,
+                -- cut out in bulk now and then, which joins each term's rows into one (compact)
                 CREATE TABLE IF NOT EXISTS terms(
-                    term TEXT NOT NULL, doc INTEGER NOT NULL, n INTEGER NOT NULL, PRIMARY KEY(term, doc)
+                    term TEXT NOT NULL, doc INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY(term, doc)
                 ) WITHOUT ROWID;
                 -- a folder's files as columns (_Files.blobs), valid while the folder's generation is theirs: every
                 -- write to a folder's files moves its scopes.gen; crc: zlib.crc32(data), checked on every load
@@ -363,14 +363,14 @@ class StatsStore:
         # a path is one file of a folder (UNIQUE(scope, path)), and a file's rows come together (ORDER BY f.id)
         return _Files.of_entries([(p, _entry_of(p, list(group))) for p, group in groupby(rows, key=itemgetter(0))])
 
-    def counts(self, variants: Sequence[str]) -> list[tuple[str, int, int]]:
-        """(run, document row id, count) for every document holding one of the runs ``variants``."""
+    def counts(self, variants: Sequence[str]) -> list[tuple[str, np.ndarray, np.ndarray]]:
+        """(run, document row ids, counts) for the documents holding one of the runs ``variants``, a run of
+        postings at a time (a run's documents ascending)."""
         if not variants:
             return []
         with self._using():
-            # as integers whatever a damaged page holds: a count is never a string in the prior's arithmetic
-            q = f"SELECT term, CAST(doc AS INTEGER), CAST(n AS INTEGER) FROM terms WHERE term IN ({','.join('?' * len(variants))})"
-            return self.db.execute(q, list(variants)).fetchall()
+            q = f"SELECT term, doc, data FROM terms WHERE term IN ({','.join('?' * len(variants))})"
+            return [_unpack_run(term, doc, data) for term, doc, data in self.db.execute(q, list(variants))]
 
     # ---------------------------------------------------------------- a folder's use, dropping folders
     def visit(self, scope: str) -> bool:
@@ -492,46 +492,102 @@ class StatsStore:
     def put(self, scope: str, items: Sequence[tuple[str, _Entry, Sequence[Document]]]) -> tuple[int, int]:
         """Store (path, entry, its documents) for each file, replacing what the store held for those paths; each
         entry's ``ids`` are set to its documents' new row ids."""
-        postings: list[tuple[str, int, int]] = []
+        lowered, units = [], []
+        for _, _, documents in items:
+            lowered.extend(d.lowered for d in documents)
+            units.append(tuple(_pack_unit(d) if d.kind == "unit" else None for d in documents))
+        runs = _runs(count_terms(lowered), np.arange(len(lowered), dtype=np.int64))
+        return self.put_counted(scope, [(p, e, u) for (p, e, _), u in zip(items, units)], [(runs, len(lowered))])
+
+    def put_counted(
+        self,
+        scope: str,
+        items: Sequence[tuple[str, _Entry, Sequence[bytes | None]]],
+        counted: Sequence[tuple[list[tuple[str, int, bytes]], int]],
+    ) -> tuple[int, int]:
+        """Store (path, entry, each document's packed unit or None) for each file, with its documents' term
+        counts, replacing what the store held for those paths; each entry's ``ids`` are set to its documents' new
+        row ids. ``counted``: (runs of postings, documents) of parts of the entries' documents one after another,
+        a run's key the index of its first document in its part (:func:`_runs`). Rows are written a table at a
+        time."""
         with self._using(), self.db:
             sid = self._scope_id(scope, create=True)
             assert sid is not None
-            gens = self._bump(sid)
-            for path, entry, documents in items:
-                row = self.db.execute("SELECT id, sig FROM files WHERE scope=? AND path=?", (sid, path)).fetchone()
+            gens = self._bump(sid)  # a write: this transaction holds the write lock from here on
+            known: dict[str, tuple[int, str]] = {}
+            paths = [p for p, _, _ in items]
+            for at in range(0, len(paths), 500):
+                part = paths[at : at + 500]
+                q = f"SELECT path, id, sig FROM files WHERE scope=? AND path IN ({','.join('?' * len(part))})"
+                known.update((p, (i, g)) for p, i, g in self.db.execute(q, (sid, *part)))
+            fid = (self.db.execute("SELECT max(id) FROM files").fetchone()[0] or 0) + 1
+            seq = self.db.execute("SELECT seq FROM sqlite_sequence WHERE name='docs'").fetchone()
+            did = max(seq[0] if seq else 0, self.db.execute("SELECT max(id) FROM docs").fetchone()[0] or 0) + 1
+            rows = np.full(sum(len(e.docs) for _, e, _ in items), -1, dtype=np.int64)  # each document's row id
+            files, docs, unit_rows, stale = [], [], [], []
+            runs: list[tuple[int, int, int]] = []  # (first document in the batch, its row id, documents)
+            at = 0
+            for path, entry, packed in items:
+                k = len(entry.docs)
+                row = known.get(path)
                 if row is not None and row[1] == entry.sig:
                     # another process stored this very content meanwhile: share its rows (replacing them would
-                    # orphan the rows that process's memo points at)
-                    entry.ids = tuple(
-                        r[0] for r in self.db.execute("SELECT id FROM docs WHERE file=? ORDER BY ord", row[:1])
-                    )
+                    # orphan the rows that process's memo points at); these counts are its already
+                    got = self.db.execute("SELECT id FROM docs WHERE file=? ORDER BY ord", row[:1])
+                    entry.ids = tuple(r[0] for r in got)
+                    at += k
                     continue
-                self._drop(sid, [path])
-                cur = self.db.execute(
-                    "INSERT INTO files(scope, path, sig, settled, whole, summary) VALUES(?,?,?,?,?,?)",
-                    (
-                        sid,
-                        path,
-                        entry.sig,
-                        int(entry.settled),
-                        int(entry.whole),
-                        _pack_summary(entry.summary),
-                    ),
+                if row is not None:
+                    stale.append(row[0])
+                files.append(
+                    (fid, sid, path, entry.sig, int(entry.settled), int(entry.whole), _pack_summary(entry.summary))
                 )
-                fid = cur.lastrowid
-                ids = []
-                for k, (d, st) in enumerate(zip(documents, entry.docs)):
-                    did = self.db.execute(
-                        "INSERT INTO docs(file, ord, doc_id, title, names, length, sha256, line) VALUES(?,?,?,?,?,?,?,?)",
-                        (fid, k, st.doc_id, st.title, st.names, st.length, st.sha256, st.line),
-                    ).lastrowid
-                    ids.append(did)
-                    postings.extend((t, did, n) for t, n in _terms_of(d.lowered).items())
-                    if d.kind == "unit":
-                        self.db.execute("INSERT OR REPLACE INTO units(doc, data) VALUES(?,?)", (did, _pack_unit(d)))
-                entry.ids = tuple(ids)
-            postings.sort()  # in key order: the B-tree is appended to in runs, not split page by page
-            self.db.executemany("INSERT INTO terms(term, doc, n) VALUES(?,?,?)", postings)
+                for o, st in enumerate(entry.docs):
+                    docs.append((did + o, fid, o, st.doc_id, st.title, st.names, st.length, st.sha256, st.line))
+                if any(packed):
+                    unit_rows.extend((did + o, u) for o, u in enumerate(packed) if u is not None)
+                entry.ids = tuple(range(did, did + k))
+                if runs and runs[-1][0] + runs[-1][2] == at:  # row ids follow on as the documents do
+                    runs[-1] = (runs[-1][0], runs[-1][1], runs[-1][2] + k)
+                else:
+                    runs.append((at, did, k))
+                fid, did, at = fid + 1, did + k, at + k
+            for at, first, k in runs:  # where the stored files' documents went (few runs: files stored in order)
+                rows[at : at + k] = np.arange(first, first + k)
+            if stale:
+                self._drop_files(stale)
+            self.db.executemany(
+                "INSERT INTO files(id, scope, path, sig, settled, whole, summary) VALUES(?,?,?,?,?,?,?)", files
+            )
+            self.db.executemany(
+                "INSERT INTO docs(id, file, ord, doc_id, title, names, length, sha256, line) VALUES(?,?,?,?,?,?,?,?,?)",
+                docs,
+            )
+            self.db.executemany("INSERT OR REPLACE INTO units(doc, data) VALUES(?,?)", unit_rows)
+            # every part's runs of a term joined as one row's segments: a row per distinct term of the write
+            merged: dict[str, list] = {}
+            pack = _FIRST.pack
+            at = 0
+            for part, n in counted:
+                ids = rows[at : at + n]
+                at += n
+                if not n:
+                    continue
+                if ids[0] >= 0 and np.array_equal(ids, np.arange(ids[0], ids[0] + n)):
+                    base = int(ids[0])  # the part's documents stored one after another: only the firsts move
+                    segments: Iterable[tuple[str, int, bytes]] = ((t, base + f, b) for t, f, b in part)
+                else:  # some of its files were stored by another process: the runs of the others, anew
+                    segments = _rerun(part, ids)
+                for t, f, b in segments:
+                    row = merged.get(t)
+                    if row is None:
+                        merged[t] = [f, pack(f) + b]
+                    else:
+                        row.append(pack(f) + b)
+            self.db.executemany(  # in key order: the B-tree's pages are filled, not split half-empty
+                "INSERT INTO terms(term, doc, data) VALUES(?,?,?)",
+                ((t, merged[t][0], b"".join(merged[t][1:])) for t in sorted(merged)),
+            )
         return gens
 
     def unit(self, doc_row: int) -> tuple[str, dict] | None:
@@ -570,13 +626,19 @@ class StatsStore:
         return gens
 
     def _drop(self, sid: int | None, paths: list[str]) -> None:
-        dropped = 0
+        ids = []
         for path in paths:
             row = self.db.execute("SELECT id FROM files WHERE scope=? AND path=?", (sid, path)).fetchone()
-            if row is None:
-                continue
-            dropped += self.db.execute("DELETE FROM docs WHERE file=?", row).rowcount
-            self.db.execute("DELETE FROM files WHERE id=?", row)
+            if row is not None:
+                ids.append(row[0])
+        self._drop_files(ids)
+
+    def _drop_files(self, ids: list[int]) -> None:
+        """The files rows ``ids`` deleted with their documents (their postings are orphans from now on)."""
+        dropped = 0
+        for fid in ids:
+            dropped += self.db.execute("DELETE FROM docs WHERE file=?", (fid,)).rowcount
+            self.db.execute("DELETE FROM files WHERE id=?", (fid,))
         if dropped:
             self.db.execute("UPDATE meta SET value = CAST(value AS INTEGER) + ? WHERE key='dropped'", (dropped,))
 
@@ -591,11 +653,150 @@ class StatsStore:
             if dropped <= _COMPACT_AT * max(live, 1):
                 return False
             with self.db:
-                self.db.execute("DELETE FROM terms WHERE doc NOT IN (SELECT id FROM docs)")
+                self._cut_orphans()
                 self.db.execute("DELETE FROM units WHERE doc NOT IN (SELECT id FROM docs)")
                 self.db.execute("UPDATE meta SET value='0' WHERE key='dropped'")
             return True
         return False
+
+    def _cut_orphans(self) -> None:
+        """Every term's runs joined into one, without the documents no longer in the store (a term left with
+        none is dropped): the table written anew, a term at a time."""
+        live = np.fromiter((r[0] for r in self.db.execute("SELECT id FROM docs ORDER BY id")), dtype=np.int64)
+        self.db.execute("DROP TABLE IF EXISTS terms_new")
+        self.db.execute(
+            "CREATE TABLE terms_new(term TEXT NOT NULL, doc INTEGER NOT NULL, data BLOB NOT NULL, "
+            "PRIMARY KEY(term, doc)) WITHOUT ROWID"
+        )
+
+        def joined() -> Iterator[tuple[str, int, bytes]]:
+            rows = self.db.execute("SELECT term, doc, data FROM terms ORDER BY term, doc")
+            for term, group in groupby(rows, key=itemgetter(0)):
+                runs = [_unpack_run(*r) for r in group]
+                docs = np.concatenate([d for _, d, _ in runs])
+                counts = np.concatenate([n for _, _, n in runs])
+                at = np.minimum(np.searchsorted(live, docs), max(len(live) - 1, 0))
+                keep = live[at] == docs if len(live) else np.zeros(len(docs), dtype=bool)
+                if keep.any():
+                    order = np.argsort(docs[keep], kind="stable")
+                    yield term, *_pack_run(docs[keep][order], counts[keep][order])
+
+        self.db.executemany("INSERT INTO terms_new(term, doc, data) VALUES(?,?,?)", joined())
+        self.db.execute("DROP TABLE terms")
+        self.db.execute("ALTER TABLE terms_new RENAME TO terms")
+
+
+# a row's data: one segment or more, each a run of postings of one write (the documents a worker counted together):
+# its first document (8 bytes), one byte telling the widths (bits 0-1: the gaps between documents, 2-3: the counts;
+# 1, 2, 4 or 8 bytes), how many postings (4 bytes), the gaps from each document to the next, then every count
+_WIDTHS = (np.dtype("<u1"), np.dtype("<u2"), np.dtype("<u4"), np.dtype("<u8"))
+_FIRST = struct.Struct("<q")
+_HEAD = struct.Struct("<qBI")
+
+
+def _width(largest: np.ndarray) -> np.ndarray:
+    """The code (0..3) of the narrowest of _WIDTHS holding each of ``largest``."""
+    return (largest > 0xFF).astype(np.int64) + (largest > 0xFFFF) + (largest > 0xFFFFFFFF)
+
+
+def _pack_run(docs: np.ndarray, counts: np.ndarray) -> tuple[int, bytes]:
+    """(first document, data) of one run of ascending documents and their counts, as one segment."""
+    gaps = np.diff(docs)
+    g = int(_width(np.asarray(gaps.max() if len(gaps) else 0)))
+    c = int(_width(np.asarray(counts.max())))
+    head = _HEAD.pack(int(docs[0]), g | c << 2, len(docs))
+    return int(docs[0]), head + gaps.astype(_WIDTHS[g]).tobytes() + counts.astype(_WIDTHS[c]).tobytes()
+
+
+def _unpack_run(term: Any, key: Any, data: Any) -> tuple[str, np.ndarray, np.ndarray]:
+    """(term, documents, counts) of one stored row, its segments one after another; ValueError naming the row if
+    it does not decode."""
+    if type(term) is not str or type(key) is not int or not isinstance(data, bytes) or not data:
+        raise ValueError(f"terms row ({term!r:.40}, {key!r:.20}): not a run of postings")
+    docs, counts = [], []
+    at = 0
+    while at < len(data):
+        if len(data) - at < _HEAD.size:
+            raise ValueError(f"terms row ({term!r:.40}, {key}): a segment cut short at byte {at}")
+        first, tag, m = _HEAD.unpack_from(data, at)
+        gw, cw = _WIDTHS[tag & 3], _WIDTHS[(tag >> 2) & 3]
+        at += _HEAD.size
+        end = at + (m - 1) * gw.itemsize + m * cw.itemsize
+        if tag >> 4 or m < 1 or end > len(data):
+            raise ValueError(f"terms row ({term!r:.40}, {key}): a segment that is not a run of postings")
+        d = np.empty(m, dtype=np.int64)
+        d[0] = first
+        np.cumsum(np.frombuffer(data, gw, m - 1, at), dtype=np.int64, out=d[1:])
+        d[1:] += first
+        docs.append(d)
+        counts.append(np.frombuffer(data, cw, m, at + (m - 1) * gw.itemsize).astype(np.int64))
+        at = end
+    if len(docs) == 1:
+        return term, docs[0], counts[0]
+    return term, np.concatenate(docs), np.concatenate(counts)
+
+
+def _runs(postings: Postings, rows: np.ndarray) -> list[tuple[str, int, bytes]]:
+    """(term, first document, segment without its first document) for every term of ``postings`` (document
+    ``i`` stored as row id ``rows[i]``; -1: not stored), in key order: numbers packed a width class at a time,
+    one bytes object per term."""
+    keep = rows[postings.doc] >= 0 if len(postings) else np.zeros(0, dtype=bool)
+    if not keep.any():
+        return []
+    vocab = postings.vocab
+    by_name = sorted(range(len(vocab)), key=vocab.__getitem__)
+    rank = np.empty(len(vocab), dtype=np.int64)
+    rank[by_name] = np.arange(len(vocab))
+    term, doc, n = rank[postings.term[keep]], rows[postings.doc[keep]], postings.n[keep]
+    low = int(doc.min())
+    if len(vocab) < 1 << 24 and int(doc.max()) - low < 1 << 24 and int(n.max()) < 1 << 16:
+        # (term, document, count) in one integer: sorting it is sorting the postings, with no index to follow
+        key = np.sort(term << 40 | (doc - low) << 16 | n)
+        term, doc, n = key >> 40, (key >> 16 & 0xFFFFFF) + low, key & 0xFFFF
+    else:
+        order = np.lexsort((doc, term))
+        term, doc, n = term[order], doc[order], n[order]
+    first = np.ones(len(term), dtype=bool)
+    first[1:] = term[1:] != term[:-1]
+    starts = np.flatnonzero(first)
+    sizes = np.diff(np.append(starts, len(term)))
+    gaps = np.diff(doc, prepend=doc[:1])
+    gaps[starts] = 0
+    code = _width(np.maximum.reduceat(gaps, starts)) | _width(np.maximum.reduceat(n, starts)) << 2
+    data = np.empty(len(starts), dtype=object)
+    for c in np.unique(code).tolist():  # a width class at a time: its numbers packed at once, then cut per run
+        runs = np.flatnonzero(code == c)
+        size = sizes[runs]
+        at = np.repeat(starts[runs] - np.cumsum(size) + size, size) + np.arange(size.sum())  # their postings
+        gw, cw = _WIDTHS[c & 3], _WIDTHS[c >> 2]
+        g = gaps[at[~first[at]]].astype(gw).tobytes()
+        k = n[at].astype(cw).tobytes()
+        m = size.astype("<u4").tobytes()
+        g_end = np.cumsum(size - 1) * gw.itemsize
+        k_end = np.cumsum(size) * cw.itemsize
+        g_start, k_start = (g_end - (size - 1) * gw.itemsize).tolist(), (k_end - size * cw.itemsize).tolist()
+        tag = bytes([c])
+        data[runs] = [
+            tag + m[4 * i : 4 * i + 4] + g[a:b] + k[e:f]
+            for i, (a, b, e, f) in enumerate(zip(g_start, g_end.tolist(), k_start, k_end.tolist()))
+        ]
+    names = [vocab[t] for t in np.asarray(by_name)[term[starts]].tolist()]
+    return list(zip(names, doc[starts].tolist(), data.tolist()))
+
+
+def _rerun(runs: list[tuple[str, int, bytes]], rows: np.ndarray) -> list[tuple[str, int, bytes]]:
+    """:func:`_runs` again of ``runs`` (keys: document indices), document ``i`` now row ``rows[i]`` (-1: not
+    stored)."""
+    got = [_unpack_run(t, f, _FIRST.pack(f) + b) for t, f, b in runs]
+    vocab = [t for t, _, _ in got]
+    sizes = [len(d) for _, d, _ in got]
+    postings = Postings(
+        vocab,
+        np.repeat(np.arange(len(vocab), dtype=np.int64), sizes),
+        np.concatenate([d for _, d, _ in got]) if got else np.zeros(0, dtype=np.int64),
+        np.concatenate([n for _, _, n in got]) if got else np.zeros(0, dtype=np.int64),
+    )
+    return _runs(postings, rows)
 
 
 def _entry_of(path: Any, rows: list[tuple]) -> _Entry:

@@ -63,7 +63,7 @@ class CorpusView:
         self._id_order = np.argsort(self._ids, kind="stable")
         self._sorted_ids = self._ids[self._id_order]
 
-    def _counts(self, variants: list[str]) -> list[tuple[str, int, int]]:
+    def _counts(self, variants: list[str]) -> list[tuple[str, np.ndarray, np.ndarray]]:
         """The store's postings of ``variants``; after a store fault, those of the store the folder is surveyed
         into again (a fault costs time, never the question)."""
         try:
@@ -161,17 +161,20 @@ class CorpusView:
         for j, term in enumerate(terms):
             for form in (term, *(term + suffix for suffix in SUFFIXES)):
                 columns.setdefault(form, []).append(j)
-        rows = self._counts(list(columns))
-        if not rows:
+        runs = self._counts(list(columns))
+        if not runs:
             return none
-        ids = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
+        # every run once per column its term counts for ("films" for "film" and for "films")
+        cols = [(j, r) for r, (term, _, _) in enumerate(runs) for j in columns[term]]
+        ids = np.concatenate([runs[r][1] for _, r in cols])
+        n = np.concatenate([runs[r][2] for _, r in cols]).astype(np.float64)
+        col = np.repeat(np.asarray([j for j, _ in cols], dtype=np.int64), [len(runs[r][1]) for _, r in cols])
         at = np.minimum(np.searchsorted(self._sorted_ids, ids), len(self._sorted_ids) - 1)
         mine = np.flatnonzero(self._sorted_ids[at] == ids)  # rows of other folders in a shared store: not this view's
+        if not len(mine):
+            return none
         index = self._id_order[at[mine]]
         docs, row_of = np.unique(index, return_inverse=True)
         hits = np.zeros((len(docs), len(terms)), dtype=np.float64)
-        for k, r in zip(mine.tolist(), row_of.tolist()):
-            term, _, n = rows[k]
-            for j in columns[term]:
-                hits[r, j] += n
+        np.add.at(hits, (row_of, col[mine]), n[mine])
         return docs, hits

@@ -16,7 +16,7 @@ import pytest
 
 from lens._config import ReaderSettings
 from lens.parts import CorpusView, scan_corpus
-from lens.reader import _filestats, _folder, _read, _store
+from lens.reader import _chunks, _filestats, _folder, _read, _store
 from lens.reader._filestats import survey_corpus
 from lens.reader._store import StatsStore
 
@@ -325,6 +325,62 @@ def test_a_file_edited_through_a_hard_link_outside_the_folder_is_seen_under_the_
     assert [d.text for d in survey_corpus(folder).documents if d.path == "b.md"] == [(folder / "b.md").read_text()]
 
 
+def _counting_stats(monkeypatch) -> list[int]:
+    """How many files each quiet-watch check stat'ed."""
+    calls: list[int] = []
+    real = _filestats._unchanged
+    monkeypatch.setattr(
+        _filestats,
+        "_unchanged",
+        lambda files, prefix, rows=None: (
+            calls.append(len(files) if rows is None else len(rows)) or real(files, prefix, rows)
+        ),
+    )
+    return calls
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify")
+def test_a_quiet_watch_stats_only_the_files_with_other_names_and_every_file_once_a_minute(
+    folder, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(_filestats, "_RACY_NS", 0)
+    os.link(folder / "b.md", tmp_path / "b-link.md")  # one file with a second name
+    for _ in range(3):  # the third survey arms the watch
+        survey_corpus(folder)
+    stats = _counting_stats(monkeypatch)
+    for _ in range(3):
+        survey_corpus(folder)
+    assert stats == [1, 1, 1]  # a repeated question costs a stat per linked file, not per file
+    (state,) = [f for (_, scope), f in _filestats._FOLDERS.items() if scope.startswith(f"{folder.resolve()}\x00")]
+    state.checked -= _filestats._RECHECK_S  # a minute on
+    survey_corpus(folder)
+    survey_corpus(folder)
+    assert stats[3:] == [4, 1]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify")
+def test_an_edit_through_a_hard_link_made_after_the_listing_is_seen_within_a_minute(folder, tmp_path, monkeypatch):
+    """What a quiet watch can miss, for at most _RECHECK_S: a file that got another name outside the folder since
+    it was last stat'ed, written through that name."""
+    monkeypatch.setattr(_filestats, "_RACY_NS", 0)
+    for _ in range(4):
+        view = CorpusView.of(survey_corpus(folder))
+    link = tmp_path / "c-link.txt"
+    os.link(folder / "c.txt", link)  # no event in the folder's directories
+    text = link.read_text()
+    with open(link, "r+") as fh:  # same size, in place
+        fh.write(text.replace("Tower", "Towel"))
+    assert CorpusView.of(survey_corpus(folder)) is view  # within the minute: the documented miss
+    (state,) = [f for (_, scope), f in _filestats._FOLDERS.items() if scope.startswith(f"{folder.resolve()}\x00")]
+    state.checked -= _filestats._RECHECK_S
+    got = CorpusView.of(survey_corpus(folder))
+    assert got is not view and _state(got) == _fresh(folder)
+    assert CorpusView.of(survey_corpus(folder)) is got  # listed again: c.txt is now stat'ed with every question
+    with open(link, "r+") as fh:
+        fh.write(text.replace("Tower", "Tiger"))
+    assert _state(CorpusView.of(survey_corpus(folder))) == _fresh(folder)
+
+
 def test_with_the_watch_off_every_question_lists_the_folder(folder, monkeypatch):
     listings = _counting_listings(monkeypatch)
     for _ in range(4):
@@ -390,8 +446,9 @@ def test_orphaned_postings_are_deleted_once_enough_documents_were_dropped(folder
     store = next(iter(_filestats._STORES.values()))
 
     def orphans() -> int:
-        q = "SELECT count(*) FROM terms WHERE doc NOT IN (SELECT id FROM docs)"
-        return store.db.execute(q).fetchone()[0]
+        live = {r[0] for r in store.db.execute("SELECT id FROM docs")}
+        runs = [_store._unpack_run(*r) for r in store.db.execute("SELECT term, doc, data FROM terms")]
+        return sum(d not in live for _, docs, _ in runs for d in docs.tolist())
 
     (folder / "o00.txt").unlink()
     view = CorpusView.of(survey_corpus(folder))
@@ -446,3 +503,52 @@ def test_a_listing_hands_out_the_known_path_strings_where_the_same_path_comes_at
     moved = _list_files(folder, ReaderSettings(), Counter(), [], known=known)
     assert moved == ["a.txt", "a0.txt", *first[1:]] and moved[0] is known[0]
     assert not any(m is k for m, k in zip(moved[1:], known))
+
+
+def _wide_folder(root: Path) -> Path:
+    """Enough files of each kind (text, HTML, empty, binary, containers with a bad record) for several chunks."""
+    for i in range(24):
+        (root / "many" / f"{i // 8}").mkdir(parents=True, exist_ok=True)
+        (root / "many" / f"{i // 8}" / f"n{i:02d}.txt").write_text(f"Note {i}\nQuill note {i}: naïve cape Nº{i}.\n")
+    (root / "many" / "page.html").write_text("<html><title>Cape Page</title><p>Harbor towers</p></html>")
+    (root / "many" / "empty.txt").write_bytes(b"")
+    (root / "many" / "nul.txt").write_bytes(b"Bin\x00ary")
+    (root / "many" / "rec.jsonl").write_text('{"title": "Snake", "text": "Snake harbor."}\nnot json\n')
+    return root
+
+
+def _survey_state(folder: Path, store: Path) -> tuple:
+    scan = survey_corpus(folder, ReaderSettings(stats_store=str(store)))
+    return _state(CorpusView.of(scan)), scan.stats() | {"seconds": 0, "mb_per_s": 0}, scan.problems
+
+
+def test_a_first_survey_over_worker_processes_equals_one_read_here(folder, tmp_path, monkeypatch):
+    _wide_folder(folder)
+    here = _survey_state(folder, tmp_path / "here.sqlite")
+    _forget_process_memo()
+    monkeypatch.setattr(_filestats, "_PARALLEL_AT", 1)  # any folder is read over the workers, 4 files a chunk
+    monkeypatch.setattr(_filestats, "_CHUNK_MAX", 4)
+    monkeypatch.setattr(_filestats, "cpu_count", lambda: 2)
+    read_here = []
+    real = _chunks.read_chunk
+    monkeypatch.setattr(_chunks, "read_chunk", lambda jobs, *a: read_here.append(jobs) or real(jobs, *a))
+    workers = _survey_state(folder, tmp_path / "workers.sqlite")
+    assert read_here == []  # every chunk was read by a worker
+    assert workers == here and here[0] == _fresh(folder)
+    _forget_process_memo()  # a new process loads what the workers' survey stored
+    assert _survey_state(folder, tmp_path / "workers.sqlite") == here
+
+
+def test_a_chunk_whose_worker_dies_is_read_here(folder, tmp_path, monkeypatch):
+    _wide_folder(folder)
+    here = _survey_state(folder, tmp_path / "here.sqlite")
+    _forget_process_memo()
+    monkeypatch.setattr(_filestats, "_PARALLEL_AT", 1)
+    monkeypatch.setattr(_filestats, "_CHUNK_MAX", 4)
+    monkeypatch.setattr(_filestats, "cpu_count", lambda: 2)
+    monkeypatch.setattr(_chunks, "_WORKER_CODE", "import os; os._exit(3)")  # every worker dies at once
+    read_here = []
+    real = _chunks.read_chunk
+    monkeypatch.setattr(_chunks, "read_chunk", lambda jobs, *a: read_here.append(jobs) or real(jobs, *a))
+    assert _survey_state(folder, tmp_path / "workers.sqlite") == here
+    assert sum(map(len, read_here)) == sum(p.is_file() for p in folder.rglob("*"))  # every one of them

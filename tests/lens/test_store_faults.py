@@ -270,7 +270,7 @@ def test_folders_deleted_or_long_unused_are_dropped_and_the_file_shrinks(docs, t
     survey_corpus(idle, settings)
     _forget_process_memo()
     grown = store.stat().st_size
-    assert grown > 4 * alone
+    assert grown > 3 * alone  # five copies of a folder (the file's own pages weigh as much as one more)
     for copy in copies:
         for f in copy.iterdir():
             f.unlink()

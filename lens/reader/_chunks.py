@@ -1,0 +1,198 @@
+"""Reading a folder's changed files a chunk at a time into what the statistics store keeps — each file's stat
+signature and reading outcome, its documents' statistics and their term counts as columns — in this process or,
+for the first survey of a large folder, in worker processes on every core.
+
+A worker is a fresh interpreter (``sys.executable -c …``, like the extraction workers: never a fork of this
+possibly threaded process) that reads each chunk it is handed through the same guarded open as this process
+(``lens.reader._read._read_file``, checked against the folder's real path) and hands back the chunk's columns:
+per file its signature, outcome and document statistics, and the chunk's term counts as the store's runs of
+postings, packed (``lens.reader._store._runs``: a row per distinct term, no object per posting). Document formats (PDF, …) are not read here: they go through the extraction workers.
+A worker that cannot be started, or dies on a chunk, costs time only: that chunk is read in this process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
+from typing import Iterator, Sequence
+
+import numpy as np
+
+from lens._config import ReaderSettings
+from lens.reader import _read
+from lens.reader._columns import NAMES_SEP, DocStat
+from lens.reader._documents import Document
+from lens.reader._postings import count_terms
+from lens.reader._read import _FileResult
+from lens.reader._store import _pack_unit, _runs
+
+__all__ = ["Chunk", "read_chunk", "chunk_of", "ReadPool"]
+
+
+_READY_TIMEOUT_S = 60.0  # a worker that cannot import lens in this long is broken, not slow
+_WORKER_CODE = (
+    "import sys, json; sys.path[:] = json.loads(sys.argv[1]); "
+    "from lens.reader._chunks import _serve; _serve(int(sys.argv[2]))"
+)
+
+
+def _stat_of(doc: Document) -> DocStat:
+    names = NAMES_SEP.join(doc.title_names)
+    return DocStat(doc.doc_id, doc.path, doc.title, names, len(doc.lowered), doc.sha256, doc.line)
+
+
+@dataclass
+class Chunk:
+    """What reading a chunk of files gave, file by file: its stat signature when opened (None: not opened), its
+    reading's outcome, its documents' statistics and each document's packed unit (None: not a unit); and the
+    term counts of all its documents one after another, as runs of postings keyed by document index."""
+
+    sigs: list[tuple | None]
+    outcomes: list[dict]
+    stats: list[tuple[DocStat, ...]]
+    units: list[tuple[bytes | None, ...]]
+    runs: list[tuple[str, int, bytes]]
+
+    @property
+    def documents(self) -> int:
+        return sum(len(s) for s in self.stats)
+
+
+def chunk_of(results: Sequence[_FileResult], sigs: Sequence[tuple | None]) -> Chunk:
+    """The chunk of files read as ``results`` (their signatures ``sigs``); their documents' texts are not kept."""
+    lowered: list[str] = []
+    stats, units = [], []
+    for res in results:
+        stats.append(tuple(_stat_of(d) for d in res.documents))
+        units.append(tuple(_pack_unit(d) if d.kind == "unit" else None for d in res.documents))
+        lowered.extend(d.lowered for d in res.documents)
+    runs = _runs(count_terms(lowered), np.arange(len(lowered), dtype=np.int64))
+    return Chunk(list(sigs), [r.outcome() for r in results], stats, units, runs)
+
+
+def read_chunk(jobs: Sequence[tuple[str, str]], settings: ReaderSettings, root_real: str) -> Chunk:
+    """Read each ``(full path, relative path)`` — a text file or a container, never a document format — and
+    count its documents' terms."""
+    results, sigs = [], []
+    for full, path in jobs:
+        sig: list = []
+        results.append(_read._read_file(full, path, settings, root_real, sig))  # (looked up: tests count reads)
+        sigs.append(sig[0] if sig else None)
+    return chunk_of(results, sigs)
+
+
+class _Worker:
+    def __init__(self) -> None:
+        ours, theirs = socket.socketpair()
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-c", _WORKER_CODE, json.dumps(sys.path), str(theirs.fileno())],
+                pass_fds=(theirs.fileno(),),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        finally:
+            theirs.close()
+        self.conn = Connection(ours.detach())
+        self.ready = False
+
+    def kill(self) -> None:
+        with contextlib.suppress(OSError):
+            self.proc.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=10)
+        self.conn.close()
+
+
+class ReadPool:
+    """Up to ``workers`` reading workers for one survey, started at once (their start overlaps); :meth:`map`
+    reads chunks over them, :meth:`close` stops them."""
+
+    def __init__(self, workers: int) -> None:
+        self._workers: list[_Worker] = []
+        for _ in range(workers):
+            try:
+                self._workers.append(_Worker())
+            except OSError:  # no process to be had: fewer workers (none: every chunk is read here)
+                break
+
+    def __enter__(self) -> ReadPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for w in self._workers:
+            w.kill()
+        self._workers.clear()
+
+    def map(
+        self, chunks: Sequence[Sequence[tuple[str, str]]], settings: ReaderSettings, root_real: str
+    ) -> Iterator[tuple[int, Chunk]]:
+        """(index, chunk read) for each of ``chunks``, in the order they are done. A chunk whose worker died, or
+        that no worker took, is read in this process."""
+        todo = list(range(len(chunks)))[::-1]
+        busy: dict[Connection, tuple[_Worker, int | None]] = {w.conn: (w, None) for w in self._workers}
+        while busy:
+            starting = [c for c, (_, i) in busy.items() if i is None]
+            ready = wait(list(busy), timeout=_READY_TIMEOUT_S if starting else None)
+            if not ready:  # workers that did not start in time: the others, or this process, read their share
+                for conn in starting:
+                    worker, _ = busy.pop(conn)
+                    worker.kill()
+                    self._workers.remove(worker)
+            for conn in ready:
+                worker, i = busy.pop(conn)  # type: ignore[call-overload]
+                try:
+                    got = conn.recv()  # type: ignore[union-attr]
+                except (EOFError, OSError):  # it died (or never started): its chunk is read here
+                    worker.kill()
+                    self._workers.remove(worker)
+                    if i is not None:
+                        yield i, read_chunk(chunks[i], settings, root_real)
+                    continue
+                if todo:  # the worker's next chunk first: it reads while this process stores the last one
+                    k = todo.pop()
+                    try:
+                        worker.conn.send((chunks[k], settings, root_real))
+                    except OSError:
+                        worker.kill()
+                        self._workers.remove(worker)
+                        todo.append(k)
+                    else:
+                        busy[worker.conn] = (worker, k)
+                if i is not None:
+                    yield i, got
+        while todo:  # no worker left
+            i = todo.pop()
+            yield i, read_chunk(chunks[i], settings, root_real)
+
+
+def _serve(fd: int) -> None:
+    """A worker's loop: answer each ``(jobs, settings, root_real)`` with :func:`read_chunk`'s chunk until the
+    socket closes."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle; it stops its workers
+    conn = Connection(fd)
+    conn.send("ready")
+    while True:
+        try:
+            jobs, settings, root_real = conn.recv()
+        except (EOFError, OSError):
+            return
+        conn.send(read_chunk(jobs, settings, root_real))
+
+
+def cpu_count() -> int:
+    """The CPUs this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
