@@ -5,7 +5,8 @@
 # other so a partial stage stays paired; rows committed per chunk; resumable: rerun, finished chunks are skipped):
 #   noexp-text, noexp-pdf     the no-exploration ablation on all 125 (it isolates prior, units and extraction)
 #   noexp-docx                the ablation on the first 50 over the .docx D125
-#   full-text, full-pdf       full LENS on the first 50 (STAGE=full)
+#   full-text, full-pdf       full LENS on the first 50 (STAGE=full; full-text goes on to all 125: it is issue 59's
+#                             full arm, paired with noexp-text at the same commit and configuration)
 # then `lens bench compare` for each pair.
 #   COMMIT=<sha> BASE=http://127.0.0.1:8090/v1 STAGE=noexp|docx|full benchmarks/results/format-invariance/run.sh
 set -u
@@ -35,8 +36,9 @@ case $STAGE in
            commit "format invariance: no-exploration ablation, text and PDF D125, through question $k"
          done ;;
   docx)  for k in 25 50; do arm noexp-docx docx $k $NOEXP; commit "format invariance: ablation over .docx D125 through $k"; done ;;
-  full)  for k in 25 50; do
-           arm full-text text $k; arm full-pdf pdf $k
-           commit "format invariance: full LENS, text and PDF D125, through question $k"
+  full)  # full LENS over the text D125 runs all 125: it is also issue 59's full arm against noexp-text
+         for k in 25 50 75 100 125; do
+           arm full-text text $k; [ $k -le 50 ] && arm full-pdf pdf $k
+           commit "format invariance / issue 59: full LENS over text D125 through question $k (PDF through 50)"
          done ;;
 esac
