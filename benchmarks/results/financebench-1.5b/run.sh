@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# FinanceBench (issue 58): the 49 shared questions over all 28 filings at once, LENS, BM25-RAG and Hybrid-RAG over
+# page units, Closed-Book (and PaperQA2 with SYSTEMS=paperqa, issue 61, once its extra is installed), embedded
+# Qwen2.5-Coder-1.5B served at $BASE, deep preset, response cache off, concurrency 1, the code of one frozen
+# commit; chunks of 10 questions (every arm of a chunk before the next chunk), the judge after each chunk, rows
+# committed per chunk. Resumable: rerun. Then `lens bench financebench-report` and the hand-check sheet.
+#   COMMIT=<sha> BASE=http://127.0.0.1:8090/v1 [SYSTEMS=lens,bm25,hybrid,closed] benchmarks/results/financebench-1.5b/run.sh
+set -u
+cd "$(dirname "$0")/../../.."
+COMMIT=${COMMIT:?set COMMIT to the frozen commit} BASE=${BASE:?set BASE to the endpoint}
+SYSTEMS=${SYSTEMS:-lens,bm25,hybrid,closed}
+source benchmarks/frozen.sh "$COMMIT" || exit 1
+F=$PWD/../shared/data/financebench R=$PWD/benchmarks/results/financebench-1.5b
+source benchmarks/chunks.sh
+for k in 10 20 30 40 49; do
+  .venv/bin/lens bench financebench --data $F --out $R/run --systems $SYSTEMS --limit $k --no-progress \
+    --index-dir ${WORK:-/tmp/lens-financebench}/indexes --base-url $BASE --model qwen2.5-coder-1.5b-instruct \
+    --set llm.cache=false --set budget.question_timeout_s=1200 --set llm.call_timeout_s=300
+  echo "rc=$? through $k"
+  .venv/bin/lens bench judge $R/run > /dev/null; echo "judge rc=$?"
+  commit "FinanceBench: $SYSTEMS through question $k ($(count run) rows)"
+done
+.venv/bin/lens bench financebench-report $R/run > /dev/null && commit "FinanceBench: report"
