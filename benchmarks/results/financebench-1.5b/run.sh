@@ -17,7 +17,8 @@ for k in 10 20 30 40 49; do
     --index-dir ${WORK:-/tmp/lens-financebench}/indexes --base-url $BASE --model qwen2.5-coder-1.5b-instruct \
     --set llm.cache=false --set budget.question_timeout_s=1200 --set llm.call_timeout_s=300
   echo "rc=$? through $k"
-  .venv/bin/lens bench judge $R/run > /dev/null; echo "judge rc=$?"
+  .venv/bin/lens bench judge $R/run --base-url $BASE --model qwen2.5-coder-1.5b-instruct --set llm.cache=false \
+    > /dev/null; echo "judge rc=$?"
   commit "FinanceBench: $SYSTEMS through question $k ($(count run) rows)"
 done
 .venv/bin/lens bench financebench-report $R/run > /dev/null && commit "FinanceBench: report"
