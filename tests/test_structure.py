@@ -144,3 +144,13 @@ def test_the_stages_import_only_themselves_and_the_stages_before_them():
                 if there is not None and there > here:
                     backward.append(f"{path.relative_to(ROOT)}:{node.lineno} imports {target}")
     assert backward == []
+
+
+def test_no_function_in_lens_is_longer_than_80_lines():
+    """Issue 57: a stage reads as named steps; a function past 80 lines is split into them."""
+    long = []
+    for path in sorted((ROOT / "lens").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 80:
+                long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1})")
+    assert long == []

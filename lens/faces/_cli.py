@@ -63,8 +63,17 @@ def build_parser(*, groups: bool = True) -> argparse.ArgumentParser:
     )
     parser.add_argument("-v", "--verbose", action="count", default=0, help="log more (repeatable)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for add in (_add_ask, _add_llm, _add_corpus, _add_mcp, _add_serve):
+        add(sub)
+    # command groups of other packages (the harness: bench, audit) register themselves
+    if groups:
+        for register in _registered_groups():
+            register(sub, _handler)
+    return parser
 
-    # lens ask
+
+def _add_ask(sub) -> None:
+    """``lens ask``."""
     p = sub.add_parser("ask", help="answer a question over a folder, with cited evidence")
     p.add_argument("question")
     p.add_argument("path", help="folder of raw documents (read as it is now; never written)")
@@ -74,7 +83,9 @@ def build_parser(*, groups: bool = True) -> argparse.ArgumentParser:
     add_config_args(p)
     _handler(p, "lens.faces._commands:ask")
 
-    # lens llm check
+
+def _add_llm(sub) -> None:
+    """``lens llm check``."""
     p = sub.add_parser("llm", help="LLM backend commands")
     llm_sub = p.add_subparsers(dest="llm_command", metavar="SUBCOMMAND", required=True)
     q = llm_sub.add_parser("check", help="round-trip a short prompt; report backend, model and tokens/s")
@@ -82,7 +93,9 @@ def build_parser(*, groups: bool = True) -> argparse.ArgumentParser:
     add_config_args(q)
     _handler(q, "lens.faces._commands:llm_check")
 
-    # lens corpus stats, lens corpus forget
+
+def _add_corpus(sub) -> None:
+    """``lens corpus stats, lens corpus forget``."""
     p = sub.add_parser("corpus", help="raw-corpus commands")
     c_sub = p.add_subparsers(dest="corpus_command", metavar="SUBCOMMAND", required=True)
     q = c_sub.add_parser("stats", help="files, documents, bytes, skips by reason and read throughput")
@@ -101,7 +114,9 @@ def build_parser(*, groups: bool = True) -> argparse.ArgumentParser:
     q.add_argument("--set", metavar="KEY=VALUE", action="append", default=[], help="e.g. --set reader.stats_store=FILE")
     _handler(q, "lens.faces._commands:corpus_forget")
 
-    # lens mcp
+
+def _add_mcp(sub) -> None:
+    """``lens mcp``."""
     p = sub.add_parser(
         "mcp",
         help="serve lens to MCP clients over stdio (tools: ask, corpus_stats)",
@@ -117,7 +132,9 @@ def build_parser(*, groups: bool = True) -> argparse.ArgumentParser:
     add_config_args(p)
     _handler(p, "lens.faces._mcp:serve")
 
-    # lens serve
+
+def _add_serve(sub) -> None:
+    """``lens serve``."""
     p = sub.add_parser(
         "serve",
         help="a local web page: ask about a folder, watch the search, open each cited sentence in its document",
@@ -140,12 +157,6 @@ def build_parser(*, groups: bool = True) -> argparse.ArgumentParser:
     )
     add_config_args(p)
     _handler(p, "lens.faces._serve:serve")
-
-    # command groups of other packages (the harness: bench, audit) register themselves
-    if groups:
-        for register in _registered_groups():
-            register(sub, _handler)
-    return parser
 
 
 def _port(text: str) -> int:

@@ -854,6 +854,65 @@ async def _body(request: Request) -> dict:
     return body
 
 
+class _Api:
+    """The page's JSON and event-stream endpoints over one :class:`Service`."""
+
+    def __init__(self, service: Service) -> None:
+        self.service = service
+
+    async def folders(self, request: Request) -> Response:
+        return JSONResponse(
+            {
+                "folders": [
+                    {"path": str(p), "name": p.name or str(p), "exists": p.is_dir()} for p in self.service.roots.paths
+                ],
+                "one_at_a_time": self.service.one_at_a_time,
+                "model": self.service.config.llm.served_model,
+                "version": __version__,
+                "history": str(self.service.history.path),
+            }
+        )
+
+    async def ask(self, request: Request) -> Response:
+        body = await _body(request)
+        q = await asyncio.to_thread(self.service.ask, body.get("question"), body.get("folder"))
+        return JSONResponse({"id": q.id, "events": f"/api/questions/{q.id}/events"}, status_code=202)
+
+    async def events(self, request: Request) -> Response:
+        q = self.service.question(request.path_params["qid"])
+        last = request.headers.get("last-event-id", "")
+        start = int(last) + 1 if last.isdigit() else 0
+        return EventSourceResponse(q.stream(start), ping=10)
+
+    async def cancel(self, request: Request) -> Response:
+        q = self.service.question(request.path_params["qid"])
+        if q.done:
+            raise Refused(409, "this question has already ended")
+        q.cancel.set()
+        return JSONResponse({"id": q.id, "cancelling": True}, status_code=202)
+
+    async def history(self, request: Request) -> Response:
+        try:
+            entries = await asyncio.to_thread(self.service.history.recent)
+        except (sqlite3.Error, OSError) as exc:
+            raise Refused(500, f"history {self.service.history.path}: {exc}") from None
+        return JSONResponse({"questions": entries, "note": self.service.history.note})
+
+    async def past(self, request: Request) -> Response:
+        qid = request.path_params["qid"]
+        try:
+            entry = await asyncio.to_thread(self.service.history.get, qid)
+        except (sqlite3.Error, OSError) as exc:
+            raise Refused(500, f"history {self.service.history.path}: {exc}") from None
+        if entry is None:
+            raise Refused(404, f"no question {qid[:40]!r} in the history")
+        return JSONResponse(entry)
+
+    async def document(self, request: Request) -> Response:
+        params = {k: v for k, v in request.query_params.items()}
+        return JSONResponse(await asyncio.to_thread(self.service.document, params))
+
+
 def build_app(service: Service, *, hosts: set[str], port: int, token: str | None) -> Any:
     """The page's ASGI app over ``service``, behind the :class:`Guard` for ``hosts``/``port``/``token``."""
     if _MISSING is not None:  # pragma: no cover - the extra is missing
@@ -877,58 +936,6 @@ def build_app(service: Service, *, hosts: set[str], port: int, token: str | None
 
         return endpoint
 
-    async def folders(request: Request) -> Response:
-        return JSONResponse(
-            {
-                "folders": [
-                    {"path": str(p), "name": p.name or str(p), "exists": p.is_dir()} for p in service.roots.paths
-                ],
-                "one_at_a_time": service.one_at_a_time,
-                "model": service.config.llm.served_model,
-                "version": __version__,
-                "history": str(service.history.path),
-            }
-        )
-
-    async def ask(request: Request) -> Response:
-        body = await _body(request)
-        q = await asyncio.to_thread(service.ask, body.get("question"), body.get("folder"))
-        return JSONResponse({"id": q.id, "events": f"/api/questions/{q.id}/events"}, status_code=202)
-
-    async def events(request: Request) -> Response:
-        q = service.question(request.path_params["qid"])
-        last = request.headers.get("last-event-id", "")
-        start = int(last) + 1 if last.isdigit() else 0
-        return EventSourceResponse(q.stream(start), ping=10)
-
-    async def cancel(request: Request) -> Response:
-        q = service.question(request.path_params["qid"])
-        if q.done:
-            raise Refused(409, "this question has already ended")
-        q.cancel.set()
-        return JSONResponse({"id": q.id, "cancelling": True}, status_code=202)
-
-    async def history(request: Request) -> Response:
-        try:
-            entries = await asyncio.to_thread(service.history.recent)
-        except (sqlite3.Error, OSError) as exc:
-            raise Refused(500, f"history {service.history.path}: {exc}") from None
-        return JSONResponse({"questions": entries, "note": service.history.note})
-
-    async def past(request: Request) -> Response:
-        qid = request.path_params["qid"]
-        try:
-            entry = await asyncio.to_thread(service.history.get, qid)
-        except (sqlite3.Error, OSError) as exc:
-            raise Refused(500, f"history {service.history.path}: {exc}") from None
-        if entry is None:
-            raise Refused(404, f"no question {qid[:40]!r} in the history")
-        return JSONResponse(entry)
-
-    async def document(request: Request) -> Response:
-        params = {k: v for k, v in request.query_params.items()}
-        return JSONResponse(await asyncio.to_thread(service.document, params))
-
     async def not_found(request: Request, exc: Exception) -> Response:
         status = getattr(exc, "status_code", 500)
         message = {404: "no such page", 405: "method not allowed here"}.get(status, "internal error")
@@ -936,17 +943,18 @@ def build_app(service: Service, *, hosts: set[str], port: int, token: str | None
             log.error("request %s failed: %s", request.url.path, exc)
         return _error(request.url.path, status, f"{request.url.path[:200]}: {message}")
 
+    endpoints = _Api(service)
     routes = [
         Route("/", page("index.html")),
         Route("/static/app.js", page("app.js")),
         Route("/static/app.css", page("app.css")),
-        Route("/api/folders", api(folders)),
-        Route("/api/questions", api(ask), methods=["POST"]),
-        Route("/api/questions/{qid}/events", api(events)),
-        Route("/api/questions/{qid}/cancel", api(cancel), methods=["POST"]),
-        Route("/api/history", api(history)),
-        Route("/api/history/{qid}", api(past)),
-        Route("/api/document", api(document)),
+        Route("/api/folders", api(endpoints.folders)),
+        Route("/api/questions", api(endpoints.ask), methods=["POST"]),
+        Route("/api/questions/{qid}/events", api(endpoints.events)),
+        Route("/api/questions/{qid}/cancel", api(endpoints.cancel), methods=["POST"]),
+        Route("/api/history", api(endpoints.history)),
+        Route("/api/history/{qid}", api(endpoints.past)),
+        Route("/api/document", api(endpoints.document)),
     ]
     app = Starlette(routes=routes, exception_handlers={404: not_found, 405: not_found, 500: not_found})
     return Guard(app, hosts=hosts, port=port, token=token)

@@ -131,22 +131,7 @@ def _count(texts: list[str]) -> Postings:
     buf = b"\x00".join(raw)
     u8 = np.frombuffer(buf, dtype=np.uint8)
     code = _CODE[u8]
-    alnum = code > 0
-    wide_alnum = None  # the bytes of the letters and digits beyond ASCII
-    if not buf.isascii():
-        wide = np.flatnonzero(u8 >= 0x80)  # every byte of a character beyond ASCII
-        leads = wide[u8[wide] >= 0xC0]  # its first byte
-        b = np.zeros(len(u8) + 3, dtype=np.uint8)  # a character's bytes after its first, read past the end
-        b[: len(u8)] = u8
-        first = b[leads].astype(np.int64)
-        size = 2 + (first >= 0xE0) + (first >= 0xF0)
-        cp = first & np.where(size == 2, 0x1F, np.where(size == 3, 0x0F, 0x07))
-        for k in (1, 2, 3):
-            cp = np.where(k < size, cp << 6 | (b[leads + k] & 0x3F).astype(np.int64), cp)
-        chars, which = np.unique(cp, return_inverse=True)  # the few distinct characters, each asked once
-        is_alnum = np.fromiter((chr(c).isalnum() for c in chars.tolist()), dtype=bool, count=len(chars))
-        alnum[wide] = is_alnum[which][np.searchsorted(leads, wide, side="right") - 1]
-        wide_alnum = wide[alnum[wide]]
+    alnum, wide_alnum = _letters_and_digits(buf, u8, code)
     edges = np.diff(alnum.view(np.int8), prepend=np.int8(0), append=np.int8(0))
     starts = np.flatnonzero(edges == 1)
     ends = np.flatnonzero(edges == -1)
@@ -163,49 +148,89 @@ def _count(texts: list[str]) -> Postings:
     padded[: len(code)] = code
     # the 8 codes from every offset, read in place (unaligned, overlapping: one view, no copy)
     words = np.ndarray((len(code) + 9,), dtype="<u8", buffer=padded, strides=(1,))
-    parts: list[Postings] = []
-    short = np.flatnonzero(plain & (lengths <= 8))
-    if len(short):
-        s, n = starts[short], lengths[short]
-        key = np.sort((_pack(words[s] & _MASKS[n]) << np.uint64(16)) | doc[short])
+    runs = _Runs(buf, words, starts, ends, doc)
+    parts = [
+        part
+        for part in (
+            runs.short(np.flatnonzero(plain & (lengths <= 8)), lengths),
+            runs.middle(np.flatnonzero(plain & (lengths > 8) & (lengths <= 16)), lengths),
+            runs.rest(np.flatnonzero(~plain | (lengths > 16)), len(texts)),
+        )
+        if part is not None
+    ]
+    if len(parts) == 1:
+        return parts[0]
+    return Postings.concat(parts, [0] * len(parts))
+
+
+def _letters_and_digits(buf: bytes, u8: np.ndarray, code: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """Which bytes belong to a letter or digit (``str.isalnum``), and the offsets of such bytes beyond ASCII
+    (None for an ASCII buffer): a character beyond ASCII is classified by its code point, read from its bytes."""
+    alnum = code > 0
+    if buf.isascii():
+        return alnum, None
+    wide = np.flatnonzero(u8 >= 0x80)  # every byte of a character beyond ASCII
+    leads = wide[u8[wide] >= 0xC0]  # its first byte
+    b = np.zeros(len(u8) + 3, dtype=np.uint8)  # a character's bytes after its first, read past the end
+    b[: len(u8)] = u8
+    first = b[leads].astype(np.int64)
+    size = 2 + (first >= 0xE0) + (first >= 0xF0)
+    cp = first & np.where(size == 2, 0x1F, np.where(size == 3, 0x0F, 0x07))
+    for k in (1, 2, 3):
+        cp = np.where(k < size, cp << 6 | (b[leads + k] & 0x3F).astype(np.int64), cp)
+    chars, which = np.unique(cp, return_inverse=True)  # the few distinct characters, each asked once
+    is_alnum = np.fromiter((chr(c).isalnum() for c in chars.tolist()), dtype=bool, count=len(chars))
+    alnum[wide] = is_alnum[which][np.searchsorted(leads, wide, side="right") - 1]
+    return alnum, wide[alnum[wide]]
+
+
+class _Runs:
+    """The runs of one pass (their start and end offsets in ``buf``, their document) counted into postings by
+    length: up to 8 ASCII characters packed into one integer, up to 16 into two, the rest as strings."""
+
+    def __init__(self, buf: bytes, words: np.ndarray, starts: np.ndarray, ends: np.ndarray, doc: np.ndarray):
+        self.buf, self.words, self.starts, self.ends, self.doc = buf, words, starts, ends, doc
+
+    def short(self, short: np.ndarray, lengths: np.ndarray) -> Postings | None:
+        if not len(short):
+            return None
+        s, n = self.starts[short], lengths[short]
+        key = np.sort((_pack(self.words[s] & _MASKS[n]) << np.uint64(16)) | self.doc[short])
         new = np.ones(len(key), dtype=bool)
         new[1:] = key[1:] != key[:-1]
         at = np.flatnonzero(new)
         terms = key[at] >> np.uint64(16)
         first = np.ones(len(at), dtype=bool)
         first[1:] = terms[1:] != terms[:-1]
-        parts.append(
-            Postings(
-                _unpack(terms[first]),
-                np.cumsum(first) - 1,
-                (key[at] & np.uint64(0xFFFF)).astype(np.int64),
-                np.diff(np.append(at, len(key))),
-            )
+        return Postings(
+            _unpack(terms[first]),
+            np.cumsum(first) - 1,
+            (key[at] & np.uint64(0xFFFF)).astype(np.int64),
+            np.diff(np.append(at, len(key))),
         )
-    middle = np.flatnonzero(plain & (lengths > 8) & (lengths <= 16))
-    if len(middle):
-        s, n = starts[middle], lengths[middle]
-        lo = _pack(words[s])
-        hi = _pack(words[s + 8] & _MASKS[n - 8])
+
+    def middle(self, middle: np.ndarray, lengths: np.ndarray) -> Postings | None:
+        if not len(middle):
+            return None
+        s, n = self.starts[middle], lengths[middle]
+        lo = _pack(self.words[s])
+        hi = _pack(self.words[s + 8] & _MASKS[n - 8])
         order = np.lexsort((hi, lo))  # stable: documents stay ascending within a run
-        lo, hi, d = lo[order], hi[order], doc[middle][order]
+        lo, hi, d = lo[order], hi[order], self.doc[middle][order]
         first = np.ones(len(order), dtype=bool)
         first[1:] = (lo[1:] != lo[:-1]) | (hi[1:] != hi[:-1])
         new = first.copy()
         new[1:] |= d[1:] != d[:-1]
         at = np.flatnonzero(new)
         reps = middle[order[first]]
-        vocab = [buf[a:b].decode("ascii") for a, b in zip(starts[reps].tolist(), ends[reps].tolist())]
-        parts.append(
-            Postings(vocab, (np.cumsum(first) - 1)[at], d[at].astype(np.int64), np.diff(np.append(at, len(d))))
-        )
-    rest = np.flatnonzero(~plain | (lengths > 16))
-    if len(rest):
+        vocab = [self.buf[a:b].decode("ascii") for a, b in zip(self.starts[reps].tolist(), self.ends[reps].tolist())]
+        return Postings(vocab, (np.cumsum(first) - 1)[at], d[at].astype(np.int64), np.diff(np.append(at, len(d))))
+
+    def rest(self, rest: np.ndarray, n_docs: int) -> Postings | None:
+        if not len(rest):
+            return None
         index: dict[str, int] = {}
-        runs = [buf[a:b].decode("utf-8") for a, b in zip(starts[rest].tolist(), ends[rest].tolist())]
+        runs = [self.buf[a:b].decode("utf-8") for a, b in zip(self.starts[rest].tolist(), self.ends[rest].tolist())]
         ids = np.fromiter((index.setdefault(r, len(index)) for r in runs), dtype=np.int64, count=len(runs))
-        keys, n = np.unique(ids * len(texts) + doc[rest].astype(np.int64), return_counts=True)
-        parts.append(Postings(list(index), keys // len(texts), keys % len(texts), n))
-    if len(parts) == 1:
-        return parts[0]
-    return Postings.concat(parts, [0] * len(parts))
+        keys, n = np.unique(ids * n_docs + self.doc[rest].astype(np.int64), return_counts=True)
+        return Postings(list(index), keys // n_docs, keys % n_docs, n)

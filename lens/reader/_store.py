@@ -15,6 +15,7 @@ import threading
 import time
 import zlib
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from itertools import groupby
 from operator import itemgetter
 from pathlib import Path
@@ -514,81 +515,66 @@ class StatsStore:
             sid = self._scope_id(scope, create=True)
             assert sid is not None
             gens = self._bump(sid)  # a write: this transaction holds the write lock from here on
-            known: dict[str, tuple[int, str]] = {}
-            paths = [p for p, _, _ in items]
-            for at in range(0, len(paths), 500):
-                part = paths[at : at + 500]
-                q = f"SELECT path, id, sig FROM files WHERE scope=? AND path IN ({','.join('?' * len(part))})"
-                known.update((p, (i, g)) for p, i, g in self.db.execute(q, (sid, *part)))
-            fid = (self.db.execute("SELECT max(id) FROM files").fetchone()[0] or 0) + 1
-            seq = self.db.execute("SELECT seq FROM sqlite_sequence WHERE name='docs'").fetchone()
-            did = max(seq[0] if seq else 0, self.db.execute("SELECT max(id) FROM docs").fetchone()[0] or 0) + 1
-            rows = np.full(sum(len(e.docs) for _, e, _ in items), -1, dtype=np.int64)  # each document's row id
-            files, docs, unit_rows, stale = [], [], [], []
-            runs: list[tuple[int, int, int]] = []  # (first document in the batch, its row id, documents)
-            at = 0
-            for path, entry, packed in items:
-                k = len(entry.docs)
-                row = known.get(path)
-                if row is not None and row[1] == entry.sig:
-                    # another process stored this very content meanwhile: share its rows (replacing them would
-                    # orphan the rows that process's memo points at); these counts are its already
-                    got = self.db.execute("SELECT id FROM docs WHERE file=? ORDER BY ord", row[:1])
-                    entry.ids = tuple(r[0] for r in got)
-                    at += k
-                    continue
-                if row is not None:
-                    stale.append(row[0])
-                files.append(
-                    (fid, sid, path, entry.sig, int(entry.settled), int(entry.whole), _pack_summary(entry.summary))
-                )
-                for o, st in enumerate(entry.docs):
-                    docs.append((did + o, fid, o, st.doc_id, st.title, st.names, st.length, st.sha256, st.line))
-                if any(packed):
-                    unit_rows.extend((did + o, u) for o, u in enumerate(packed) if u is not None)
-                entry.ids = tuple(range(did, did + k))
-                if runs and runs[-1][0] + runs[-1][2] == at:  # row ids follow on as the documents do
-                    runs[-1] = (runs[-1][0], runs[-1][1], runs[-1][2] + k)
-                else:
-                    runs.append((at, did, k))
-                fid, did, at = fid + 1, did + k, at + k
-            for at, first, k in runs:  # where the stored files' documents went (few runs: files stored in order)
-                rows[at : at + k] = np.arange(first, first + k)
-            if stale:
-                self._drop_files(stale)
+            batch = self._batch(sid, items)
+            if batch.stale:
+                self._drop_files(batch.stale)
             self.db.executemany(
-                "INSERT INTO files(id, scope, path, sig, settled, whole, summary) VALUES(?,?,?,?,?,?,?)", files
+                "INSERT INTO files(id, scope, path, sig, settled, whole, summary) VALUES(?,?,?,?,?,?,?)", batch.files
             )
             self.db.executemany(
                 "INSERT INTO docs(id, file, ord, doc_id, title, names, length, sha256, line) VALUES(?,?,?,?,?,?,?,?,?)",
-                docs,
+                batch.docs,
             )
-            self.db.executemany("INSERT OR REPLACE INTO units(doc, data) VALUES(?,?)", unit_rows)
-            # every part's runs of a term joined as one row's segments: a row per distinct term of the write
-            merged: dict[str, list] = {}
-            pack = _FIRST.pack
-            at = 0
-            for part, n in counted:
-                ids = rows[at : at + n]
-                at += n
-                if not n:
-                    continue
-                if ids[0] >= 0 and np.array_equal(ids, np.arange(ids[0], ids[0] + n)):
-                    base = int(ids[0])  # the part's documents stored one after another: only the firsts move
-                    segments: Iterable[tuple[str, int, bytes]] = ((t, base + f, b) for t, f, b in part)
-                else:  # some of its files were stored by another process: the runs of the others, anew
-                    segments = _rerun(part, ids)
-                for t, f, b in segments:
-                    row = merged.get(t)
-                    if row is None:
-                        merged[t] = [f, pack(f) + b]
-                    else:
-                        row.append(pack(f) + b)
+            self.db.executemany("INSERT OR REPLACE INTO units(doc, data) VALUES(?,?)", batch.units)
+            merged = _term_rows(counted, batch.rows)
             self.db.executemany(  # in key order: the B-tree's pages are filled, not split half-empty
                 "INSERT INTO terms(term, doc, data) VALUES(?,?,?)",
                 ((t, merged[t][0], b"".join(merged[t][1:])) for t in sorted(merged)),
             )
         return gens
+
+    def _batch(self, sid: int, items: Sequence[tuple[str, _Entry, Sequence[bytes | None]]]) -> _Batch:
+        """The rows a write of ``items`` adds (its files, documents and units, with new row ids), the stored files
+        it replaces, and each document's row id; an entry whose very content another process stored meanwhile
+        shares that process's rows (replacing them would orphan the rows its memo points at)."""
+        known: dict[str, tuple[int, str]] = {}
+        paths = [p for p, _, _ in items]
+        for at in range(0, len(paths), 500):
+            part = paths[at : at + 500]
+            q = f"SELECT path, id, sig FROM files WHERE scope=? AND path IN ({','.join('?' * len(part))})"
+            known.update((p, (i, g)) for p, i, g in self.db.execute(q, (sid, *part)))
+        fid = (self.db.execute("SELECT max(id) FROM files").fetchone()[0] or 0) + 1
+        seq = self.db.execute("SELECT seq FROM sqlite_sequence WHERE name='docs'").fetchone()
+        did = max(seq[0] if seq else 0, self.db.execute("SELECT max(id) FROM docs").fetchone()[0] or 0) + 1
+        out = _Batch(np.full(sum(len(e.docs) for _, e, _ in items), -1, dtype=np.int64))
+        runs: list[tuple[int, int, int]] = []  # (first document in the batch, its row id, documents)
+        at = 0
+        for path, entry, packed in items:
+            k = len(entry.docs)
+            row = known.get(path)
+            if row is not None and row[1] == entry.sig:  # its counts are that process's already
+                entry.ids = tuple(
+                    r[0] for r in self.db.execute("SELECT id FROM docs WHERE file=? ORDER BY ord", row[:1])
+                )
+                at += k
+                continue
+            if row is not None:
+                out.stale.append(row[0])
+            out.files.append(
+                (fid, sid, path, entry.sig, int(entry.settled), int(entry.whole), _pack_summary(entry.summary))
+            )
+            for o, st in enumerate(entry.docs):
+                out.docs.append((did + o, fid, o, st.doc_id, st.title, st.names, st.length, st.sha256, st.line))
+            out.units.extend((did + o, u) for o, u in enumerate(packed) if u is not None)
+            entry.ids = tuple(range(did, did + k))
+            if runs and runs[-1][0] + runs[-1][2] == at:  # row ids follow on as the documents do
+                runs[-1] = (runs[-1][0], runs[-1][1], runs[-1][2] + k)
+            else:
+                runs.append((at, did, k))
+            fid, did, at = fid + 1, did + k, at + k
+        for at, first, k in runs:  # where the stored files' documents went (few runs: files stored in order)
+            out.rows[at : at + k] = np.arange(first, first + k)
+        return out
 
     def unit(self, doc_row: int) -> tuple[str, dict] | None:
         """(the signature of its file when stored, the unit's text and places) for the unit stored as document row
@@ -834,3 +820,39 @@ def _pack_unit(doc: Document) -> bytes:
     """A unit's text (its title line first) and places, as the store keeps them."""
     data = {"text": doc.text, "location": doc.location, "lines": list(doc.line_locations)}
     return zlib.compress(json.dumps(data, ensure_ascii=True).encode("ascii"), 6)
+
+
+@dataclass
+class _Batch:
+    """The rows one write adds, the stored files it replaces, and each of its documents' row id (-1: shared)."""
+
+    rows: np.ndarray
+    files: list[tuple] = field(default_factory=list)
+    docs: list[tuple] = field(default_factory=list)
+    units: list[tuple[int, bytes]] = field(default_factory=list)
+    stale: list[int] = field(default_factory=list)
+
+
+def _term_rows(counted: Sequence[tuple[list[tuple[str, int, bytes]], int]], rows: np.ndarray) -> dict[str, list]:
+    """Every part's runs of a term joined as one row's segments (a row per distinct term of the write): term ->
+    [its first document's row id, its segments]."""
+    merged: dict[str, list] = {}
+    pack = _FIRST.pack
+    at = 0
+    for part, n in counted:
+        ids = rows[at : at + n]
+        at += n
+        if not n:
+            continue
+        if ids[0] >= 0 and np.array_equal(ids, np.arange(ids[0], ids[0] + n)):
+            base = int(ids[0])  # the part's documents stored one after another: only the firsts move
+            segments: Iterable[tuple[str, int, bytes]] = ((t, base + f, b) for t, f, b in part)
+        else:  # some of its files were stored by another process: the runs of the others, anew
+            segments = _rerun(part, ids)
+        for t, f, b in segments:
+            row = merged.get(t)
+            if row is None:
+                merged[t] = [f, pack(f) + b]
+            else:
+                row.append(pack(f) + b)
+    return merged
