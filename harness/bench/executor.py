@@ -104,8 +104,12 @@ class LocalExecutor(Executor):
         source = iter(jobs)
         take = threading.Lock()
         results: queue.Queue[Outcome | None] = queue.Queue()
+        # a job is taken only while fewer than ``concurrency`` outcomes are in flight or not yet handed out: a stop
+        # after an outcome lets at most ``concurrency`` more jobs finish, however fast the jobs and slow the caller
+        slots = threading.Semaphore(self.concurrency)
 
         def next_job() -> tuple[bool, Any]:
+            slots.acquire()
             with take:
                 if self._stopped.is_set():
                     return False, None
@@ -139,6 +143,7 @@ class LocalExecutor(Executor):
                 running -= 1
             else:
                 yield item
+                slots.release()
 
 
 class WorkerDied(RuntimeError):
