@@ -59,6 +59,7 @@ _EXPORTS = {
     "read_window": "lens.loop._reading",
     "TOP_LOGPROBS": "lens.loop._reading",
     "answer_type": "lens.question._values",
+    "whole_entity": "lens.question._values",
     # what a reading is worth
     "ReadingModel": "lens.loop._grading",
     "reading_model_for": "lens.loop._grading",

@@ -132,6 +132,7 @@ PARTS = [
     "extract",
     "sha256_hex",
     "unit_documents",
+    "whole_entity",
     "split_sentences",
     "title_key",
     "tokens",

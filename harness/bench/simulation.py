@@ -38,7 +38,16 @@ from harness.bench.systems.corpus import read_snapshot_doc
 from harness.calibrate.labels import SupportingFacts
 from harness.files import write_json_atomic
 from lens import Agent, LensConfig
-from lens.parts import Decomposition, Judgement, ReadingModel, Requirement, heuristic_decomposition, merge_overrides
+from lens.parts import (
+    Decomposition,
+    Judgement,
+    ReadingModel,
+    Requirement,
+    base_title,
+    heuristic_decomposition,
+    merge_overrides,
+    whole_entity,
+)
 
 __all__ = ["DEFAULT_POINTS", "parse_points", "simulated_decomposition", "SimulatedOracle", "simulate", "summarise"]
 
@@ -103,12 +112,18 @@ class SimulatedOracle:
         h = hashlib.sha256(f"{self.seed}:{self.q.id}:{rid}:{key}".encode()).digest()
         return random.Random(h).random()
 
-    def _value(self, rid: str) -> str:
+    def _value(self, rid: str, sentence: str) -> str:
+        """The value a perfect reader copies from the sentence it names: the bridge entity (a bridge's source) or
+        the answer (its final fact), as the sentence writes it — the title without its "(disambiguation)" where
+        only that stands there —; none when the sentence holds neither form whole (as the loop's own check of a
+        real reading's value demands)."""
         if rid in self.dependents:
-            return self.bridge
-        if rid == self.final and self.facts.value_rule:
-            return self.q.answer
-        return ""
+            gold = self.bridge
+        elif rid == self.final and self.facts.value_rule:
+            gold = self.q.answer
+        else:
+            return ""
+        return next((v for v in (gold, base_title(gold)) if v and whole_entity(v, sentence)), "")
 
     def __call__(self, question, rid, text, w, doc) -> Judgement:
         """One reading of window ``w`` for requirement ``rid`` (``text``: its wording as read)."""
@@ -118,7 +133,7 @@ class SimulatedOracle:
         u = self._draw(rid, w.key)
         if gold and u < self.tpr:
             i, s = gold[0]
-            return Judgement(True, None, i, self._value(rid), s)
+            return Judgement(True, None, i, self._value(rid, s), s)
         if not gold and u < self.fpr and len(sents) > 1:
             i, s = sents[1]  # the first sentence after the title line
             return Judgement(True, None, i, doc.title, s)
