@@ -1,7 +1,8 @@
-"""Where the first question's survey spends its CPU time, step by step, in one process (no reading workers: each
+"""(Kept with its results: it times lens's private survey steps, which a benchmark outside results/ may not import.)
+Where the first question's survey spends its CPU time, step by step, in one process (no reading workers: each
 step's own time), for the code on ``PYTHONPATH`` — the statistics store's commit before issue 62 or after it.
 
-    PYTHONPATH=. python benchmarks/first_survey_breakdown.py FOLDER --store /tmp/x.sqlite
+    PYTHONPATH=. python benchmarks/results/scale/first_survey_breakdown.py FOLDER --store /tmp/x.sqlite
 
 Each step is the exclusive ``time.process_time`` of the functions that do it (a step called inside another is
 not counted twice): listing; reading (open through the guarded open, read, decode, sha256, the documents);
