@@ -51,7 +51,7 @@ from harness.bench.metrics import mcnemar_exact
 from harness.bench.numeric import decide
 from harness.bench.report import SYSTEM_LABELS, Table, _paired_difference
 from harness.bench.run_store import read_rows, read_run_manifest
-from harness.bench.runner import RunPlan
+from harness.bench.runner import RunPlan, rows_by_system
 from harness.bench.samples import ids_sha256
 from harness.bench.systems.corpus import UNIT_MARK, SnapshotCorpus
 from harness.bench.systems.prediction import Prediction
@@ -216,11 +216,8 @@ class FinanceBenchWorkload:
 
     @staticmethod
     def summarise(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
-        by: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for r in rows:
-            by[r["system"]].append(r)
         out = {}
-        for name, rs in by.items():
+        for name, rs in rows_by_system(rows).items():
             n = len(rs)
             pr = [r["scores"]["page_recall"] for r in rs if r["scores"]["page_recall"] is not None]
             fr = [r["scores"]["filing_recall"] for r in rs if r["scores"]["filing_recall"] is not None]

@@ -498,12 +498,17 @@ def _system_entry(name: str, system: Any, plan: RunPlan, indexes: dict[str, tupl
     }
 
 
-def _summaries(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+def rows_by_system(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """A run's rows grouped by system, in the order the systems first appear."""
     by: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
         by[r["system"]].append(r)
+    return by
+
+
+def _summaries(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     out = {}
-    for name, rs in by.items():
+    for name, rs in rows_by_system(rows).items():
         n = len(rs)
         ev = [r["scores"]["ev_rec"] for r in rs if r["scores"]["ev_rec"] is not None]
         out[name] = {
