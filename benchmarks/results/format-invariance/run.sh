@@ -9,6 +9,8 @@
 #                             full arm, paired with noexp-text at the same commit and configuration)
 # then `lens bench compare` for each pair.
 #   COMMIT=<sha> BASE=http://127.0.0.1:8090/v1 STAGE=noexp|docx|full benchmarks/results/format-invariance/run.sh
+# ONLY=noexp-text (a space-separated list of sub-runs) runs just those arms of the stage, e.g. to finish the text
+# arms issue 59 pairs before the PDF ones.
 set -u
 cd "$(dirname "$0")/../../.."
 COMMIT=${COMMIT:?set COMMIT to the frozen commit} BASE=${BASE:?set BASE to the endpoint} STAGE=${STAGE:-noexp}
@@ -28,6 +30,7 @@ COMMON="--questions $Q --sample $W/samples --stage 125 --systems lens --concurre
 NOEXP="--set ablation.no_exploration=true"
 arm() {  # arm SUB FORMAT LIMIT [flags]
   local sub=$1 fmt=$2 k=$3; shift 3
+  [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" $sub "* ]] && return 0
   .venv/bin/lens bench run $COMMON --snapshot $W/$fmt/D125 --limit $k --out $R/$sub "$@"; echo "rc=$? $sub $k"
 }
 case $STAGE in
