@@ -9,16 +9,17 @@ set -u
 cd "$(dirname "$0")/../../.."
 COMMIT=${COMMIT:?set COMMIT to the frozen commit} BASE=${BASE:?set BASE to the endpoint}
 SYSTEMS=${SYSTEMS:-lens,bm25,hybrid,closed}
+LENS=${LENS:-.venv/bin/lens}  # the PaperQA2 arm runs from an environment of its own (../paperqa/run.sh)
 source benchmarks/frozen.sh "$COMMIT" || exit 1
 F=$PWD/../shared/data/financebench R=$PWD/benchmarks/results/financebench-1.5b
 source benchmarks/chunks.sh
 for k in 10 20 30 40 49; do
-  .venv/bin/lens bench financebench --data $F --out $R/run --systems $SYSTEMS --limit $k --no-progress \
+  $LENS bench financebench --data $F --out $R/run --systems $SYSTEMS --limit $k --no-progress \
     --index-dir ${WORK:-/tmp/lens-financebench}/indexes --base-url $BASE --model qwen2.5-coder-1.5b-instruct \
     --set llm.cache=false --set budget.question_timeout_s=1200 --set llm.call_timeout_s=300
   echo "rc=$? through $k"
-  .venv/bin/lens bench judge $R/run --base-url $BASE --model qwen2.5-coder-1.5b-instruct --set llm.cache=false \
+  $LENS bench judge $R/run --base-url $BASE --model qwen2.5-coder-1.5b-instruct --set llm.cache=false \
     > /dev/null; echo "judge rc=$?"
   commit "FinanceBench: $SYSTEMS through question $k ($(count run) rows)"
 done
-.venv/bin/lens bench financebench-report $R/run > /dev/null && commit "FinanceBench: report"
+$LENS bench financebench-report $R/run > /dev/null && commit "FinanceBench: report"
