@@ -72,8 +72,8 @@ def compare(full_dir: Path, abl_dir: Path) -> str:
         f"| full | {100 * sum(em_f.values()) / n:.1f} | {100 * sum(ev_f) / n:.1f} | {tok_f:,.0f} |",
         f"| ablation | {100 * sum(em_a.values()) / n:.1f} | {100 * sum(ev_a) / n:.1f} | {tok_a:,.0f} |",
         "",
-        f"ΔEM {sum(d_em) / n:+.1f} pp [{ci_em[0]:+.1f}, {ci_em[1]:+.1f}], McNemar {m.b}:{m.c} (full only : ablation "
-        f"only), p = {m.p_value:.3f}; ΔEv.Rec {sum(d_ev) / n:+.2f} pp [{ci_ev[0]:+.2f}, {ci_ev[1]:+.2f}]; tokens "
+        f"ΔEM {sum(d_em) / n:+.1f} pp [{ci_em.low:+.1f}, {ci_em.high:+.1f}], McNemar {m.b}:{m.c} (full only : ablation "
+        f"only), p = {m.p_value:.3f}; ΔEv.Rec {sum(d_ev) / n:+.2f} pp [{ci_ev.low:+.2f}, {ci_ev.high:+.2f}]; tokens "
         f"{tok_f / max(tok_a, 1):.2f}× the ablation's",
         "",
         "| question | type | full | ablation | gold | full right | cause |",
