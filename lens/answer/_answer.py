@@ -158,7 +158,7 @@ def _shorten(run: QuestionRun, answer: str, evidence: list[Evidence]) -> str:
     messages = shorten_messages(run.question, answer, evidence)
     short = run.fixed_call(messages, ShortenReply, _SHORTEN_TOKENS, keep=0, stage="shorten")
     if short is not None and short.answer.strip() and len(short.answer) <= len(answer):
-        return clean_answer(short.answer, run.question)
+        return clean_answer(short.answer, run.question) or answer  # cut to no answer: the long one stands
     return answer
 
 

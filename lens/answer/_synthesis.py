@@ -31,6 +31,7 @@ __all__ = [
     "needs_shortening",
     "clean_answer",
     "is_yes_no_question",
+    "is_open_question",
     "answer_text",
 ]
 
@@ -97,6 +98,21 @@ def is_yes_no_question(question: str) -> bool:
     )
 
 
+# a question that asks for a name, a number, a place …: a wh-word first (after a preposition: "In which year …"),
+# or an instruction to name or list something
+_OPEN_QUESTION = re.compile(
+    r"^\W*(?:(?:in|on|at|from|for|during|by|to|of|with|after|before|since|under|as|between)\s+)?"
+    r"(?:what|which|who|whom|whose|when|where|why|how)\b|^\W*(?:name|list|give|identify)\b",
+    re.I,
+)
+
+
+def is_open_question(question: str) -> bool:
+    """Whether the question asks for something other than yes or no ("Which magazine …", "Name five actors …"):
+    a bare yes/no can never answer it."""
+    return _OPEN_QUESTION.match(question) is not None
+
+
 # What small models copy back from a format description instead of answering (the synthesis prompt's own
 # example says "the shortest answer"): no answer. Shared with the harness's baselines.
 PLACEHOLDER_ANSWERS = frozenset(
@@ -128,6 +144,8 @@ def clean_answer(answer: str, question: str) -> str:
             return "yes"
         if re.match(r"no\b", low):  # "No, it is not" is no; "Norway" is not
             return "no"
+    elif a.lower() in {"yes", "no", "true", "false"} and is_open_question(question):
+        return ""  # a yes/no (a JSON true/false) to "which …?" or "name …": no answer, never a wrong one
     return a
 
 

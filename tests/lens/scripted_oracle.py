@@ -37,6 +37,9 @@ class ScriptedOracle:
     decompositions: dict[str, dict] = field(default_factory=dict)
     rules: list[Rule] = field(default_factory=list)
     synthesis: Callable[[str], str] = lambda prompt: "unknown"
+    # the shortening reply (a JSON value: a string, or what small models write instead); None: the long answer's
+    # first line back
+    shorten: Callable[[str], object] | None = None
     calls: list[str] = field(default_factory=list)  # interface of every call, in order
     requests: list[dict] = field(default_factory=list)  # raw request bodies
     observed_sources: list[list[str]] = field(default_factory=list)  # passage sources per observation
@@ -70,7 +73,8 @@ class ScriptedOracle:
         elif kind == "synthesis":
             text = json.dumps({"answer": self.synthesis(user), "passages": ["P1"], "missing": []})
         elif kind == "shorten":
-            text = json.dumps({"answer": user.split("Long answer:", 1)[1].split("\n")[0].strip()})
+            long_answer = user.split("Long answer:", 1)[1].split("\n")[0].strip()
+            text = json.dumps({"answer": long_answer if self.shorten is None else self.shorten(long_answer)})
         else:
             text = "{}"
         conf = lps = None

@@ -177,6 +177,22 @@ def test_lookup_cites_the_sentence_with_its_lines_and_hash(run_agent, lights):
     json.loads(result.to_json())  # the whole result is JSON-serialisable
 
 
+@pytest.mark.parametrize("short", [True, "yes", "No"])
+def test_a_yes_no_cut_of_an_answer_to_a_which_question_keeps_the_long_answer(run_agent, lights, short):
+    # seen with the 1.5B: "Name five actors …?" synthesised as a list of names, then "shortened" to true ("yes")
+    q = "Which lighthouses on this coast were first lit in the nineteenth century?"
+    long_answer = "Calder Point Light was first lit in 1869 and Skerrow Light in 1874"
+    oracle = ScriptedOracle(
+        rules=[Rule("first lit", "first lit in", "It was first lit in 1869.", "1869")],
+        synthesis=lambda p: long_answer,
+        shorten=lambda answer: short,
+    )
+    result = run_agent(oracle, q, lights)
+
+    assert "shorten" in oracle.calls
+    assert result.answer == long_answer
+
+
 def test_a_coverage_reply_alone_covers_no_requirement(run_agent, lights):
     """Coverage rests on what the code verified: a model that reads nothing and calls the evidence complete
     leaves the requirement unresolved and the answer best effort."""

@@ -182,6 +182,13 @@ def test_fewer_than_two_entity_requirements_is_not_computed():
         ("No Doubt", "Which band recorded it?", "No Doubt"),  # not a yes/no question: kept
         ("Yes Minister", "Which show was it?", "Yes Minister"),
         ("1841.", "When did it open?", "1841"),
+        # a bare yes/no (or JSON true/false) to a question asking for something else is no answer
+        ("yes", "Name five actors that worked with a German cinematographer?", ""),
+        ("true", "Which magazine is published more often, Essence or Alt?", ""),
+        ("No.", "In which year did it open?", ""),
+        ("no", "How many keepers did it have?", ""),
+        # not asking for something else (a statement, then "are they …?"): left as it is
+        ("yes", "Guitarists Ann Lee and Bo Rask, are they both from Oslo?", "yes"),
     ],
 )
 def test_clean_answer(raw, question, expected):
