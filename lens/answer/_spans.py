@@ -10,7 +10,7 @@ from typing import Sequence
 
 from rapidfuzz import fuzz
 
-from lens._terms import fold
+from lens._terms import STOPWORDS, fold
 from lens.answer._synthesis import is_yes_no_question
 
 __all__ = ["AnswerSpan", "answer_span"]
@@ -43,10 +43,12 @@ def _extend(span: tuple[int, int], words: list[tuple[str, int, int]], last: int,
         for m in _RANGE.finditer(text):
             if m.start(1) <= start < m.end() or m.start(1) <= end - 1 < m.end():
                 return (m.start(1), m.end()), "range"
-    if re.fullmatch(r"[\d.,]+", core) and last + 1 < len(words):
+    # the word right after the number, with only spaces between ("25 laps"; not "1962) is"), and not a function
+    # word the question happens to hold ("1874 and", "1931 was")
+    if re.fullmatch(r"[\d.,]+", core) and last + 1 < len(words) and not text[end : words[last + 1][1]].strip():
         unit = words[last + 1][0]
         qwords = {fold(w) for w in _WORD.findall(question)}
-        if unit in qwords or unit.rstrip("s") in {w.rstrip("s") for w in qwords}:
+        if unit not in STOPWORDS and (unit in qwords or unit.rstrip("s") in {w.rstrip("s") for w in qwords}):
             return (start, words[last + 1][2]), "unit"
     return span, ""
 

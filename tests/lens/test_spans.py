@@ -33,6 +33,20 @@ def test_the_answer_becomes_the_span_the_evidence_writes(answer, question, expec
     assert span.answer in EVIDENCE[span.source]
 
 
+@pytest.mark.parametrize(
+    "text, question",
+    [
+        ("Tsubasa (1962) is a manga about a girl of 16.", "In what year is the manga set, and who is the girl?"),
+        ("It was first lit in 1874 and rebuilt later.", "When was it first lit and rebuilt?"),
+        ("The count rose to 96, unsolved since.", "How many cases are unsolved?"),
+    ],
+)
+def test_a_number_is_not_widened_over_punctuation_or_to_a_function_word(text, question):
+    number = next(w for w in ("1962", "1874", "96") if w in text)
+    span = answer_span(number, question, [text])
+    assert (span.answer, span.how) == (number, "exact")
+
+
 def test_an_answer_absent_from_the_evidence_is_flagged_and_kept():
     span = answer_span("Osk Yard", "Which yard built it?", EVIDENCE)
     assert (span.answer, span.verified, span.how, span.source) == ("Osk Yard", False, "unverified", None)
