@@ -53,6 +53,15 @@ def _extend(span: tuple[int, int], words: list[tuple[str, int, int]], last: int,
     return span, ""
 
 
+def _closed(text: str, start: int, end: int) -> str:
+    """The span ``text[start:end]`` with the bracket it opened and the evidence closes right after it: the span's
+    words stop at "series" in "Martin (TV series)"."""
+    span = text[start:end]
+    if span.count("(") > span.count(")") and text[end : end + 1] == ")":
+        return span + ")"
+    return span
+
+
 def answer_span(answer: str, question: str, passages: Sequence[str]) -> AnswerSpan:
     """The evidence span for ``answer`` (see the module docstring)."""
     a = answer.strip()
@@ -69,7 +78,7 @@ def answer_span(answer: str, question: str, passages: Sequence[str]) -> AnswerSp
         for i in range(len(words) - n + 1):
             if [w for w, _, _ in words[i : i + n]] == target:
                 span, how = _extend((words[i][1], words[i + n - 1][2]), words, i + n - 1, text, question)
-                return AnswerSpan(text[span[0] : span[1]], True, how or "exact", pi)
+                return AnswerSpan(_closed(text, *span), True, how or "exact", pi)
     if len(a) <= 4:
         return AnswerSpan(a, False, "unverified")
     joined = " ".join(target)
@@ -84,5 +93,5 @@ def answer_span(answer: str, question: str, passages: Sequence[str]) -> AnswerSp
                     best = (score, pi, words[i][1], words[i + size - 1][2])
     if best is not None:
         _, pi, start, end = best
-        return AnswerSpan(passages[pi][start:end], True, "fuzzy", pi)
+        return AnswerSpan(_closed(passages[pi], start, end), True, "fuzzy", pi)
     return AnswerSpan(a, False, "unverified")

@@ -47,6 +47,13 @@ def test_a_number_is_not_widened_over_punctuation_or_to_a_function_word(text, qu
     assert (span.answer, span.how) == (number, "exact")
 
 
+@pytest.mark.parametrize("answer", ["Martin (TV series)", "Martin (TV series", "martin tv series"])
+def test_a_bracket_the_span_opens_is_closed_as_the_evidence_closes_it(answer):
+    text = "She is known from Martin (TV series) and from film."
+    span = answer_span(answer, "Which show is she known from?", [text])
+    assert span.answer == "Martin (TV series)" and span.verified
+
+
 def test_an_answer_absent_from_the_evidence_is_flagged_and_kept():
     span = answer_span("Osk Yard", "Which yard built it?", EVIDENCE)
     assert (span.answer, span.verified, span.how, span.source) == ("Osk Yard", False, "unverified", None)

@@ -200,7 +200,9 @@ def test_ids_and_refusals_are_no_answer(raw):
     assert clean_answer(raw, "Who built it?") == ""
 
 
-@pytest.mark.parametrize("raw", ["the shortest answer", '"The shortest answer"', "<answer>", "..."])
+@pytest.mark.parametrize(
+    "raw", ["the shortest answer", '"The shortest answer"', "<answer>", "...", "the short answer", "Final answer"]
+)
 def test_a_copied_format_placeholder_is_no_answer(raw):
     # seen with the 0.5B on long data-product requests: it echoed the synthesis prompt's own example
     assert clean_answer(raw, "Which tables hold the company's goodwill?") == ""
