@@ -24,17 +24,11 @@ import sys
 import time
 from pathlib import Path
 
-from harness.bench.financebench import load_financebench
+from harness.bench.financebench import filing_of, load_financebench
 from lens import load_config
 from lens.parts import CorpusView, Prior, capitalised_spans, content_terms, survey_corpus
 
 TOPS = (1, 4, 10, 20, 50)
-
-
-def _filing(doc_id: str) -> str:
-    """The filing of a page unit's id (``AMAZON_2017_10K.pdf#u38`` → ``AMAZON_2017_10K``)."""
-    name = doc_id.partition("#u")[0].rsplit("/", 1)[-1]
-    return name[:-4] if name.lower().endswith(".pdf") else name
 
 
 def _cues(question: str) -> list[str]:
@@ -62,9 +56,13 @@ def main(argv: list[str] | None = None) -> int:
     scan = survey_corpus(pdfs, cfg.reader)
     view = CorpusView.of(scan)
     survey_s = time.perf_counter() - t0
-    # each unit's (filing, 1-based page): its location (u<k> counts units, and a page without text has none)
-    page_by_id = {d.doc_id: (_filing(d.doc_id), int(d.location["page"])) for d in view.docs if d.location}
-    page_of = {i: page_by_id.get(d.doc_id) for i, d in enumerate(view.docs)}
+    # each unit's (filing, 1-based page), by its index and by its id: its location (u<k> counts units, and a page
+    # without text has none); each document read once
+    page_of: dict[int, tuple[str, int]] = {}
+    page_by_id: dict[str, tuple[str, int]] = {}
+    for i, d in enumerate(view.docs):
+        if d.location:
+            page_of[i] = page_by_id[d.doc_id] = (filing_of(d.doc_id), int(d.location["page"]))
     known = set(page_by_id.values())
     arms = {"prior": Prior(view, cfg.prior), "lexical": Prior(view, cfg.prior, lexical_only=True)}
     per_q: list[dict] = []

@@ -64,6 +64,7 @@ __all__ = [
     "FinanceBenchWorkload",
     "load_financebench",
     "plan_financebench",
+    "filing_of",
     "cited_pages",
     "page_scores",
     "default_k",
@@ -157,7 +158,7 @@ def load_financebench(data: str | os.PathLike[str]) -> tuple[list[FBQuestion], P
     return out, qfile, pdfs
 
 
-def _filing(doc_id: str) -> str:
+def filing_of(doc_id: str) -> str:
     """The filing of a page's document id (``AMAZON_2017_10K.pdf#u38`` → ``AMAZON_2017_10K``)."""
     file = doc_id.split(UNIT_MARK, 1)[0].rsplit("/", 1)[-1]
     return file[:-4] if file.lower().endswith(".pdf") else file
@@ -169,7 +170,7 @@ def cited_pages(pred: Prediction) -> list[tuple[str, int]]:
     for d in pred.retrieved:
         page = (d.location or {}).get("page")
         if isinstance(page, int):
-            pair = (_filing(d.path), page)
+            pair = (filing_of(d.path), page)
             if pair not in out:
                 out.append(pair)
     return out
