@@ -24,6 +24,7 @@ import sys
 import time
 from pathlib import Path
 
+from harness.bench.datasets import DataError
 from harness.bench.financebench import filing_of, load_financebench
 from lens import load_config
 from lens.parts import CorpusView, Prior, capitalised_spans, content_terms, survey_corpus
@@ -50,7 +51,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--run", help="a lens bench financebench run folder: its LENS rows' candidates and citations")
     ap.add_argument("--out", help="write the per-question table and the summary as JSON here")
     args = ap.parse_args(argv)
-    questions, _, pdfs = load_financebench(args.data)
+    try:
+        questions, _, pdfs = load_financebench(args.data)
+    except DataError as exc:
+        raise SystemExit(f"financebench_prior: {exc}") from None
+    if args.run and not (Path(args.run) / "rows.jsonl").is_file():
+        raise SystemExit(f"financebench_prior: {args.run}: no rows.jsonl (a lens bench financebench run folder)")
     cfg = load_config("deep", env={})
     t0 = time.perf_counter()
     scan = survey_corpus(pdfs, cfg.reader)

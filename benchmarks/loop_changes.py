@@ -101,6 +101,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("ablation")
     ap.add_argument("--out")
     args = ap.parse_args(argv)
+    for folder in (args.full, args.ablation):
+        if not (Path(folder) / "rows.jsonl").is_file():
+            raise SystemExit(f"loop_changes: {folder}: no rows.jsonl (a lens bench run folder)")
     text = compare(Path(args.full), Path(args.ablation))
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")

@@ -83,3 +83,9 @@ def test_a_differing_answer_is_put_down_to_the_stage_that_changed_it(tmp_path, l
     assert loop_changes.cause(code, abl) == "comparison in code"
     assert loop_changes.cause(windows, abl) == "window choice"
     assert loop_changes.cause(bridged, abl) == "cue fill"
+
+
+def test_a_folder_without_rows_is_one_line_and_a_non_zero_exit(tmp_path, loop_changes):
+    with pytest.raises(SystemExit) as exc:
+        loop_changes.main([str(tmp_path), str(tmp_path)])
+    assert str(exc.value) == f"loop_changes: {tmp_path}: no rows.jsonl (a lens bench run folder)"
