@@ -33,6 +33,8 @@ the rows otherwise (a survey that knows it saw every write saves a new snapshot)
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 import sqlite3
 import threading
@@ -251,13 +253,29 @@ def survey_corpus(
                 if not store.visit(scope) and folder.files is not None:
                     folder.reset()  # forgotten or dropped meanwhile: what this process knew of its rows is void
                 store.tidy(settings.stats_keep_days)
-                scan = _survey(root_path, root_real, settings, store, scope, folder, t0)
+                with _collector_paused():
+                    scan = _survey(root_path, root_real, settings, store, scope, folder, t0)
             break
         except StoreError as exc:  # a store fault at any point costs time, never the question
             store = _recover(store, exc, last=faults > 0)
             faults += 1
     scan.notes = store.notes()
     return scan
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector held off while a survey runs: a survey makes objects by the hundred
+    thousand (paths, rows, statistics), almost none in cycles, and each collection the allocations would start
+    walks every live object again (≈ a sixth of the first survey's time in this process). Restored after, as it
+    was (a caller that turned it off keeps it off)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def recount(scan: CorpusScan, stats: DocColumns, store: StatsStore, exc: StoreError) -> tuple[np.ndarray, StatsStore]:

@@ -35,9 +35,10 @@ def terms_of(lowered: str) -> Counter:
 _ALPHABET = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _CODE = np.zeros(256, dtype=np.uint8)
 _CODE[np.frombuffer(_ALPHABET, dtype=np.uint8)] = np.arange(1, 63, dtype=np.uint8)
-_CHAR = np.frombuffer(b"\x00" + _ALPHABET, dtype=np.uint8)
+_CHAR32 = np.frombuffer(b"\x00" + _ALPHABET, dtype=np.uint8).astype("<u4")  # a code's character (0: none)
 
 
+_SHIFTS = np.arange(0, 48, 6, dtype=np.uint64)  # where each of a key's 8 codes sits
 _MASKS = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [(1 << 64) - 1], dtype=np.uint64)  # the low k bytes
 
 
@@ -54,12 +55,14 @@ def _pack(words: np.ndarray) -> np.ndarray:
 
 
 def _unpack(keys: np.ndarray) -> list[str]:
-    """The runs whose :func:`_pack`ed codes are ``keys`` (at most 8 characters each)."""
-    shifts = np.arange(0, 48, 6, dtype=np.uint64)
-    codes = ((keys[:, None] >> shifts) & np.uint64(63)).astype(np.uint8)
-    lengths = np.count_nonzero(codes, axis=1).tolist()
-    raw = _CHAR[codes].tobytes()
-    return [raw[8 * i : 8 * i + n].decode("ascii") for i, n in enumerate(lengths)]
+    """The runs whose :func:`_pack`ed codes are ``keys`` (at most 8 characters each): their characters' code points
+    read as fixed-width strings, whose trailing NULs (no code) NumPy drops."""
+    return _CHAR32[_codes(keys)].view("<U8").ravel().tolist()
+
+
+def _codes(keys: np.ndarray) -> np.ndarray:
+    """The 8 codes each of ``keys`` packs, one row a key."""
+    return ((keys[:, None] >> _SHIFTS) & np.uint64(63)).astype(np.intp)
 
 
 @dataclass
@@ -97,6 +100,18 @@ class Postings:
             at += n
         return Postings(vocab, np.concatenate(terms), np.concatenate(doc_ids), np.concatenate([p.n for p in parts]))
 
+    @staticmethod
+    def disjoint(parts: Sequence["Postings"]) -> "Postings":
+        """The postings of one batch's documents counted in parts no two of which share a term (runs by length
+        and alphabet): their vocabularies one after another, no look-up."""
+        offsets = np.cumsum([0] + [len(p.vocab) for p in parts[:-1]])
+        return Postings(
+            [t for p in parts for t in p.vocab],
+            np.concatenate([p.term + int(o) for p, o in zip(parts, offsets.tolist())]),
+            np.concatenate([p.doc for p in parts]),
+            np.concatenate([p.n for p in parts]),
+        )
+
     def counters(self, ndocs: int) -> list[Counter]:
         """Each document's counts as a Counter (for tests and inspection)."""
         out = [Counter() for _ in range(ndocs)]
@@ -131,7 +146,7 @@ def _count(texts: list[str]) -> Postings:
     buf = b"\x00".join(raw)
     u8 = np.frombuffer(buf, dtype=np.uint8)
     code = _CODE[u8]
-    alnum, wide_alnum = _letters_and_digits(buf, u8, code)
+    alnum, ascii_only = _letters_and_digits(buf, u8, code)
     edges = np.diff(alnum.view(np.int8), prepend=np.int8(0), append=np.int8(0))
     starts = np.flatnonzero(edges == 1)
     ends = np.flatnonzero(edges == -1)
@@ -142,8 +157,10 @@ def _count(texts: list[str]) -> Postings:
     np.cumsum([len(t) + 1 for t in raw[:-1]], out=doc_starts[1:])
     doc = (np.searchsorted(doc_starts, starts, side="right") - 1).astype(np.uint64)
     plain = np.ones(len(starts), dtype=bool)  # a run of ASCII letters and digits only
-    if wide_alnum is not None:  # few: a run holding one is cut out as a string
-        plain = np.searchsorted(wide_alnum, starts) == np.searchsorted(wide_alnum, ends)
+    if not ascii_only:  # a run holding a letter beyond ASCII is cut out as a string
+        before = np.zeros(len(u8) + 1, dtype=np.int32)  # how many bytes beyond ASCII come before each offset
+        np.cumsum(u8 >= 0x80, out=before[1:])
+        plain = before[starts] == before[ends]
     padded = np.zeros(len(code) + 16, dtype=np.uint8)
     padded[: len(code)] = code
     # the 8 codes from every offset, read in place (unaligned, overlapping: one view, no copy)
@@ -160,15 +177,15 @@ def _count(texts: list[str]) -> Postings:
     ]
     if len(parts) == 1:
         return parts[0]
-    return Postings.concat(parts, [0] * len(parts))
+    return Postings.disjoint(parts)
 
 
-def _letters_and_digits(buf: bytes, u8: np.ndarray, code: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-    """Which bytes belong to a letter or digit (``str.isalnum``), and the offsets of such bytes beyond ASCII
-    (None for an ASCII buffer): a character beyond ASCII is classified by its code point, read from its bytes."""
+def _letters_and_digits(buf: bytes, u8: np.ndarray, code: np.ndarray) -> tuple[np.ndarray, bool]:
+    """Which bytes belong to a letter or digit (``str.isalnum``), and whether the buffer is all ASCII: a character
+    beyond ASCII is classified by its code point, read from its bytes."""
     alnum = code > 0
     if buf.isascii():
-        return alnum, None
+        return alnum, True
     wide = np.flatnonzero(u8 >= 0x80)  # every byte of a character beyond ASCII
     leads = wide[u8[wide] >= 0xC0]  # its first byte
     b = np.zeros(len(u8) + 3, dtype=np.uint8)  # a character's bytes after its first, read past the end
@@ -181,7 +198,7 @@ def _letters_and_digits(buf: bytes, u8: np.ndarray, code: np.ndarray) -> tuple[n
     chars, which = np.unique(cp, return_inverse=True)  # the few distinct characters, each asked once
     is_alnum = np.fromiter((chr(c).isalnum() for c in chars.tolist()), dtype=bool, count=len(chars))
     alnum[wide] = is_alnum[which][np.searchsorted(leads, wide, side="right") - 1]
-    return alnum, wide[alnum[wide]]
+    return alnum, False
 
 
 class _Runs:
@@ -222,8 +239,8 @@ class _Runs:
         new = first.copy()
         new[1:] |= d[1:] != d[:-1]
         at = np.flatnonzero(new)
-        reps = middle[order[first]]
-        vocab = [self.buf[a:b].decode("ascii") for a, b in zip(self.starts[reps].tolist(), self.ends[reps].tolist())]
+        codes = np.hstack((_codes(lo[first]), _codes(hi[first])))  # 9 to 16 characters, NUL-padded
+        vocab = _CHAR32[codes].view("<U16").ravel().tolist()
         return Postings(vocab, (np.cumsum(first) - 1)[at], d[at].astype(np.int64), np.diff(np.append(at, len(d))))
 
     def rest(self, rest: np.ndarray, n_docs: int) -> Postings | None:

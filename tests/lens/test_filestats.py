@@ -81,6 +81,31 @@ def test_a_survey_gives_what_reading_every_file_gives_and_reads_documents_only_w
     assert reads == ["wiki/wiki_00.bz2"] and doc == full.documents[3] and doc.sentences == full.documents[3].sentences
 
 
+def test_the_cyclic_collector_is_paused_while_a_survey_runs_and_left_as_it_was(folder, monkeypatch):
+    """A survey makes objects by the hundred thousand: the collector waits until it is done, then is as before."""
+    import gc
+
+    seen = []
+    real = _filestats._survey
+
+    def watched(*a, **k):
+        seen.append(gc.isenabled())
+        return real(*a, **k)
+
+    monkeypatch.setattr(_filestats, "_survey", watched)
+    was = gc.isenabled()
+    try:
+        gc.enable()
+        survey_corpus(folder, ReaderSettings(stats_store=None))
+        assert seen == [False] and gc.isenabled()
+        gc.disable()  # a caller that turned it off keeps it off
+        (folder / "d.txt").write_text("Snake Cape\nA new file.\n")
+        survey_corpus(folder, ReaderSettings(stats_store=None))
+        assert seen == [False, False] and not gc.isenabled()
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
 def test_a_new_process_takes_unchanged_files_from_the_store_without_reading_them(folder, monkeypatch):
     monkeypatch.setattr(_filestats, "_RACY_NS", 0)  # written a moment ago, settled all the same
     before = _state(CorpusView.of(survey_corpus(folder)))
