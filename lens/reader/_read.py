@@ -13,14 +13,16 @@ import threading
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
-from lens._config import ReaderSettings
 from lens._files import sha256_hex
 from lens.reader._documents import Document, _is_container, _suffix, unit_documents
 from lens.reader._extraction import Extractor
 from lens.reader._open import _decode, _folder_real, _open_regular, _read_bytes, _signature
 from lens.reader.formats import format_of
+
+if TYPE_CHECKING:  # imported where it is used: a reading worker does without the settings' model (pydantic)
+    from lens._config import ReaderSettings
 
 __all__ = ["read_document", "read_files", "extractor_for", "tally"]
 
@@ -226,7 +228,11 @@ def _add_record(res: _FileResult, path: str, lineno: int, raw: bytes) -> None:
 
 def read_document(root: Path, path: str, settings: ReaderSettings | None = None) -> _FileResult:
     """Read one file (relative ``path`` under ``root``) into documents, or a skip reason."""
-    return _read_file(os.path.join(root, path), path, settings or ReaderSettings(), _folder_real(root))
+    if settings is None:
+        from lens._config import ReaderSettings
+
+        settings = ReaderSettings()
+    return _read_file(os.path.join(root, path), path, settings, _folder_real(root))
 
 
 def _read_file(full: str, path: str, settings: ReaderSettings, root_real: str, sig: list | None = None) -> _FileResult:
