@@ -21,7 +21,7 @@ from lens.reader._extraction import Extractor
 from lens.reader._open import _decode, _folder_real, _open_regular, _read_bytes, _signature
 from lens.reader.formats import format_of
 
-if TYPE_CHECKING:  # imported where it is used: a reading worker does without the settings' model (pydantic)
+if TYPE_CHECKING:  # a type only: a reading worker does without the settings' model (pydantic)
     from lens._config import ReaderSettings
 
 __all__ = ["read_document", "read_files", "extractor_for", "tally"]
@@ -226,12 +226,8 @@ def _add_record(res: _FileResult, path: str, lineno: int, raw: bytes) -> None:
     )
 
 
-def read_document(root: Path, path: str, settings: ReaderSettings | None = None) -> _FileResult:
+def read_document(root: Path, path: str, settings: ReaderSettings) -> _FileResult:
     """Read one file (relative ``path`` under ``root``) into documents, or a skip reason."""
-    if settings is None:
-        from lens._config import ReaderSettings
-
-        settings = ReaderSettings()
     return _read_file(os.path.join(root, path), path, settings, _folder_real(root))
 
 

@@ -249,7 +249,7 @@ def test_a_file_swapped_for_a_link_out_after_listing_is_not_read(tmp_path):
     (listed,) = corpus._list_files(root, ReaderSettings(), corpus.Counter(), [])
     (root / "a.md").unlink()
     (root / "a.md").symlink_to(outside)
-    res = read_document(root, listed)
+    res = read_document(root, listed, ReaderSettings())
     assert res.skip == "symlink_outside" and res.documents == []
 
 
@@ -258,7 +258,7 @@ def test_a_file_swapped_for_a_fifo_after_listing_is_skipped_without_blocking(tmp
     (listed,) = corpus._list_files(tmp_path, ReaderSettings(), corpus.Counter(), [])
     (tmp_path / "a.md").unlink()
     os.mkfifo(tmp_path / "a.md")
-    res = without_blocking(lambda: read_document(tmp_path, listed), tmp_path / "a.md")
+    res = without_blocking(lambda: read_document(tmp_path, listed, ReaderSettings()), tmp_path / "a.md")
     assert res.skip == "not_regular" and res.documents == []
 
 
@@ -267,7 +267,7 @@ def test_a_container_swapped_for_a_fifo_after_listing_is_skipped_without_blockin
     (listed,) = corpus._list_files(tmp_path, ReaderSettings(), corpus.Counter(), [])
     (tmp_path / "pool.jsonl").unlink()
     os.mkfifo(tmp_path / "pool.jsonl")
-    res = without_blocking(lambda: read_document(tmp_path, listed), tmp_path / "pool.jsonl")
+    res = without_blocking(lambda: read_document(tmp_path, listed, ReaderSettings()), tmp_path / "pool.jsonl")
     assert res.skip == "not_regular" and res.documents == []
 
 
@@ -279,7 +279,7 @@ def test_a_subfolder_swapped_for_a_link_out_after_listing_is_not_read(tmp_path):
     (listed,) = corpus._list_files(root, ReaderSettings(), corpus.Counter(), [])
     (root / "sub").rename(tmp_path / "moved")
     (root / "sub").symlink_to(tmp_path / "outside", target_is_directory=True)
-    res = read_document(root, listed)
+    res = read_document(root, listed, ReaderSettings())
     assert res.skip == "symlink_outside" and res.documents == []
 
 
@@ -396,7 +396,7 @@ def test_reading_a_listed_path_that_is_gone_reports_vanished(tmp_path):
     write(tmp_path, "a.txt", "Alpha.")
     (listed,) = corpus._list_files(tmp_path, ReaderSettings(), corpus.Counter(), [])
     (tmp_path / listed).unlink()
-    res = read_document(tmp_path, listed)
+    res = read_document(tmp_path, listed, ReaderSettings())
     assert res.skip == "vanished" and res.documents == []
 
 

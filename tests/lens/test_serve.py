@@ -23,6 +23,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from lens._config import ReaderSettings
 from lens._files import sha256_hex
 from lens._progress import Progress
 from lens.faces._serve import Gate, History, Question, what_changed
@@ -497,7 +498,7 @@ def _pdf(path: Path) -> None:
 )
 def test_a_unit_of_a_document_format_is_shown_at_its_place(served, site, name, write, place, label, marked):
     write(site["docs"] / name)
-    doc = next(d for d in read_document(site["docs"], name).documents if "Skerrow" in d.text)
+    doc = next(d for d in read_document(site["docs"], name, ReaderSettings()).documents if "Skerrow" in d.text)
     n = next(s.index for s in doc.sentences if "Skerrow" in s.text)
     params = {"folder": str(site["docs"]), "path": name, "doc_id": doc.doc_id, "sentence": n, "sha256": doc.sha256}
     view = httpx.get(served.url + "api/document", params=params).json()
@@ -506,7 +507,7 @@ def test_a_unit_of_a_document_format_is_shown_at_its_place(served, site, name, w
 
 
 def test_a_file_changed_since_the_answer_says_so_and_finds_the_sentence(served, site):
-    (doc,) = read_document(site["docs"], "harbour.md").documents
+    (doc,) = read_document(site["docs"], "harbour.md", ReaderSettings()).documents
     n = next(s.index for s in doc.sentences if "keeper" in s.text)
     params = {"folder": str(site["docs"]), "path": "harbour.md", "sentence": n, "sha256": "0" * 64}
     view = httpx.get(
