@@ -307,11 +307,14 @@ def _add_compare(b_sub: argparse._SubParsersAction, handler: Handler) -> None:
         description="Pair two runs of lens bench run that asked the same questions in the same order with the same "
         "configuration and code over different corpora (format invariance: --as pdf against text): EM and Ev.Rec "
         "of each, their differences with paired bootstrap intervals, exact McNemar on EM, cost, and whether both "
-        "differences lie within --margin pp. Runs that differ in anything else are refused, naming the difference.",
+        "differences lie within --margin pp; each question whose answers differ, and whether its evidence was the "
+        "same text in both. Runs that differ in anything else are refused, naming the difference.",
     )
     q.add_argument("run_a", metavar="RUN_A", help="the reference run (e.g. the text snapshot)")
     q.add_argument("run_b", metavar="RUN_B", help="the run compared with it (e.g. the PDF snapshot)")
-    q.add_argument("--out", metavar="DIR", help="where compare.md and compare.csv go (default RUN_B/compare)")
+    q.add_argument(
+        "--out", metavar="DIR", help="where compare.md, compare.csv and differences.csv go (default RUN_B/compare)"
+    )
     q.add_argument("--margin", type=float, default=1.5, help="pp within which a difference counts as none (1.5)")
     q.add_argument("--resamples", type=int, default=10000, help="bootstrap resamples (default 10000)")
     q.add_argument("--seed", type=int, default=42, help="bootstrap seed (default 42)")

@@ -708,7 +708,7 @@ def report(args: argparse.Namespace) -> int:
 def compare(args: argparse.Namespace) -> int:
     table = compare_runs(args.run_a, args.run_b, args.out, margin=args.margin, resamples=args.resamples, seed=args.seed)
     print(table.markdown())
-    print(f"wrote compare.md and compare.csv to {args.out or Path(args.run_b) / 'compare'}")
+    print(f"wrote compare.md, compare.csv and differences.csv to {args.out or Path(args.run_b) / 'compare'}")
     return 0
 
 

@@ -10,9 +10,13 @@ where they may be paired and refuses otherwise:
   fingerprint (``params.code``) — a difference is named and nothing is written;
 - per system present in both runs, the questions both answered (in the frozen order): EM and Ev.Rec of each run,
   their differences B − A in pp with paired percentile bootstrap intervals, the exact McNemar test on EM, tokens
-  and seconds per question, and whether both differences lie within ``--margin`` pp (the point estimates).
+  and seconds per question, and whether both differences lie within ``--margin`` pp (the point estimates);
+- where the two runs' answers differ (normalised as EM normalises them), whether the evidence the answers were
+  given was the same text in both (then the format reached the answer only through the prompt's file names and
+  places: the model's sensitivity, not the reader's) or not (the prior, the units or the extraction chose or
+  read other text), each such question listed.
 
-Writes ``compare.md`` and ``compare.csv`` into ``--out`` (default ``RUN_B/compare``).
+Writes ``compare.md``, ``compare.csv`` and ``differences.csv`` into ``--out`` (default ``RUN_B/compare``).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.bench.datasets import DataError
-from harness.bench.metrics import mcnemar_exact
+from harness.bench.metrics import mcnemar_exact, normalize_answer
 from harness.bench.report import SYSTEM_LABELS, SYSTEM_ORDER, Run, Table, _paired_difference, load_run
 from harness.bench.snapshots import read_manifest, snapshot_format
 from harness.files import write_text_atomic
@@ -82,6 +86,51 @@ def _check_pairable(a: Run, b: Run) -> list[str]:
     return problems
 
 
+_DIFF_HEADERS = ["System", "Question", "Gold", "Answer A", "Answer B", "EM A", "EM B", "Evidence"]
+
+
+def _evidence_texts(row: dict[str, Any]) -> list[str]:
+    return [str(e.get("text", "")) for e in row["prediction"].get("evidence") or []]
+
+
+def _differences(system: str, a: dict[str, dict], b: dict[str, dict], ids: list[str]) -> list[list[str]]:
+    """A row per question whose answers differ: its answers, EM and whether its evidence was the same text."""
+    out = []
+    for i in ids:
+        ra, rb = a[i], b[i]
+        ans_a, ans_b = str(ra["prediction"].get("answer") or ""), str(rb["prediction"].get("answer") or "")
+        if normalize_answer(ans_a) == normalize_answer(ans_b):
+            continue
+        same = _evidence_texts(ra) == _evidence_texts(rb)
+        out.append(
+            [
+                SYSTEM_LABELS.get(system, system),
+                i,
+                str(ra.get("gold_answer", "")),
+                ans_a,
+                ans_b,
+                str(int(bool(ra["scores"]["em"]))),
+                str(int(bool(rb["scores"]["em"]))),
+                "same" if same else "differs",
+            ]
+        )
+    return out
+
+
+def _difference_note(system: str, diffs: list[list[str]], n: int) -> str:
+    """One line: how many answers differ, split by whether the evidence was the same text, with EM won / lost."""
+    label = SYSTEM_LABELS.get(system, system)
+    mine = [d for d in diffs if d[0] == label]
+    parts = []
+    for kind in ("same", "differs"):
+        rows = [d for d in mine if d[7] == kind]
+        won = sum(d[6] == "1" and d[5] == "0" for d in rows)
+        lost = sum(d[5] == "1" and d[6] == "0" for d in rows)
+        what = "the same evidence text" if kind == "same" else "other evidence"
+        parts.append(f"{len(rows)} with {what} (B right only {won}, A right only {lost})")
+    return f"{label}: answers differ on {len(mine)} of {n} questions — " + "; ".join(parts)
+
+
 def _pct(x: float | None) -> str:
     return "—" if x is None else f"{100 * x:.1f}"
 
@@ -112,8 +161,13 @@ def compare_runs(
     if not systems:
         raise DataError(f"{run_a} and {run_b} have no system in common with rows")
     rows = []
+    diffs: list[list[str]] = []
+    notes = []
     for s in systems:
         ids = sorted(set(ra[s]) & set(rb[s]), key=lambda i: ra[s][i]["position"])
+        mine = _differences(s, ra[s], rb[s], ids)
+        diffs += mine
+        notes.append(_difference_note(s, mine, len(ids)))
         xa = [bool(ra[s][i]["scores"]["em"]) for i in ids]
         xb = [bool(rb[s][i]["scores"]["em"]) for i in ids]
         ea = [ra[s][i]["scores"]["ev_rec"] for i in ids]
@@ -168,9 +222,22 @@ def compare_runs(
             f"Within ±{margin:g} pp",
         ],
         rows,
+        notes,
+    )
+    listed = Table(
+        "differences",
+        "Where the answers differ",
+        "Each question whose answers differ between A and B (normalised as EM normalises them); Evidence: whether "
+        "the evidence given to the answer was the same text in both runs.",
+        _DIFF_HEADERS,
+        diffs,
     )
     folder = Path(out) if out else Path(run_b) / "compare"
     folder.mkdir(parents=True, exist_ok=True)
     table.write_csv(folder)
-    write_text_atomic(folder / "compare.md", "# Paired comparison of two runs\n\n" + table.markdown() + "\n")
+    listed.write_csv(folder)
+    write_text_atomic(
+        folder / "compare.md",
+        "# Paired comparison of two runs\n\n" + table.markdown() + "\n" + listed.markdown() + "\n",
+    )
     return table

@@ -12,7 +12,7 @@ import re
 import pypdfium2 as pdfium
 import pytest
 
-from harness.bench.compare import compare_runs
+from harness.bench.compare import _difference_note, _differences, compare_runs
 from harness.bench.datasets import DataError, load_articles, load_questions
 from harness.bench.executor import LocalExecutor
 from harness.bench.renderers import render_docx, render_pdf, undrawable
@@ -220,6 +220,49 @@ def test_compare_pairs_the_text_run_with_the_document_run_and_refuses_another_co
     assert all(r["Ev.Rec A"] != "—" and r["Ev.Rec B"] != "—" for r in rows)
     with pytest.raises(DataError, match=r"the configuration differs \(budget.max_rounds\)"):
         compare_runs(tmp_path / "a", tmp_path / "c")
+    md = (tmp_path / "cmp" / "compare.md").read_text(encoding="utf-8")
+    assert "- LENS: answers differ on " in md and "### Where the answers differ" in md
+    with open(tmp_path / "cmp" / "differences.csv", encoding="utf-8") as fh:
+        assert next(csv.reader(fh)) == [
+            "System",
+            "Question",
+            "Gold",
+            "Answer A",
+            "Answer B",
+            "EM A",
+            "EM B",
+            "Evidence",
+        ]
+
+
+def _row(answer: str, em: bool, texts: list[str]) -> dict:
+    return {
+        "gold_answer": "Skerrow Light",
+        "prediction": {"answer": answer, "evidence": [{"text": t} for t in texts]},
+        "scores": {"em": em},
+    }
+
+
+def test_a_differing_answer_is_told_apart_by_whether_its_evidence_was_the_same_text():
+    a = {
+        "q1": _row("Skerrow Light", True, ["It stands on Skerrow."]),
+        "q2": _row("Quill Point", False, ["It stands on Skerrow."]),
+        "q3": _row("the Skerrow Light", True, ["It stands on Skerrow."]),
+    }
+    b = {
+        "q1": _row("Quill Point", False, ["It stands on Skerrow."]),  # same text, other answer: the prompt's labels
+        "q2": _row("Skerrow Light", True, ["Skerrow Light stands on Skerrow.", "It was lit in 1874."]),
+        "q3": _row("Skerrow Light", True, ["Other text."]),  # the same answer once normalised: not a difference
+    }
+    diffs = _differences("lens", a, b, ["q1", "q2", "q3"])
+    assert [(d[1], d[3], d[4], d[5], d[6], d[7]) for d in diffs] == [
+        ("q1", "Skerrow Light", "Quill Point", "1", "0", "same"),
+        ("q2", "Quill Point", "Skerrow Light", "0", "1", "differs"),
+    ]
+    assert _difference_note("lens", diffs, 3) == (
+        "LENS: answers differ on 2 of 3 questions — 1 with the same evidence text (B right only 0, A right only 1); "
+        "1 with other evidence (B right only 1, A right only 0)"
+    )
 
 
 def test_characters_the_pdf_font_cannot_draw_are_counted(tmp_path):
