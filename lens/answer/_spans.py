@@ -11,7 +11,7 @@ from typing import Sequence
 from rapidfuzz import fuzz
 
 from lens._terms import STOPWORDS, fold
-from lens.answer._synthesis import is_yes_no_question
+from lens.question._values import is_yes_no_question
 
 __all__ = ["AnswerSpan", "answer_span"]
 

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field, field_validator
 from lens._result import Evidence
 from lens.llm._prompts import fence_passage, render
 from lens.question._requirements import Decomposition, Requirement
-from lens.question._values import compare, comparison_of, names_alternatives
+from lens.question._values import compare, comparison_of, is_yes_no_question, names_alternatives
 
 __all__ = [
     "SynthesisReply",
@@ -30,7 +30,6 @@ __all__ = [
     "shorten_messages",
     "needs_shortening",
     "clean_answer",
-    "is_yes_no_question",
     "is_open_question",
     "answer_text",
 ]
@@ -90,12 +89,6 @@ class ShortenReply(BaseModel):
     @classmethod
     def _answer(cls, v: Any) -> Any:
         return answer_text(v)
-
-
-def is_yes_no_question(question: str) -> bool:
-    return (
-        re.match(r"^\s*(is|are|was|were|do|does|did|has|have|had|can|could|will|would)\b", question, re.I) is not None
-    )
 
 
 # a question that asks for a name, a number, a place …: a wh-word first (after a preposition: "In which year …"),

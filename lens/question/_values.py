@@ -20,6 +20,7 @@ __all__ = [
     "parse_date",
     "parse_number",
     "comparison_of",
+    "is_yes_no_question",
     "names_alternatives",
     "compare",
     "answer_type",
@@ -107,11 +108,19 @@ _NUM_MIN = r"\b(fewer|fewest|less|least|smaller|smallest|lower|lowest|shorter|sh
 _SAME = r"\b(both|same|also|either|neither)\b"
 
 
+# a question answered yes or no: it opens with an auxiliary verb ("Is …", "Were both …", "Would …")
+_YES_NO = re.compile(r"^\s*(is|are|was|were|do|does|did|has|have|had|can|could|will|would)\b", re.I)
+
+
+def is_yes_no_question(question: str) -> bool:
+    """Whether ``question`` asks to be answered yes or no (the one test every stage uses)."""
+    return _YES_NO.match(question) is not None
+
+
 def comparison_of(question: str) -> Comparison | None:
     """The comparison a question asks for, from its wording; None when it asks none we compute in code."""
     q = question.lower()
-    yes_no = re.match(r"^\s*(is|are|was|were|do|does|did|has|have|had|can|could)\b", q) is not None
-    if yes_no and re.search(_SAME, q):
+    if is_yes_no_question(q) and re.search(_SAME, q):
         return Comparison("same", "equal")
     if re.search(
         r"\b(born|founded|established|formed|released|published|opened|built|created|started|began|died|launched|came out|premiered|introduced)\b",
@@ -197,7 +206,7 @@ def _joins_name(m: re.Match | None) -> bool:
 def answer_type(question: str) -> AnswerType:
     """The kind of value a (sub-)question asks for, from its wording."""
     q = question.strip().lower()
-    if re.match(r"^(is|are|was|were|do|does|did|has|have|had|can|could)\b", q):
+    if is_yes_no_question(q):
         return "yesno"
     if re.search(r"\b(when|what year|which year|in what year|what date|which date|date of birth|birth date|year)\b", q):
         return "date"

@@ -15,12 +15,12 @@ from lens.answer._synthesis import (
     clean_answer,
     code_answer,
     coverage_messages,
-    is_yes_no_question,
     needs_shortening,
     shorten_messages,
     synthesis_messages,
 )
 from lens.question._requirements import Decomposition, Requirement
+from lens.question._values import answer_type, comparison_of, is_yes_no_question
 
 
 def comparison(*entities: str, intent: str = "comparison", attr: str = "value") -> Decomposition:
@@ -240,6 +240,12 @@ def test_yes_no_words_still_map_to_yes_no(raw, expected):
 )
 def test_is_yes_no_question(question, expected):
     assert is_yes_no_question(question) is expected
+    assert (answer_type(question) == "yesno") is expected  # one test for every stage
+
+
+def test_a_yes_no_question_about_sameness_is_one_comparison_whatever_its_verb():
+    assert comparison_of("Would both films share a director?") == comparison_of("Do both films share a director?")
+    assert comparison_of("Would both films share a director?") is not None
 
 
 @pytest.mark.parametrize(
