@@ -140,7 +140,7 @@ class DocColumns(Sequence[DocStat]):
             parts = [DocColumns.empty()]
         path = pick_strings([p.path for p in parts], index)
         ids = all(p.doc_id is p.path for p in parts)  # a document's id is its path: one list, as in the parts
-        return DocColumns(
+        out = DocColumns(
             path if ids else pick_strings([p.doc_id for p in parts], index),
             path,
             pick_strings([p.title for p in parts], index),
@@ -150,6 +150,9 @@ class DocColumns(Sequence[DocStat]):
             pick_array([p.line for p in parts], index),
             pick_array([p.ids for p in parts], index),
         )
+        if any(p._titles is not None for p in parts):  # a title index was built: kept, not built again
+            out._titles = TitleIndex.gather([p._titles or p.names for p in parts], index, out.names)
+        return out
 
     @property
     def titles(self) -> "TitleIndex":
@@ -185,6 +188,29 @@ class TitleIndex:
         hashes = np.asarray(keys, dtype=np.uint32)
         order = np.argsort(hashes, kind="stable")  # documents stay ascending within one hash
         return cls(hashes[order], np.asarray(docs, dtype=np.int64)[order], names)
+
+    @classmethod
+    def gather(cls, parts: Sequence["TitleIndex | list[str]"], index: np.ndarray, names: list[str]) -> "TitleIndex":
+        """The index of the documents at ``index`` of the parts one after another (each part its title index, or
+        its names where it has none: built for that part alone), whose names are ``names`` — equal to
+        ``build(names)``, with no key hashed again for the documents an index already holds."""
+        if len(np.unique(index)) != len(index):  # a document picked twice: no one place for it
+            return cls.build(names)
+        sizes = [len(p.names) if isinstance(p, TitleIndex) else len(p) for p in parts]
+        new = np.full(sum(sizes), -1, dtype=np.int64)  # each document of the parts: where it goes (-1: dropped)
+        new[index] = np.arange(len(index))
+        hashes, docs = [], []
+        at = 0
+        for part, n in zip(parts, sizes):
+            t = part if isinstance(part, TitleIndex) else cls.build(part)
+            moved = new[t.docs + at]
+            keep = moved >= 0
+            hashes.append(t.hashes[keep])
+            docs.append(moved[keep])
+            at += n
+        h, d = np.concatenate(hashes), np.concatenate(docs)
+        order = np.lexsort((d, h))  # by hash, documents ascending within one: as build orders them
+        return cls(h[order], d[order], names)
 
     def get(self, key: str, default=None):
         h = np.uint32(_key_hash(key))  # of the array's type: a Python int would cast the whole array per lookup

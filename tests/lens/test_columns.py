@@ -4,6 +4,8 @@ exactly the documents whose names hold a key, even when keys share a hash."""
 from __future__ import annotations
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lens.reader import _columns
 from lens.reader._columns import NAMES_SEP, DocColumns, DocStat, TitleIndex
@@ -57,3 +59,48 @@ def test_keys_sharing_a_hash_are_told_apart_by_the_names(monkeypatch):
     index = TitleIndex.build([s.names for s in STATS])
     assert index["bass"] == [0, 1] and index["a"] == [0] and index["bass disambiguation"] == [1]
     assert index.get("quill") is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    names=st.lists(
+        st.lists(st.sampled_from(["bass", "a", "bass disambiguation", "quill", "cape", ""]), max_size=3).map(
+            NAMES_SEP.join
+        ),
+        max_size=12,
+    ),
+    cuts=st.lists(st.integers(0, 12), max_size=3),
+    built=st.lists(st.booleans(), min_size=4, max_size=4),
+    picked=st.lists(st.integers(0, 11), max_size=12, unique=True),
+    collide=st.booleans(),
+)
+def test_a_gathered_title_index_is_the_one_built_from_the_gathered_names(names, cuts, built, picked, collide):
+    """Kept from the parts' indexes (a part without one built for it alone), it equals building it anew."""
+    cols = DocColumns.of([DocStat(f"d{i}", f"d{i}", "T", n, 1, "ab" * 32, None) for i, n in enumerate(names)])
+    bounds = sorted({0, len(names), *(c for c in cuts if c <= len(names))})
+    parts = [cols.take(np.arange(a, b)) for a, b in zip(bounds, bounds[1:])] or [DocColumns.empty()]
+    old = _columns._key_hash
+    try:
+        if collide:
+            _columns._key_hash = lambda key: len(key) % 2  # many keys share a hash
+        for part, b in zip(parts, built):
+            if b:
+                part.titles  # noqa: B018 (built now, as a question would)
+        index = np.asarray([i for i in picked if i < len(names)], dtype=np.int64)
+        got = DocColumns.gather(parts, index)
+        kept = got._titles
+        titles = got.titles  # the kept one, or built now
+        expected = TitleIndex.build(got.names)
+    finally:
+        _columns._key_hash = old
+    if any(p._titles is not None for p in parts):
+        assert kept is not None  # kept, not left to be built again
+    assert titles.hashes.tolist() == expected.hashes.tolist() and titles.docs.tolist() == expected.docs.tolist()
+    assert titles.names is got.names
+
+
+def test_a_document_picked_twice_gets_a_title_index_built_anew():
+    cols = DocColumns.of(STATS)
+    cols.titles  # noqa: B018
+    got = DocColumns.gather([cols], np.asarray([1, 1, 0], dtype=np.int64))
+    assert _as_dict(got.titles) == {"bass": [0, 1, 2], "bass disambiguation": [0, 1], "a": [2]}
