@@ -543,7 +543,7 @@ def _gathered(store: StatsStore, scope: str, old: _Files, listing: _Listing, dif
     if files is not old:
         files.gen, files.saved = written.gen, False
     if not files.saved and files.gen is not None and store.path is not None:
-        store.save(scope, files)  # the next process loads these columns instead of every file's rows
+        store.save(scope, files, old)  # the next process loads these columns instead of every file's rows
     return files
 
 

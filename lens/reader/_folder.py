@@ -240,14 +240,30 @@ class _Files:
     _SPEC += "line:i8:0 ids:i8:0 title_hashes:u4:0 title_docs:i8:0"
     _ARRAYS = {name: (np.dtype(code), int(w)) for name, code, w in (x.split(":") for x in _SPEC.split())}
 
-    def blobs(self) -> Iterator[tuple[str, bytes]]:
+    def blobs(self, skip: frozenset[str] = frozenset()) -> Iterator[tuple[str, bytes]]:
         """The columns as named byte strings (numpy arrays as their bytes, lists of strings as JSON; compressed,
         but for the few of random bytes), one at a time: a million documents' columns are never all encoded at
-        once."""
-        for name, data in self._blobs():
+        once. The blobs named in ``skip`` are left out (not encoded)."""
+        for name, data in self._blobs(skip):
             yield name, data if name in _UNPACKED else zlib.compress(data, 1)
 
-    def _blobs(self) -> Iterator[tuple[str, bytes]]:
+    def _string_columns(self) -> Iterator[tuple[str, list]]:
+        d = self.docs
+        # a document's id is its file's path unless it is a record of a container: 0 stands for "the path"
+        doc_ids = [0 if i is p or i == p else i for i, p in zip(d.doc_id, d.path)]
+        yield from (("paths", self.paths), ("doc_id", doc_ids), ("title", d.title), ("names", d.names))
+
+    def same_parts(self, other: "_Files") -> frozenset[str]:
+        """The snapshot blobs of string columns (a part of ``_PART`` strings each) that hold the same strings in
+        ``other``'s snapshot as in this one's: what a save after a few edits need not encode again."""
+        same = []
+        for (k, mine), (_, theirs) in zip(self._string_columns(), other._string_columns()):
+            for i in range(0, max(len(mine), 1), _PART):
+                if mine[i : i + _PART] == theirs[i : i + _PART]:
+                    same.append(f"{k}.{i // _PART:06d}")
+        return frozenset(same)
+
+    def _blobs(self, skip: frozenset[str] = frozenset()) -> Iterator[tuple[str, bytes]]:
         d = self.docs
         titles = d.titles
         # each array by its name: the files' own columns, then the documents', then the title index's
@@ -255,11 +271,11 @@ class _Files:
         for k, (dtype, _) in self._ARRAYS.items():
             obj, attr = owner.get(k, (self, k) if hasattr(self, k) else (d, k))
             yield k, np.ascontiguousarray(getattr(obj, attr), dtype=dtype).tobytes()
-        # a document's id is its file's path unless it is a record of a container: 0 stands for "the path"
-        doc_ids = [0 if i is p or i == p else i for i, p in zip(d.doc_id, d.path)]
-        for k, v in (("paths", self.paths), ("doc_id", doc_ids), ("title", d.title), ("names", d.names)):
+        for k, v in self._string_columns():
             for i in range(0, max(len(v), 1), _PART):  # in parts: no encoding of a million strings at once
-                yield f"{k}.{i // _PART:06d}", json.dumps(v[i : i + _PART]).encode("ascii")  # a lone surrogate survives
+                name = f"{k}.{i // _PART:06d}"
+                if name not in skip:
+                    yield name, json.dumps(v[i : i + _PART]).encode("ascii")  # a lone surrogate survives
         yield "details", json.dumps(self.details).encode("ascii")
 
     @classmethod

@@ -469,19 +469,28 @@ class StatsStore:
         self.db.execute("UPDATE scopes SET gen=? WHERE id=?", (before + 1, sid))
         return before, before + 1
 
-    def save(self, scope: str, files: _Files) -> bool:
-        """Keep ``files`` as the folder's snapshot, if they are of its current generation."""
+    def save(self, scope: str, files: _Files, before: _Files | None = None) -> bool:
+        """Keep ``files`` as the folder's snapshot, if they are of its current generation. ``before``: the
+        folder's files as its stored snapshot held them (saved, of their generation), whose blobs of unchanged
+        strings are kept rather than encoded again."""
         if files.gen is None:
             return False
+        same = files.same_parts(before) if before is not None and before.saved and before.gen is not None else None
         try:
             with self._using(), self._blob_pages(), self.db:
                 sid = self._scope_id(scope, create=True)
                 if self.db.execute("SELECT gen FROM scopes WHERE id=?", (sid,)).fetchone()[0] != files.gen:
                     return False  # another process wrote meanwhile: its survey or the next one saves
-                self.db.execute("DELETE FROM snapshots WHERE scope=?", (sid,))
+                keep: frozenset[str] = frozenset()
+                if same and before is not None:  # blobs still of ``before``'s generation whose strings are unchanged
+                    q = "SELECT name FROM snapshots WHERE scope=? AND gen=?"
+                    keep = same & {name for (name,) in self.db.execute(q, (sid, before.gen))}
+                marks = ",".join("?" * len(keep))
+                self.db.execute(f"DELETE FROM snapshots WHERE scope=? AND name NOT IN ({marks})", (sid, *keep))
+                self.db.execute("UPDATE snapshots SET gen=? WHERE scope=?", (files.gen, sid))  # the kept ones
                 self.db.executemany(
                     "INSERT INTO snapshots(scope, name, gen, data, crc) VALUES(?,?,?,?,?)",
-                    ((sid, k, files.gen, v, zlib.crc32(v)) for k, v in files.blobs()),
+                    ((sid, k, files.gen, v, zlib.crc32(v)) for k, v in files.blobs(keep)),
                 )
         except StoreError as exc:
             if exc.damaged:

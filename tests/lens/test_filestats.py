@@ -162,6 +162,31 @@ def test_a_snapshot_older_than_another_processs_write_is_not_used(folder, monkey
     assert len(rows) == 1 and reads == ["a.txt"]  # the rows, in which a.txt is missing, so it is read again
 
 
+def test_a_save_after_edits_keeps_the_snapshot_blobs_of_unchanged_strings(folder, monkeypatch):
+    """An edit that leaves every path, title and name as it was encodes only the numbers again; a new process then
+    reads the folder as reading every file gives it — and so after an edit that changes a title."""
+    monkeypatch.setattr(_filestats, "_RACY_NS", 0)
+    survey_corpus(folder)
+    skipped: list[set[str]] = []
+    real = _folder._Files.blobs
+    monkeypatch.setattr(
+        _folder._Files, "blobs", lambda self, skip=frozenset(): skipped.append(set(skip)) or real(self, skip)
+    )
+    with open(folder / "a.txt", "a", encoding="utf-8") as fh:
+        fh.write("It was painted white.\n")
+    survey_corpus(folder)
+    assert skipped == [{"paths.000000", "doc_id.000000", "title.000000", "names.000000"}]
+    _forget_process_memo()
+    rows = _spy_rows(monkeypatch)
+    assert _state(CorpusView.of(survey_corpus(folder))) == _fresh(folder) and rows == []
+    (folder / "a.txt").write_text("Quill Harbour\nQuill Harbour has a lighthouse.\n", encoding="utf-8")
+    survey_corpus(folder)
+    assert skipped[-1] == {"paths.000000", "doc_id.000000"}  # its title and names encoded again
+    _forget_process_memo()
+    view = CorpusView.of(survey_corpus(folder))
+    assert _state(view) == _fresh(folder) and rows == [] and "quill harbour" in view.titles
+
+
 @pytest.mark.parametrize("new_process", [False, True])
 def test_an_edit_an_addition_and_a_deletion_are_each_seen_by_the_next_question(folder, monkeypatch, new_process):
     monkeypatch.setattr(_filestats, "_RACY_NS", 0)
