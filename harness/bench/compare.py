@@ -118,17 +118,16 @@ def _differences(system: str, a: dict[str, dict], b: dict[str, dict], ids: list[
 
 
 def _difference_note(system: str, diffs: list[list[str]], n: int) -> str:
-    """One line: how many answers differ, split by whether the evidence was the same text, with EM won / lost."""
-    label = SYSTEM_LABELS.get(system, system)
-    mine = [d for d in diffs if d[0] == label]
+    """One line: how many of the system's ``n`` answers differ (``diffs``: its rows of :func:`_differences`), split
+    by whether the evidence was the same text, with EM won / lost."""
     parts = []
     for kind in ("same", "differs"):
-        rows = [d for d in mine if d[7] == kind]
+        rows = [d for d in diffs if d[7] == kind]
         won = sum(d[6] == "1" and d[5] == "0" for d in rows)
         lost = sum(d[5] == "1" and d[6] == "0" for d in rows)
         what = "the same evidence text" if kind == "same" else "other evidence"
         parts.append(f"{len(rows)} with {what} (B right only {won}, A right only {lost})")
-    return f"{label}: answers differ on {len(mine)} of {n} questions — " + "; ".join(parts)
+    return f"{SYSTEM_LABELS.get(system, system)}: answers differ on {len(diffs)} of {n} questions — " + "; ".join(parts)
 
 
 def _pct(x: float | None) -> str:
