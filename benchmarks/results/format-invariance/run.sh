@@ -10,12 +10,13 @@
 # then `lens bench compare` for each pair.
 #   COMMIT=<sha> BASE=http://127.0.0.1:8090/v1 STAGE=noexp|docx|full benchmarks/results/format-invariance/run.sh
 # ONLY=noexp-text (a space-separated list of sub-runs) runs just those arms of the stage, e.g. to finish the text
-# arms issue 59 pairs before the PDF ones.
+# arms issue 59 pairs before the PDF ones. OUT=<folder> writes the sub-runs there instead (a rerun at another
+# commit: labels/, the passages named without their extension); FULL_TO=50 stops full-text with full-pdf.
 set -u
 cd "$(dirname "$0")/../../.."
 COMMIT=${COMMIT:?set COMMIT to the frozen commit} BASE=${BASE:?set BASE to the endpoint} STAGE=${STAGE:-noexp}
 source benchmarks/frozen.sh "$COMMIT" || exit 1
-D=$PWD/../shared/data/hotpotqa Q=$D/hotpot_dev_distractor.json R=$PWD/benchmarks/results/format-invariance
+D=$PWD/../shared/data/hotpotqa Q=$D/hotpot_dev_distractor.json R=${OUT:-$PWD/benchmarks/results/format-invariance}
 W=${WORK:-/tmp/lens-fi}
 for fmt in text pdf docx; do
   as=$([ $fmt = text ] && echo "" || echo "--as $fmt")
@@ -41,6 +42,7 @@ case $STAGE in
   docx)  for k in 25 50; do arm noexp-docx docx $k $NOEXP; commit "format invariance: ablation over .docx D125 through $k"; done ;;
   full)  # full LENS over the text D125 runs all 125: it is also issue 59's full arm against noexp-text
          for k in 25 50 75 100 125; do
+           [ $k -gt ${FULL_TO:-125} ] && break
            arm full-text text $k; [ $k -le 50 ] && arm full-pdf pdf $k
            commit "format invariance / issue 59: full LENS over text D125 through question $k (PDF through 50)"
          done ;;
