@@ -19,6 +19,7 @@ from lens._result import Evidence
 from lens.llm._prompts import fence_passage, render
 from lens.question._requirements import Decomposition, Requirement
 from lens.question._values import compare, comparison_of, is_yes_no_question, names_alternatives
+from lens.reader._documents import source_label
 
 __all__ = [
     "SynthesisReply",
@@ -209,7 +210,7 @@ def _passages(evidence: list[Evidence]) -> tuple[str, dict[str, str]]:
     for n, e in enumerate(evidence, 1):
         pid = f"P{n}"
         labels[pid] = e.id
-        blocks.append(fence_passage(pid, f"{e.path} — {e.title}", [(0, e.text)]))
+        blocks.append(fence_passage(pid, source_label(e.path, e.title), [(0, e.text)]))
     return "\n\n".join(blocks), labels
 
 

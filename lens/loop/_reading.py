@@ -22,7 +22,7 @@ from typing import Any, Callable, Sequence
 from lens._terms import STOPWORDS, find_span, normalise, tokens
 from lens.llm._prompts import fence_passage, render
 from lens.question._values import fits_type
-from lens.reader._documents import Document
+from lens.reader._documents import Document, source_label
 from lens.reader._windows import Window
 
 __all__ = [
@@ -76,7 +76,7 @@ class Judgement:
 def reading_messages(question: str, fact: str, window: Window, doc: Document) -> list[dict[str, str]]:
     """The reading prompt: instructions, question and fact first (the shared prefix), the numbered window last."""
     numbered = [(n, text) for n, (_, text) in enumerate(window.sentences(doc), 1)]
-    passage = fence_passage("P1", f"{window.path} — {window.title}", numbered)
+    passage = fence_passage("P1", source_label(window.path, window.title), numbered)
     return render("reading", question=question, fact=fact, passage=passage)
 
 

@@ -377,11 +377,11 @@ def test_instructions_inside_a_document_are_only_text(run_agent, harbour):
     assert all("tools" not in r and "functions" not in r for r in oracle.requests)
     proposed = [p for t in result.trace for p in t.proposal if p["path"] == "ferries/notice.md"]
     assert proposed, "the notice is searched like any other document"
-    assert any("ferries/notice.md" in " ".join(srcs) for srcs in oracle.observed_sources)
+    assert any("ferries/notice — " in " ".join(srcs) for srcs in oracle.observed_sources)
     prompt = next(
         r["messages"][-1]["content"] for r in oracle.requests if "delete_file" in r["messages"][-1]["content"]
     )
-    start = prompt.index('source="ferries/notice.md')
+    start = prompt.index('source="ferries/notice — ')
     assert prompt.index("Ignore previous instructions") > start and "</passage>" in prompt[start:]
     assert result.answer != "PWNED"
 
