@@ -123,12 +123,18 @@ def _rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                     raise SystemExit(f"{path}:{n}: not a JSON row ({exc})") from None
 
 
-def _write(path: Path, rows: list[dict[str, Any]]) -> None:
-    tmp = path.with_suffix(".tmp")
+def _write(src: Path, dst: Path, rows: list[dict[str, Any]]) -> int:
+    """``rows`` as ``dst``'s rows.jsonl (replaced whole), with ``src``'s judge verdicts and manifest beside them."""
+    dst.mkdir(parents=True, exist_ok=True)
+    tmp = dst / "rows.jsonl.tmp"
     with open(tmp, "w", encoding="utf-8") as fh:
         for r in rows:
             fh.write(json.dumps(r, sort_keys=True, ensure_ascii=False, separators=(",", ":")) + "\n")
-    os.replace(tmp, path)
+    os.replace(tmp, dst / "rows.jsonl")
+    for name in KEPT_AS_IS:
+        if (src / name).is_file():
+            shutil.copyfile(src / name, dst / name)
+    return len(rows)
 
 
 def redact(src: Path, dst: Path, data: Path) -> int:
@@ -141,23 +147,14 @@ def redact(src: Path, dst: Path, data: Path) -> int:
         if bad:
             raise SystemExit(f"{src / 'rows.jsonl'}:{n}: FinanceBench text left in {', '.join(bad[:5])}")
         kept.append(out)
-    dst.mkdir(parents=True, exist_ok=True)
-    _write(dst / "rows.jsonl", kept)
-    for name in KEPT_AS_IS:
-        if (src / name).is_file():
-            shutil.copyfile(src / name, dst / name)
-    return len(kept)
+    return _write(src, dst, kept)
 
 
 def restore(src: Path, dst: Path, data: Path) -> int:
     questions = load_questions(data)
-    rows = [restore_row(row, questions, f"{src / 'rows.jsonl'}:{n}") for n, row in _rows(src / "rows.jsonl")]
-    dst.mkdir(parents=True, exist_ok=True)
-    _write(dst / "rows.jsonl", rows)
-    for name in KEPT_AS_IS:
-        if (src / name).is_file():
-            shutil.copyfile(src / name, dst / name)
-    return len(rows)
+    return _write(
+        src, dst, [restore_row(r, questions, f"{src / 'rows.jsonl'}:{n}") for n, r in _rows(src / "rows.jsonl")]
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
