@@ -8,14 +8,14 @@ them, the judge's verdicts (ids only) and the manifest (ids only). ``restore`` r
 from, and a report can be made from, out of the kept rows and the data folder — the dropped fields of LENS's
 details (its decomposition, requirements and memory entries) are not restored: they stay in the work folder.
 
-  python benchmarks/financebench_rows.py redact WORK_RUN REPO_RUN --data ../shared/data/financebench
-  python benchmarks/financebench_rows.py restore REPO_RUN WORK_RUN --data ../shared/data/financebench
+  .venv/bin/python benchmarks/financebench_rows.py redact WORK_RUN REPO_RUN --data ../shared/data/financebench
+  .venv/bin/python benchmarks/financebench_rows.py restore REPO_RUN WORK_RUN --data ../shared/data/financebench
 
 ``redact`` checks its output: no string of a kept row may hold 40 characters of a question of the data, else it
 stops naming the row and the field (add the field to ``DETAILS_DROPPED``). (Answers and justifications are not
 checked: they quote the filings, whose text the rows rightly hold as the evidence a system read; nor is a
 system's answer, which is what a row is for — a model may echo part of its question, as one did.)
-Standard library only.
+The data is read by the harness's loader, so restored fields are the ones a run writes.
 """
 
 from __future__ import annotations
@@ -28,6 +28,9 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator
 
+from harness.bench.datasets import DataError
+from harness.bench.financebench import load_financebench
+
 __all__ = ["redact_row", "restore_row", "load_questions", "leaks", "main"]
 
 ROW_FIELDS = ("question", "gold_answer", "gold_pages", "question_reasoning")  # FinanceBench's, at the top of a row
@@ -37,32 +40,21 @@ SHINGLE = 40  # characters of the data's text that a kept string may not hold
 
 
 def load_questions(data: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
-    """financebench_id -> the row fields a run writes from it (as ``harness.bench.financebench`` computes them:
-    gold pages 1-based, each (filing, page) once, in the file's order)."""
-    out: dict[str, dict[str, Any]] = {}
-    path = Path(data) / "questions.jsonl"
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-                qid, doc = rec["financebench_id"], rec["doc_name"]
-                gold: list[list] = []
-                for ev in rec["evidence"]:
-                    pair = [str(ev.get("doc_name") or doc), int(ev["evidence_page_num"]) + 1]
-                    if pair not in gold:
-                        gold.append(pair)
-            except (ValueError, KeyError, TypeError) as exc:
-                raise SystemExit(f"{path}:{n}: not a FinanceBench question ({exc!r})") from None
-            out[qid] = {
-                "question": rec["question"],
-                "gold_answer": str(rec.get("answer") or ""),
-                "gold_pages": gold,
-                "question_reasoning": str(rec.get("question_reasoning") or ""),
-                "_texts": [rec["question"]],
-            }
-    return out
+    """financebench_id -> the row fields a run writes from it, read by the harness's own loader
+    (``harness.bench.financebench.load_financebench``: gold pages 1-based, each once, in the file's order)."""
+    try:
+        questions, _, _ = load_financebench(data)
+    except DataError as exc:
+        raise SystemExit(str(exc)) from None
+    return {
+        q.id: {
+            "question": q.question,
+            "gold_answer": q.answer,
+            "gold_pages": [list(p) for p in q.gold_pages],
+            "question_reasoning": q.question_reasoning,
+        }
+        for q in questions
+    }
 
 
 def redact_row(row: dict[str, Any]) -> dict[str, Any]:
@@ -108,8 +100,8 @@ def leaks(row: dict[str, Any], shingles: set[str]) -> list[str]:
 def _shingles(questions: dict[str, dict[str, Any]]) -> set[str]:
     out: set[str] = set()
     for q in questions.values():
-        for text in q["_texts"]:
-            out.update(text[i : i + SHINGLE] for i in range(0, max(0, len(text) - SHINGLE + 1)))
+        text = q["question"]
+        out.update(text[i : i + SHINGLE] for i in range(0, max(0, len(text) - SHINGLE + 1)))
     return out
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -100,3 +101,11 @@ def make():
         write_json=write_json,
         write_jsonl=write_jsonl,
     )
+
+
+def load_script(name: str):
+    """``benchmarks/<name>.py`` loaded by path as a module (the scripts are not a package)."""
+    spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod

@@ -3,21 +3,17 @@ restored from them (a script, loaded by path). The data here is made up in Finan
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from .conftest import load_script
 
 
 @pytest.fixture(scope="module")
 def rows_mod():
-    spec = importlib.util.spec_from_file_location("financebench_rows", ROOT / "benchmarks" / "financebench_rows.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("financebench_rows")
 
 
 QUESTION = "What was the harbour authority's total revenue in FY2021 in USD millions, rounded to one decimal?"
@@ -42,6 +38,8 @@ def data(tmp_path):
         ],
     }
     (d / "questions.jsonl").write_text(json.dumps(rec) + "\n", encoding="utf-8")
+    (d / "pdfs").mkdir()
+    (d / "pdfs" / "HARBOUR_2021_10K.pdf").write_bytes(b"%PDF-1.4\n")  # the loader checks the filing is there
     return d
 
 

@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from .conftest import load_script
 
 
 @pytest.fixture(scope="module")
 def loop_changes():
-    spec = importlib.util.spec_from_file_location("loop_changes", ROOT / "benchmarks" / "loop_changes.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("loop_changes")
 
 
 def _row(qid: str, pos: int, answer: str, em: int, ev: float, tokens: int, evidence: list[str], **details) -> dict:

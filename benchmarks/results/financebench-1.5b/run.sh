@@ -15,9 +15,10 @@ SYSTEMS=${SYSTEMS:-lens,bm25,hybrid,closed}
 LENS=${LENS:-.venv/bin/lens}  # the PaperQA2 arm runs from an environment of its own (../paperqa/run.sh)
 source benchmarks/frozen.sh "$COMMIT" || exit 1
 F=$PWD/../shared/data/financebench R=$PWD/benchmarks/results/financebench-1.5b
-W=${WORK:-/tmp/lens-financebench} RUN=${WORK:-/tmp/lens-financebench}/run
+W=${WORK:-/tmp/lens-financebench}
+RUN=$W/run
 source benchmarks/chunks.sh
-rows() { python3 benchmarks/financebench_rows.py "$@" --data $F; }
+rows() { .venv/bin/python benchmarks/financebench_rows.py "$@" --data $F; }  # the frozen harness reads the data
 if [ ! -f $RUN/rows.jsonl ] && [ -f $R/run/rows.jsonl ]; then rows restore $R/run $RUN || exit 1; fi
 for k in 10 20 30 40 49; do
   $LENS bench financebench --data $F --out $RUN --systems $SYSTEMS --limit $k --no-progress \
