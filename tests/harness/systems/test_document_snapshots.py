@@ -8,14 +8,16 @@ from __future__ import annotations
 import csv
 import json
 import re
+from pathlib import Path
 
 import pypdfium2 as pdfium
 import pytest
 
+from harness.bench import renderers
 from harness.bench.compare import _difference_note, _differences, compare_runs
 from harness.bench.datasets import DataError, load_articles, load_questions
 from harness.bench.executor import LocalExecutor
-from harness.bench.renderers import render_docx, render_pdf, undrawable
+from harness.bench.renderers import pdf_fallback_fonts, render_docx, render_pdf, undrawable, writer_info
 from harness.bench.run_store import read_rows
 from harness.bench.runner import plan_run, run_benchmark
 from harness.bench.snapshots import build_snapshots, plan_snapshots, read_manifest, verify_snapshots
@@ -265,14 +267,61 @@ def test_a_differing_answer_is_told_apart_by_whether_its_evidence_was_the_same_t
     )
 
 
-def test_characters_the_pdf_font_cannot_draw_are_counted(tmp_path):
-    assert undrawable("Zürich 東京") == {"東", "京"}
+FALLBACK_PACKAGES = "fonts-noto-core fonts-droid-fallback fonts-nanum"
+
+
+@pytest.fixture
+def fallback_fonts():
+    names = {Path(p).name for p, _ in pdf_fallback_fonts()}
+    assert {"NotoSansBengali-Regular.ttf", "DroidSansFallbackFull.ttf", "NanumGothic.ttf"} <= names, (
+        f"the PDF snapshot's fallback fonts are missing: apt-get install {FALLBACK_PACKAGES} (.ci/run does)"
+    )
+
+
+def test_characters_no_pdf_font_can_draw_are_counted(tmp_path, fallback_fonts):
+    assert undrawable("Zürich 東京 서울 ঈনাসুল \uf8ff") == {"\uf8ff"}  # a private-use character: no font has it
     recs = records(8)
-    recs[0]["context"][0][1][0] += " (東京)"
+    recs[0]["context"][0][1][0] += " (\uf8ff 東京)"
     (tmp_path / "q.json").write_text(json.dumps(recs), encoding="utf-8")
     (tmp_path / "a.jsonl").write_text("".join(json.dumps(a) + "\n" for a in pool(recs, background=6)), encoding="utf-8")
     snap = plan_snapshots(
         load_questions(tmp_path / "q.json"), load_articles(tmp_path / "a.jsonl"), (8,), seed=42, file_format="pdf"
     )
     assert snap.diagnostics["articles_with_undrawable_characters"] == 1
-    assert snap.diagnostics["undrawable_characters"] == 2
+    assert snap.diagnostics["undrawable_characters"] == 1
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Eenasul Fateh (Bengali: ঈনাসুল ফাতেহ; born 3 April 1959) is a Bangladeshi diplomat.",
+        'Raaz Pichhle Janm Ka (Hindi: राज़ पिछले जनम का , "Past Life Secrets") is a series.',
+        "Tokyo (東京都, Tōkyō-to) and Seoul (서울) and ひらがな.",
+    ],
+)
+def test_a_character_dejavu_sans_lacks_is_drawn_in_a_fallback_font_and_comes_back(tmp_path, fallback_fonts, sentence):
+    (tmp_path / "Article.pdf").write_bytes(render_pdf("Article", [sentence]))
+    (doc,) = scan_corpus(tmp_path).documents
+    assert " ".join(sentence.split()) in " ".join(doc.text.split())
+
+
+def test_an_article_dejavu_sans_draws_whole_is_written_as_without_the_fallbacks(monkeypatch, fallback_fonts):
+    sentences = ["Zürich, Ελλάδα and Москва — all drawn by DejaVu Sans.", "A second sentence."]
+    with_fallbacks = render_pdf("Zürich", sentences)
+    assert pdf_fallback_fonts() and "<font" not in renderers._markup(sentences[0])
+    monkeypatch.setattr(renderers, "_FALLBACK_FONTS", ())
+    for cached in (renderers.pdf_fallback_fonts, renderers._fallbacks, renderers._font_of):
+        cached.cache_clear()
+    try:
+        assert pdf_fallback_fonts() == () and undrawable("東京") == {"東", "京"}
+        assert render_pdf("Zürich", sentences) == with_fallbacks
+    finally:
+        monkeypatch.undo()
+        for cached in (renderers.pdf_fallback_fonts, renderers._fallbacks, renderers._font_of):
+            cached.cache_clear()
+
+
+def test_the_manifest_records_the_fallback_fonts(fallback_fonts):
+    info = writer_info("pdf")
+    assert info["fallback_fonts"] == len(pdf_fallback_fonts()) > 100
+    assert re.fullmatch("[0-9a-f]{64}", info["fallback_fonts_sha256"])
