@@ -347,6 +347,66 @@ def _mean(xs: Sequence[float]) -> float | None:
     return sum(xs) / len(xs) if xs else None
 
 
+def _unit_page(doc_id: str) -> tuple[str, int] | None:
+    """The (filing, 1-based page) of a page unit's id (``AMAZON_2017_10K.pdf#u38`` → ``("AMAZON_2017_10K", 38)``: a
+    PDF's unit k is its page k), None for any other id (a reading's window suffix ``#s0-5`` is dropped)."""
+    head, mark, rest = doc_id.partition(UNIT_MARK)
+    k = rest.split("#", 1)[0]
+    return (filing_of(head), int(k)) if mark and k.isdigit() else None
+
+
+def evidence_funnel(row: dict[str, Any]) -> dict[str, Any] | None:
+    """Where a row's system found or lost the gold evidence, stage by stage (None for a system that reads no filing):
+    ``ranked`` — the pages it ranked before reading (LENS: the prior's candidates as recorded; a RAG arm: its top k),
+    ``filing_first`` / ``filing_top10`` — a gold-filing page first / in the first ten of them, ``page_rank`` — the
+    1-based rank of the first gold page among them (None: not ranked), ``page_read`` — a gold page was read (LENS: a
+    reading's window on it; a RAG arm: in its prompt) and ``page_cited`` — a gold page cited."""
+    details = (row.get("prediction") or {}).get("details") or {}
+    if row["scores"].get("page_hit") is None:
+        return None
+    if "ranked" in details:
+        ids, read = list(details["ranked"]), list(details["ranked"])
+    else:
+        stages = details.get("stages") or []
+        ids = next((list(st.get("candidates") or []) for st in stages if st.get("stage") == "prior"), [])
+        read = [r.get("window") or "" for r in details.get("readings") or []]
+    ranked = [p for p in map(_unit_page, ids) if p]
+    gold = {(f, int(n)) for f, n in row.get("gold_pages") or []}
+    filings = {f for f, _ in gold}
+    rank = next((i for i, p in enumerate(ranked, 1) if p in gold), None)
+    return {
+        "ranked": len(ranked),
+        "filing_first": bool(ranked) and ranked[0][0] in filings,
+        "filing_top10": any(f in filings for f, _ in ranked[:10]),
+        "page_rank": rank,
+        "page_read": any(_unit_page(w) in gold for w in read),
+        "page_cited": bool(row["scores"]["page_hit"]),
+    }
+
+
+def _funnel_rows(systems: Sequence[str], rows: dict[str, dict[str, dict]], order: Sequence[str]) -> list[list[str]]:
+    out = []
+    for s in systems:
+        fs = [f for f in (evidence_funnel(rows[s][q]) for q in order) if f is not None]
+        if not fs:
+            continue
+        ranks = sorted(f["page_rank"] for f in fs if f["page_rank"] is not None)
+        out.append(
+            [
+                SYSTEM_LABELS.get(s, s),
+                str(len(fs)),
+                f"{sorted(f['ranked'] for f in fs)[len(fs) // 2]}",
+                _pct(_mean([float(f["filing_first"]) for f in fs])),
+                _pct(_mean([float(f["filing_top10"]) for f in fs])),
+                _pct(len(ranks) / len(fs)),
+                str(ranks[len(ranks) // 2]) if ranks else "—",
+                _pct(_mean([float(f["page_read"]) for f in fs])),
+                _pct(_mean([float(f["page_cited"]) for f in fs])),
+            ]
+        )
+    return out
+
+
 def financebench_report(
     run_dir: str | os.PathLike[str], out: str | os.PathLike[str], *, resamples: int = 10_000, seed: int = 42
 ) -> list[Path]:
@@ -428,6 +488,27 @@ def financebench_report(
         ["System", *types],
         type_rows,
     )
+    funnel = Table(
+        "financebench_funnel",
+        "Where the gold page is found or lost",
+        "Per system, over the same questions: the pages it ranked before reading (LENS: the prior's candidates as "
+        "recorded, median count; a RAG arm: its top k), the share of questions whose first ranked page / one of "
+        "the first ten is in the gold filing, whose gold page is among the ranked ones (and the median rank of the "
+        "first where it is), whose gold page was read (LENS: a reading's window on it; a RAG arm: in its prompt) "
+        "and cited. Computed from the rows after the run: no label reaches a system.",
+        [
+            "System",
+            "n",
+            "Ranked pages",
+            "Filing first %",
+            "Filing in top 10 %",
+            "Gold page ranked %",
+            "Its rank (median)",
+            "Gold page read %",
+            "Gold page cited %",
+        ],
+        _funnel_rows(systems, rows, order),
+    )
     pairs = []
     for i, a in enumerate(systems):
         for b in systems[i + 1 :]:
@@ -465,7 +546,7 @@ def financebench_report(
         pairs,
     )
     out.mkdir(parents=True, exist_ok=True)
-    tables = [main, by_type_table, paired]
+    tables = [main, by_type_table, funnel, paired]
     files = [t.write_csv(out) for t in tables]
     md = [
         "# FinanceBench report",

@@ -19,6 +19,7 @@ from harness.bench.financebench import (
     cited_pages,
     default_k,
     default_passage_chars,
+    evidence_funnel,
     handcheck_agreement,
     load_financebench,
     page_scores,
@@ -217,6 +218,9 @@ def test_the_cli_runs_judges_reports_and_makes_a_hand_check_sheet(data, endpoint
     assert "a financebench run; its report is lens bench financebench-report" in capsys.readouterr().err
     report = (run / "report" / "report.md").read_text(encoding="utf-8")
     assert "FinanceBench: correctness" in report and "BM25-RAG vs Closed-Book" in report
+    with open(run / "report" / "financebench_funnel.csv", encoding="utf-8") as fh:
+        funnel = {r["System"]: r for r in csv.DictReader(fh)}
+    assert set(funnel) == {"BM25-RAG"} and funnel["BM25-RAG"]["Ranked pages"] == "2"  # its top k; closed book none
     with open(run / "report" / "financebench.csv", encoding="utf-8") as fh:
         table = {r["System"]: r for r in csv.DictReader(fh)}
     # BM25-RAG: fb1 numeric (right), fb2 and fb3 to the judge, which says right: 3 of 3
@@ -253,3 +257,47 @@ def test_a_hand_check_grade_that_is_not_a_verdict_is_named(tmp_path):
         "system,question_id,question,gold,prediction,verdict,rule,human\nlens,fb1,q,g,p,correct,numeric,\n"
     )
     assert handcheck_agreement(sheet)["graded"] == 0
+
+
+def test_the_evidence_funnel_says_where_a_gold_page_was_ranked_read_and_cited():
+    gold = [["ACME_2020_10K", 3]]
+    lens = {
+        "gold_pages": gold,
+        "scores": {"page_hit": 0.0},
+        "prediction": {
+            "details": {
+                "stages": [
+                    {"stage": "decomposition", "calls": 1},
+                    {
+                        "stage": "prior",
+                        "candidates": ["BOLT_2021_10Q.pdf#u1", "ACME_2020_10K.pdf#u2", "ACME_2020_10K.pdf#u3"],
+                    },
+                ],
+                "readings": [{"window": "ACME_2020_10K.pdf#u3#s0-5"}, {"window": "BOLT_2021_10Q.pdf#u1#s0-2"}],
+            }
+        },
+    }
+    assert evidence_funnel(lens) == {
+        "ranked": 3,
+        "filing_first": False,
+        "filing_top10": True,
+        "page_rank": 3,
+        "page_read": True,  # read, yet not cited
+        "page_cited": False,
+    }
+    rag = {
+        "gold_pages": gold,
+        "scores": {"page_hit": 1.0},
+        "prediction": {"details": {"ranked": ["ACME_2020_10K.pdf#u3", "ACME_2020_10K.pdf#u1"]}},
+    }
+    assert evidence_funnel(rag) == {
+        "ranked": 2,
+        "filing_first": True,
+        "filing_top10": True,
+        "page_rank": 1,
+        "page_read": True,
+        "page_cited": True,
+    }
+    unranked = {"gold_pages": gold, "scores": {"page_hit": 0.0}, "prediction": {"details": {"ranked": ["notes.txt"]}}}
+    assert evidence_funnel(unranked)["page_rank"] is None and not evidence_funnel(unranked)["filing_first"]
+    assert evidence_funnel({"gold_pages": gold, "scores": {"page_hit": None}, "prediction": {}}) is None  # closed book
