@@ -25,6 +25,7 @@ from harness.bench.systems.corpus import SnapshotCorpus, file_title, read_snapsh
 from lens.faces._cli import main
 from lens.parts import scan_corpus
 
+from ..conftest import load_script
 from .conftest import make_config, pool, records
 
 SUFFIX = {"pdf": ".pdf", "docx": ".docx"}
@@ -325,3 +326,21 @@ def test_the_manifest_records_the_fallback_fonts(fallback_fonts):
     info = writer_info("pdf")
     assert info["fallback_fonts"] == len(pdf_fallback_fonts()) > 100
     assert re.fullmatch("[0-9a-f]{64}", info["fallback_fonts_sha256"])
+
+
+def test_the_fidelity_check_counts_articles_that_come_back_verbatim_and_says_why_not(tmp_path, fallback_fonts):
+    recs = records(8)
+    recs[0]["context"][0][1][0] += " (Bengali: ঈনাসুল ফাতেহ)"  # a fallback font draws it: it comes back
+    recs[1]["context"][0][1][0] += " (Hebrew: ממשלת ישראל)"  # logical order drawn, extracted reversed
+    recs[2]["context"][0][1][0] += " (\uf8ff)"  # no font has it
+    (tmp_path / "q.json").write_text(json.dumps(recs), encoding="utf-8")
+    afile = tmp_path / "a.jsonl"
+    afile.write_text("".join(json.dumps(a) + "\n" for a in pool(recs, background=2)), encoding="utf-8")
+    snap = plan_snapshots(load_questions(tmp_path / "q.json"), load_articles(afile), (8,), seed=42, file_format="pdf")
+    build_snapshots(snap, tmp_path / "snap")
+    out = load_script("snapshot_fidelity").fidelity(tmp_path / "snap" / "D8", afile)
+    river = {a.title: name for name, a in snap.articles.items()}
+    assert out["format"] == "pdf" and out["files"] == len(snap.articles)
+    assert out["not_verbatim_right_to_left"] == 1 and out["not_verbatim_other"] == 1
+    assert out["other_examples"] == [river["Varn02 River"]]
+    assert out["verbatim"] == out["files"] - 2 and out["undrawable"]["articles_with_undrawable_characters"] == 1
