@@ -40,6 +40,7 @@ import csv
 import hashlib
 import json
 import os
+import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -390,16 +391,16 @@ def _funnel_rows(systems: Sequence[str], rows: dict[str, dict[str, dict]], order
         fs = [f for f in (evidence_funnel(rows[s][q]) for q in order) if f is not None]
         if not fs:
             continue
-        ranks = sorted(f["page_rank"] for f in fs if f["page_rank"] is not None)
+        ranks = [f["page_rank"] for f in fs if f["page_rank"] is not None]
         out.append(
             [
                 SYSTEM_LABELS.get(s, s),
                 str(len(fs)),
-                f"{sorted(f['ranked'] for f in fs)[len(fs) // 2]}",
+                f"{statistics.median(f['ranked'] for f in fs):g}",
                 _pct(_mean([float(f["filing_first"]) for f in fs])),
                 _pct(_mean([float(f["filing_top10"]) for f in fs])),
                 _pct(len(ranks) / len(fs)),
-                str(ranks[len(ranks) // 2]) if ranks else "—",
+                f"{statistics.median(ranks):g}" if ranks else "—",
                 _pct(_mean([float(f["page_read"]) for f in fs])),
                 _pct(_mean([float(f["page_cited"]) for f in fs])),
             ]

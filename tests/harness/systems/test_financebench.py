@@ -16,6 +16,7 @@ from reportlab.pdfgen import canvas
 from harness.bench.datasets import DataError
 from harness.bench.executor import LocalExecutor
 from harness.bench.financebench import (
+    _funnel_rows,
     cited_pages,
     default_k,
     default_passage_chars,
@@ -301,3 +302,6 @@ def test_the_evidence_funnel_says_where_a_gold_page_was_ranked_read_and_cited():
     unranked = {"gold_pages": gold, "scores": {"page_hit": 0.0}, "prediction": {"details": {"ranked": ["notes.txt"]}}}
     assert evidence_funnel(unranked)["page_rank"] is None and not evidence_funnel(unranked)["filing_first"]
     assert evidence_funnel({"gold_pages": gold, "scores": {"page_hit": None}, "prediction": {}}) is None  # closed book
+    # the table's medians are medians: gold pages at ranks 3 and 1 give 2, not the upper middle
+    (row,) = _funnel_rows(["lens"], {"lens": {"a": lens, "b": rag | {"gold_pages": gold}}}, ["a", "b"])
+    assert row[1] == "2" and row[2] == "2.5" and row[6] == "2"
