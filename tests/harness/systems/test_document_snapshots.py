@@ -311,15 +311,18 @@ def test_an_article_dejavu_sans_draws_whole_is_written_as_without_the_fallbacks(
     with_fallbacks = render_pdf("Zürich", sentences)
     assert pdf_fallback_fonts() and "<font" not in renderers._markup(sentences[0])
     monkeypatch.setattr(renderers, "_FALLBACK_FONTS", ())
-    for cached in (renderers.pdf_fallback_fonts, renderers._fallbacks, renderers._font_of):
-        cached.cache_clear()
+    _forget_fonts()
     try:
         assert pdf_fallback_fonts() == () and undrawable("東京") == {"東", "京"}
         assert render_pdf("Zürich", sentences) == with_fallbacks
-    finally:
+    finally:  # the fonts found again for the tests after this one
         monkeypatch.undo()
-        for cached in (renderers.pdf_fallback_fonts, renderers._fallbacks, renderers._font_of):
-            cached.cache_clear()
+        _forget_fonts()
+
+
+def _forget_fonts() -> None:
+    for cached in (renderers.pdf_fallback_fonts, renderers._fallbacks, renderers._font_of):
+        cached.cache_clear()
 
 
 def test_the_manifest_records_the_fallback_fonts(fallback_fonts):
