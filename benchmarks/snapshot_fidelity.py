@@ -20,7 +20,7 @@ import unicodedata
 from collections import defaultdict
 from pathlib import Path
 
-from harness.bench.datasets import load_articles
+from harness.bench.datasets import DataError, load_articles
 from lens.parts import scan_corpus
 
 __all__ = ["fidelity", "main"]
@@ -37,9 +37,16 @@ def _right_to_left(text: str) -> bool:
 def fidelity(folder: str | Path, articles: str | Path, *, examples: int = 10) -> dict:
     """Counts of the snapshot's files whose article comes back verbatim, and of those that do not, by reason."""
     folder = Path(folder)
-    manifest = json.loads(Path(f"{folder}.manifest.json").read_text(encoding="utf-8"))
-    titles = {f["name"]: f["title"] for f in manifest["files"]}
+    path = Path(f"{folder}.manifest.json")
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+        titles = {f["name"]: f["title"] for f in manifest["files"]}
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise DataError(f"{path}: not a snapshot manifest ({exc!r})") from None
     by_title = {a.title: a for a in load_articles(Path(articles))}
+    unknown = sorted(t for t in titles.values() if t not in by_title)
+    if unknown:
+        raise DataError(f"{articles}: {len(unknown)} of the snapshot's articles are not in it, e.g. {unknown[0]!r}")
     text: dict[str, list[str]] = defaultdict(list)
     for doc in scan_corpus(folder).documents:
         text[doc.path].append(doc.text)
@@ -66,7 +73,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("folder", help="a snapshot stage folder (its manifest beside it: FOLDER.manifest.json)")
     ap.add_argument("--articles", required=True, help="the articles file the snapshot was built from")
     args = ap.parse_args(argv)
-    print(json.dumps(fidelity(args.folder, args.articles), indent=2, ensure_ascii=False))
+    try:
+        out = fidelity(args.folder, args.articles)
+    except DataError as exc:
+        print(f"snapshot_fidelity: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(out, indent=2, ensure_ascii=False))
     return 0
 
 

@@ -347,3 +347,11 @@ def test_the_fidelity_check_counts_articles_that_come_back_verbatim_and_says_why
     assert out["not_verbatim_right_to_left"] == 1 and out["not_verbatim_other"] == 1
     assert out["other_examples"] == [river["Varn02 River"]]
     assert out["verbatim"] == out["files"] - 2 and out["undrawable"]["articles_with_undrawable_characters"] == 1
+
+
+def test_the_fidelity_check_says_in_one_line_what_it_cannot_read(tmp_path, capsys):
+    script = load_script("snapshot_fidelity")
+    assert script.main([str(tmp_path / "D8"), "--articles", str(tmp_path / "a.jsonl")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("snapshot_fidelity: ") and "D8.manifest.json: not a snapshot manifest" in err
+    assert "\n" not in err
