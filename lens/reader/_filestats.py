@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import logging
 import os
 import sqlite3
 import threading
@@ -63,7 +64,10 @@ from lens.reader._table import DocumentTable
 from lens.reader._watch import FolderWatch
 from lens.reader.formats import format_of
 
-__all__ = ["survey_corpus", "recount", "forget_folder", "SUFFIXES", "NAMES_SEP", "DocStat", "_stat_of"]
+__all__ = ["survey_corpus", "write_held", "recount", "forget_folder", "SUFFIXES", "NAMES_SEP", "DocStat", "_stat_of"]
+
+
+log = logging.getLogger("lens.stats")
 
 
 # suffixes folded onto a term match (-s, -es, -ed, -ing, ...): a cheap stand-in for stemming. A possessive ('s)
@@ -266,6 +270,27 @@ def survey_corpus(
             faults += 1
     scan.notes = store.notes()
     return scan
+
+
+def write_held(scan: CorpusScan) -> threading.Thread | None:
+    """Start writing, in a thread of this process, the term counts ``scan``'s survey held in memory (a first
+    survey over the reading workers: :meth:`StatsStore.put_counted` with ``defer``) — for a caller that waits on
+    something else next (an LLM call), so the write costs it no time; the thread, or None when nothing is held.
+    The prior's look-ups wait for the write under way; a fault in it is left to the next survey (its files are
+    read again)."""
+    store = scan.doc_stats[2] if scan.doc_stats is not None else None
+    if not isinstance(store, StatsStore) or not store.deferred():
+        return None
+    thread = threading.Thread(target=_write, args=(store,), name="lens-stats-write")
+    thread.start()
+    return thread
+
+
+def _write(store: StatsStore) -> None:
+    try:
+        store.flush()
+    except StoreError as exc:  # the next survey meets it again, and recovers
+        log.info("%s", exc)
 
 
 @contextlib.contextmanager

@@ -573,10 +573,10 @@ class StatsStore:
                 )
         return gens
 
-    def deferred(self, scope: str) -> bool:
-        """Whether term counts of ``scope`` are held, not yet written (:meth:`flush`)."""
+    def deferred(self, scope: str | None = None) -> bool:
+        """Whether term counts of ``scope`` (None: of any folder) are held, not yet written (:meth:`flush`)."""
         with self._lock:
-            return any(d.scope == scope for d in self._deferred)
+            return any(scope is None or d.scope == scope for d in self._deferred)
 
     def keep_for_flush(self, scope: str, files: _Files) -> None:
         """``files``, the folder's columns after a survey whose counts are held, saved as its snapshot once they

@@ -628,6 +628,25 @@ def test_a_first_survey_over_workers_holds_its_term_counts_and_writes_them_at_th
     assert _survey_state(folder, path) == here and seen == []  # a new process: every file known, none read
 
 
+def test_write_held_writes_a_first_surveys_counts_in_a_thread_while_the_view_answers_the_same(
+    folder, tmp_path, monkeypatch
+):
+    _wide_folder(folder)
+    here = _survey_state(folder, tmp_path / "here.sqlite")
+    _forget_process_memo()
+    _over_workers(monkeypatch)
+    scan = survey_corpus(folder, ReaderSettings(stats_store=str(tmp_path / "workers.sqlite")))
+    store = scan.doc_stats[2]
+    assert store.deferred()
+    thread = _filestats.write_held(scan)
+    view = CorpusView.of(scan)
+    assert _state(view) == here[0]  # during the write or after it: the same counts
+    thread.join()
+    assert not store.deferred() and _state(view) == here[0]
+    assert _filestats.write_held(scan) is None  # nothing held any more
+    assert store.db.execute("SELECT count(*) FROM snapshots").fetchone()[0] > 0  # saved after the write
+
+
 def test_counts_held_by_a_process_that_ends_before_writing_them_are_read_again(folder, tmp_path, monkeypatch):
     _wide_folder(folder)
     here = _survey_state(folder, tmp_path / "here.sqlite")
