@@ -34,7 +34,7 @@ from lens.memory._record import result, statuses
 from lens.prior._prior import Prior
 from lens.question._requirements import Decomposition, decompose
 from lens.reader._corpus import CorpusScan
-from lens.reader._filestats import survey_corpus
+from lens.reader._filestats import survey_corpus, write_held
 from lens.reader._view import CorpusView
 
 __all__ = ["Agent", "ask", "Cancelled", "MAX_QUESTION_CHARS", "Pipeline"]
@@ -193,6 +193,7 @@ class Agent:
             raise LensError(f"{path}: no readable documents (skipped: {dict(scan.skipped) or 'none'})")
         if scan.ignore_unread:  # files the user meant to exclude may be read: said with the answer
             run.notes.append(scan.ignore_unread)
+        write_held(scan)  # a first survey's term counts, written while the first LLM call is under way
         return run, scan, CorpusView.of(scan)
 
     def _prime(

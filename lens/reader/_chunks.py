@@ -28,7 +28,7 @@ import numpy as np
 from lens.reader import _read
 from lens.reader._columns import NAMES_SEP, DocStat
 from lens.reader._documents import Document
-from lens.reader._postings import count_terms
+from lens.reader._postings import Postings, count_terms
 from lens.reader._read import _FileResult
 from lens.reader._store import _pack_unit, _runs
 
@@ -67,40 +67,52 @@ class ReadLimits:
 class Chunk:
     """What reading a chunk of files gave, file by file: its stat signature when opened (None: not opened), its
     reading's outcome, its documents' statistics and each document's packed unit (None: not a unit); and the
-    term counts of all its documents one after another, as runs of postings keyed by document index."""
+    term counts of all its documents one after another, as runs of postings keyed by document index — or, read
+    for a write whose counts are held (``pack`` False), as the postings themselves (``runs`` empty)."""
 
     sigs: list[tuple | None]
     outcomes: list[dict]
     stats: list[tuple[DocStat, ...]]
     units: list[tuple[bytes | None, ...]]
     runs: list[tuple[str, int, bytes]]
+    postings: Postings | None = None
 
     @property
     def documents(self) -> int:
         return sum(len(s) for s in self.stats)
 
 
-def chunk_of(results: Sequence[_FileResult], sigs: Sequence[tuple | None]) -> Chunk:
-    """The chunk of files read as ``results`` (their signatures ``sigs``); their documents' texts are not kept."""
+def chunk_of(results: Sequence[_FileResult], sigs: Sequence[tuple | None], pack: bool = True) -> Chunk:
+    """The chunk of files read as ``results`` (their signatures ``sigs``); their documents' texts are not kept.
+    ``pack`` False: the term counts as postings in narrow integers (held in memory for a later write), not runs."""
     lowered: list[str] = []
     stats, units = [], []
     for res in results:
         stats.append(tuple(_stat_of(d) for d in res.documents))
         units.append(tuple(_pack_unit(d) if d.kind == "unit" else None for d in res.documents))
         lowered.extend(d.lowered for d in res.documents)
-    runs = _runs(count_terms(lowered), np.arange(len(lowered), dtype=np.int64))
-    return Chunk(list(sigs), [r.outcome() for r in results], stats, units, runs)
+    counted = count_terms(lowered)
+    outcomes = [r.outcome() for r in results]
+    if not pack:
+        narrow = Postings(
+            counted.vocab, counted.term.astype(np.int32), counted.doc.astype(np.int32), counted.n.astype(np.int32)
+        )
+        return Chunk(list(sigs), outcomes, stats, units, [], narrow)
+    return Chunk(list(sigs), outcomes, stats, units, _runs(counted, np.arange(len(lowered), dtype=np.int64)))
 
 
-def read_chunk(jobs: Sequence[tuple[str, str]], settings: ReaderSettings | ReadLimits, root_real: str) -> Chunk:
+def read_chunk(
+    jobs: Sequence[tuple[str, str]], settings: ReaderSettings | ReadLimits, root_real: str, pack: bool = True
+) -> Chunk:
     """Read each ``(full path, relative path)`` — a text file or a container, never a document format — and
-    count its documents' terms (``settings``: the reader's, or just its :class:`ReadLimits`)."""
+    count its documents' terms (``settings``: the reader's, or just its :class:`ReadLimits`; ``pack``: as for
+    :func:`chunk_of`)."""
     results, sigs = [], []
     for full, path in jobs:
         sig: list = []
         results.append(_read._read_file(full, path, settings, root_real, sig))  # (looked up: tests count reads)
         sigs.append(sig[0] if sig else None)
-    return chunk_of(results, sigs)
+    return chunk_of(results, sigs, pack)
 
 
 class _Worker:
@@ -151,7 +163,7 @@ class ReadPool:
         self._workers.clear()
 
     def map(
-        self, chunks: Sequence[Sequence[tuple[str, str]]], settings: ReaderSettings, root_real: str
+        self, chunks: Sequence[Sequence[tuple[str, str]]], settings: ReaderSettings, root_real: str, pack: bool = True
     ) -> Iterator[tuple[int, Chunk]]:
         """(index, chunk read) for each of ``chunks``, in the order they are done. A chunk whose worker died, or
         that no worker took, is read in this process."""
@@ -174,12 +186,12 @@ class ReadPool:
                     worker.kill()
                     self._workers.remove(worker)
                     if i is not None:
-                        yield i, read_chunk(chunks[i], settings, root_real)
+                        yield i, read_chunk(chunks[i], settings, root_real, pack)
                     continue
                 if todo:  # the worker's next chunk first: it reads while this process stores the last one
                     k = todo.pop()
                     try:
-                        worker.conn.send((chunks[k], limits, root_real))
+                        worker.conn.send((chunks[k], limits, root_real, pack))
                     except OSError:
                         worker.kill()
                         self._workers.remove(worker)
@@ -190,21 +202,21 @@ class ReadPool:
                     yield i, got
         while todo:  # no worker left
             i = todo.pop()
-            yield i, read_chunk(chunks[i], settings, root_real)
+            yield i, read_chunk(chunks[i], settings, root_real, pack)
 
 
 def _serve(fd: int) -> None:
-    """A worker's loop: answer each ``(jobs, limits, root_real)`` with :func:`read_chunk`'s chunk until the
-    socket closes."""
+    """A worker's loop: answer each ``(jobs, limits, root_real, pack)`` with :func:`read_chunk`'s chunk until
+    the socket closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle; it stops its workers
     conn = Connection(fd)
     conn.send("ready")
     while True:
         try:
-            jobs, limits, root_real = conn.recv()
+            jobs, limits, root_real, pack = conn.recv()
         except (EOFError, OSError):
             return
-        conn.send(read_chunk(jobs, limits, root_real))
+        conn.send(read_chunk(jobs, limits, root_real, pack))
 
 
 def cpu_count() -> int:

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import logging
 import os
 import sqlite3
 import threading
@@ -63,7 +64,10 @@ from lens.reader._table import DocumentTable
 from lens.reader._watch import FolderWatch
 from lens.reader.formats import format_of
 
-__all__ = ["survey_corpus", "recount", "forget_folder", "SUFFIXES", "NAMES_SEP", "DocStat", "_stat_of"]
+__all__ = ["survey_corpus", "write_held", "recount", "forget_folder", "SUFFIXES", "NAMES_SEP", "DocStat", "_stat_of"]
+
+
+log = logging.getLogger("lens.stats")
 
 
 # suffixes folded onto a term match (-s, -es, -ed, -ing, ...): a cheap stand-in for stemming. A possessive ('s)
@@ -90,6 +94,10 @@ _CHUNK_MAX = 5_000
 _CONTAINER_BYTES = 2_048  # a container weighs a unit per this many bytes on disk (a file otherwise weighs 1)
 _PARALLEL_AT = 2_000  # reading this much weight (files) or more starts worker processes
 _WORKERS_MAX = 8  # reading workers, at most (each holds an interpreter and a chunk: ≈ 100 MB)
+# a survey that reads this much text or less over the workers (a compressed container counted at 4x its size on
+# disk) holds its term counts in memory and writes them after (StatsStore.put_counted with defer): the question is
+# ranked before they are written. More is written as it is read (the counts held: ≈ 12 bytes a posting)
+_DEFER_BYTES = 256 << 20
 
 
 # one store per file path per process
@@ -250,6 +258,7 @@ def survey_corpus(
             folder = _FOLDERS.setdefault((store, scope), _Folder())
         try:
             with folder.lock:  # threads of one process asking about one folder survey it one at a time
+                store.flush()  # the term counts a first survey held, written before anything else is
                 if not store.visit(scope) and folder.files is not None:
                     folder.reset()  # forgotten or dropped meanwhile: what this process knew of its rows is void
                 store.tidy(settings.stats_keep_days)
@@ -261,6 +270,27 @@ def survey_corpus(
             faults += 1
     scan.notes = store.notes()
     return scan
+
+
+def write_held(scan: CorpusScan) -> threading.Thread | None:
+    """Start writing, in a thread of this process, the term counts ``scan``'s survey held in memory (a first
+    survey over the reading workers: :meth:`StatsStore.put_counted` with ``defer``) — for a caller that waits on
+    something else next (an LLM call), so the write costs it no time; the thread, or None when nothing is held.
+    The prior's look-ups wait for the write under way; a fault in it is left to the next survey (its files are
+    read again)."""
+    store = scan.doc_stats[2] if scan.doc_stats is not None else None
+    if not isinstance(store, StatsStore) or not store.deferred():
+        return None
+    thread = threading.Thread(target=_write, args=(store,), name="lens-stats-write")
+    thread.start()
+    return thread
+
+
+def _write(store: StatsStore) -> None:
+    try:
+        store.flush()
+    except StoreError as exc:  # the next survey meets it again, and recovers
+        log.info("%s", exc)
 
 
 @contextlib.contextmanager
@@ -449,7 +479,8 @@ def _read_changed(
     pending: list[tuple[str, _Entry, Sequence[bytes | None]]] = []
     counted: list[Chunk] = []
     pending_docs = 0
-    for ks, chunk in _chunks(prefix, root_real, settings, listing, todo):
+    defer = _defers(listing, todo)
+    for ks, chunk in _chunks(prefix, root_real, settings, listing, todo, not defer):
         for j, k in enumerate(ks):
             p, sig = listing.paths[k], chunk.sigs[j]
             settled = bool(sig) and sig[4] < settled_before
@@ -460,19 +491,41 @@ def _read_changed(
         counted.append(chunk)
         pending_docs += chunk.documents
         if len(pending) >= _BATCH or pending_docs >= _BATCH_DOCS:  # shards: thousands of documents per batch
-            out.gen = _flush(store, scope, pending, counted, out)
+            out.gen = _flush(store, scope, pending, counted, out, defer)
             pending, counted, pending_docs = [], [], 0
     if pending:
-        out.gen = _flush(store, scope, pending, counted, out)
+        out.gen = _flush(store, scope, pending, counted, out, defer)
     return out
 
 
+def _weights(listing: _Listing, plain: list[int]) -> np.ndarray:
+    """What reading each of ``plain`` (text files and containers) weighs: 1 a file, a container 1 per
+    ``_CONTAINER_BYTES`` on disk more."""
+    sizes = listing.times[plain, 0]
+    return np.where([_is_container(listing.paths[k]) for k in plain], np.maximum(sizes, 0) // _CONTAINER_BYTES, 0) + 1
+
+
+def _defers(listing: _Listing, todo: list[int]) -> bool:
+    """Whether reading ``todo`` holds its term counts for a later write: a read over the workers (the first
+    survey of a large folder) of at most ``_DEFER_BYTES`` of text."""
+    plain = [k for k in todo if format_of(_suffix(listing.paths[k])) is None]
+    if (
+        len(plain) < len(todo)
+        or min(cpu_count(), _WORKERS_MAX) < 2
+        or int(_weights(listing, plain).sum()) < _PARALLEL_AT
+    ):
+        return False
+    sizes = np.maximum(listing.times[plain, 0], 0)
+    boxed = np.array([_is_container(listing.paths[k]) for k in plain], dtype=bool)
+    return int(sizes.sum() + 3 * sizes[boxed].sum()) <= _DEFER_BYTES
+
+
 def _chunks(
-    prefix: str, root_real: str, settings: ReaderSettings, listing: _Listing, todo: list[int]
+    prefix: str, root_real: str, settings: ReaderSettings, listing: _Listing, todo: list[int], pack: bool = True
 ) -> Iterator[tuple[list[int], Chunk]]:
     """(the listing's files, what reading them gave) for every file of ``todo``, a chunk at a time: document
     formats over the extraction workers, text files and containers in chunks — over worker processes when there
-    are many (the first survey of a large folder), else here."""
+    are many (the first survey of a large folder), else here. ``pack``: as for ``chunk_of``."""
     plain: list[int] = []
     formats: list[int] = []
     for k in todo:
@@ -481,11 +534,10 @@ def _chunks(
         ks = formats[at : at + _READ_AHEAD]
         sigs: list = []
         results = read_files([(prefix + listing.paths[k], listing.paths[k]) for k in ks], settings, root_real, sigs)
-        yield ks, chunk_of(results, sigs)
+        yield ks, chunk_of(results, sigs, pack)
     if not plain:
         return
-    sizes = listing.times[plain, 0]
-    weight = np.where([_is_container(listing.paths[k]) for k in plain], np.maximum(sizes, 0) // _CONTAINER_BYTES, 0) + 1
+    weight = _weights(listing, plain)
     workers = min(cpu_count(), _WORKERS_MAX) if int(weight.sum()) >= _PARALLEL_AT else 1
     # over workers, a few chunks each at least, so that the last ones to finish are small
     limit = _CHUNK_MAX if workers < 2 else max(1, min(_CHUNK_MAX, int(weight.sum()) // (4 * workers)))
@@ -501,10 +553,10 @@ def _chunks(
     jobs = [[(prefix + listing.paths[k], listing.paths[k]) for k in part] for part in parts]
     if workers < 2:
         for part, job in zip(parts, jobs):
-            yield part, read_chunk(job, settings, root_real)
+            yield part, read_chunk(job, settings, root_real, pack)
         return
     with ReadPool(workers) as pool:
-        for i, chunk in pool.map(jobs, settings, root_real):
+        for i, chunk in pool.map(jobs, settings, root_real, pack):
             yield parts[i], chunk
 
 
@@ -523,9 +575,13 @@ def _settles(prefix: str, path: str, r: int, old: _Files, settings: ReaderSettin
     return isinstance(data, bytes) and sha256_hex(data) == digest
 
 
-def _flush(store: StatsStore, scope: str, pending: list, counted: list[Chunk], out: _Written) -> int | None:
-    """Store a batch of read files; their columns join ``out.chunks`` (no object per file is kept)."""
-    gen = _after(out.gen, store.put_counted(scope, pending, [(c.runs, c.documents) for c in counted]))
+def _flush(
+    store: StatsStore, scope: str, pending: list, counted: list[Chunk], out: _Written, defer: bool = False
+) -> int | None:
+    """Store a batch of read files (``defer``: their term counts held for a later write); their columns join
+    ``out.chunks`` (no object per file is kept)."""
+    parts = [(c.postings if defer else c.runs, c.documents) for c in counted]
+    gen = _after(out.gen, store.put_counted(scope, pending, parts, defer=defer))
     sigs = [sig for c in counted for sig in c.sigs]  # as taken: the entries' packed ones need not be parsed
     out.chunks.append(_Files.of_entries([(p, e) for p, e, _ in pending], sigs))
     return gen
@@ -542,7 +598,9 @@ def _gathered(store: StatsStore, scope: str, old: _Files, listing: _Listing, dif
         written.chunks.clear()  # their columns are in files now
     if files is not old:
         files.gen, files.saved = written.gen, False
-    if not files.saved and files.gen is not None and store.path is not None:
+    if store.deferred(scope):  # saved once the held counts are written: their files' rows have no signature yet
+        store.keep_for_flush(scope, files)
+    elif not files.saved and files.gen is not None and store.path is not None:
         store.save(scope, files, old)  # the next process loads these columns instead of every file's rows
     return files
 

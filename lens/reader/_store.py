@@ -6,6 +6,7 @@ a store kept in memory (``lens.reader._filestats``).
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import os
@@ -152,6 +153,8 @@ class StatsStore:
         self._pruned = -float("inf")  # time.monotonic() of the last look for folders to drop
         self._ident: tuple[int, int] | None = None  # (device, inode) of the file opened
         self._lock = threading.RLock()
+        self._deferred: list[_Deferred] = []  # term counts held in memory, written by flush (see put_counted)
+        self._at_exit = False
         self.db = self._connect()
 
     # ---------------------------------------------------------------- opening
@@ -280,6 +283,8 @@ class StatsStore:
         return db
 
     def close(self) -> None:
+        """Close the file; term counts still held are dropped (their files are read again)."""
+        self._deferred.clear()
         self.db.close()
 
     @contextmanager
@@ -371,7 +376,10 @@ class StatsStore:
             return []
         with self._using():
             q = f"SELECT term, doc, data FROM terms WHERE term IN ({','.join('?' * len(variants))})"
-            return [_unpack_run(term, doc, data) for term, doc, data in self.db.execute(q, list(variants))]
+            got = [_unpack_run(term, doc, data) for term, doc, data in self.db.execute(q, list(variants))]
+            for held in self._deferred:
+                got.extend(held.counts(variants))
+            return got
 
     # ---------------------------------------------------------------- a folder's use, dropping folders
     def visit(self, scope: str) -> bool:
@@ -447,6 +455,7 @@ class StatsStore:
         and the pages freed handed back to the file system."""
         if not sids:
             return
+        self._deferred = [d for d in self._deferred if d.sid not in sids]
         with self.db:
             for sid in sids:
                 dropped = self.db.execute(
@@ -513,13 +522,21 @@ class StatsStore:
         self,
         scope: str,
         items: Sequence[tuple[str, _Entry, Sequence[bytes | None]]],
-        counted: Sequence[tuple[list[tuple[str, int, bytes]], int]],
+        counted: Sequence[tuple[Any, int]],
+        *,
+        defer: bool = False,
     ) -> tuple[int, int]:
         """Store (path, entry, each document's packed unit or None) for each file, with its documents' term
         counts, replacing what the store held for those paths; each entry's ``ids`` are set to its documents' new
         row ids. ``counted``: (runs of postings, documents) of parts of the entries' documents one after another,
         a run's key the index of its first document in its part (:func:`_runs`). Rows are written a table at a
-        time."""
+        time.
+
+        ``defer``: ``counted`` holds each part's :class:`Postings` instead of runs, and its term counts are not
+        written now but held in this process (:meth:`counts` serves them) until :meth:`flush` — at the folder's
+        next survey or at the process's exit. Until then the files' rows carry no signature, so a process that
+        reads them (this one ended before writing the counts) reads those files again: never a file without its
+        counts."""
         with self._using(), self.db:
             sid = self._scope_id(scope, create=True)
             assert sid is not None
@@ -527,20 +544,85 @@ class StatsStore:
             batch = self._batch(sid, items)
             if batch.stale:
                 self._drop_files(batch.stale)
+            files = batch.files
+            if defer:
+                files = [(f[0], f[1], f[2], "", *f[4:]) for f in batch.files]
             self.db.executemany(
-                "INSERT INTO files(id, scope, path, sig, settled, whole, summary) VALUES(?,?,?,?,?,?,?)", batch.files
+                "INSERT INTO files(id, scope, path, sig, settled, whole, summary) VALUES(?,?,?,?,?,?,?)", files
             )
             self.db.executemany(
                 "INSERT INTO docs(id, file, ord, doc_id, title, names, length, sha256, line) VALUES(?,?,?,?,?,?,?,?,?)",
                 batch.docs,
             )
             self.db.executemany("INSERT OR REPLACE INTO units(doc, data) VALUES(?,?)", batch.units)
-            merged = _term_rows(counted, batch.rows)
-            self.db.executemany(  # in key order: the B-tree's pages are filled, not split half-empty
-                "INSERT INTO terms(term, doc, data) VALUES(?,?,?)",
-                ((t, merged[t][0], b"".join(merged[t][1:])) for t in sorted(merged)),
-            )
+            if defer:
+                held = _Deferred(sid, scope, [(f[0], f[3]) for f in batch.files], [], os.getpid())
+                at = 0
+                for postings, n in counted:
+                    held.parts.append(_HeldPart(postings, batch.rows[at : at + n]))
+                    at += n
+                self._deferred.append(held)
+                if not self._at_exit:
+                    atexit.register(self._flush_at_exit)
+                    self._at_exit = True
+            else:
+                merged = _term_rows(counted, batch.rows)
+                self.db.executemany(  # in key order: the B-tree's pages are filled, not split half-empty
+                    "INSERT INTO terms(term, doc, data) VALUES(?,?,?)",
+                    ((t, merged[t][0], b"".join(merged[t][1:])) for t in sorted(merged)),
+                )
         return gens
+
+    def deferred(self, scope: str | None = None) -> bool:
+        """Whether term counts of ``scope`` (None: of any folder) are held, not yet written (:meth:`flush`)."""
+        with self._lock:
+            return any(scope is None or d.scope == scope for d in self._deferred)
+
+    def keep_for_flush(self, scope: str, files: _Files) -> None:
+        """``files``, the folder's columns after a survey whose counts are held, saved as its snapshot once they
+        are written (a snapshot of files whose rows carry no signature yet would be trusted too early)."""
+        with self._lock:
+            for d in self._deferred:
+                if d.scope == scope:
+                    d.files = files
+
+    def flush(self) -> None:
+        """Write every held term count (:meth:`put_counted` with ``defer``), and the signatures of their files,
+        a held write at a time; then the snapshots kept for after it (:meth:`keep_for_flush`), where no other
+        process wrote to the folder meanwhile."""
+        with self._lock:
+            while self._deferred:
+                held = self._deferred[0]
+                with self._using(), self.db:
+                    gens = self._bump(held.sid)
+                    merged = _term_rows(
+                        [(_runs(p.postings, np.arange(len(p.rows))), len(p.rows)) for p in held.parts],
+                        np.concatenate([p.rows for p in held.parts]) if held.parts else np.zeros(0, dtype=np.int64),
+                    )
+                    self.db.executemany(
+                        "INSERT INTO terms(term, doc, data) VALUES(?,?,?)",
+                        ((t, merged[t][0], b"".join(merged[t][1:])) for t in sorted(merged)),
+                    )
+                    # a file replaced by another process meanwhile has another row id: nothing is set on it
+                    self.db.executemany("UPDATE files SET sig=? WHERE id=? AND sig=''", [(g, f) for f, g in held.sigs])
+                self._deferred.pop(0)
+                files = held.files
+                if files is not None and files.gen is not None:
+                    files.gen = gens[1] if gens[0] == files.gen else None
+                    rest = [d for d in self._deferred if d.scope == held.scope]
+                    if rest:
+                        rest[0].files = files  # saved after the folder's last held write
+                    elif files.gen is not None and self.path is not None:
+                        self.save(held.scope, files)
+
+    def _flush_at_exit(self) -> None:
+        """At the process's exit: the held counts written (a fault here only costs the next survey a re-read)."""
+        if not self._deferred or self._deferred[0].pid != os.getpid():  # a forked child: the parent's to write
+            return
+        try:
+            self.flush()
+        except (StoreError, sqlite3.Error, OSError) as exc:
+            log.info("file statistics store %s: held term counts not written at exit (%s)", self.file, exc)
 
     def _batch(self, sid: int, items: Sequence[tuple[str, _Entry, Sequence[bytes | None]]]) -> _Batch:
         """The rows a write of ``items`` adds (its files, documents and units, with new row ids), the stored files
@@ -865,3 +947,48 @@ def _term_rows(counted: Sequence[tuple[list[tuple[str, int, bytes]], int]], rows
             else:
                 row.append(pack(f) + b)
     return merged
+
+
+@dataclass
+class _HeldPart:
+    """A part's term counts held for a later write: its postings (documents by index in the part) and each of its
+    documents' row id (-1: shared with another process's rows, whose counts are there)."""
+
+    postings: Postings
+    rows: np.ndarray
+    index: dict[str, int] | None = None  # term -> its index in the vocabulary, made on the first look-up
+
+    def counts(self, variants: Sequence[str]) -> list[tuple[str, np.ndarray, np.ndarray]]:
+        p = self.postings
+        if self.index is None:
+            self.index = dict(zip(p.vocab, range(len(p.vocab))))
+        wanted = [self.index[v] for v in variants if v in self.index]
+        if not wanted:
+            return []
+        at = np.flatnonzero(np.isin(p.term, wanted))
+        at = at[self.rows[p.doc[at]] >= 0]
+        at = at[np.argsort(p.term[at], kind="stable")]
+        terms = p.term[at]
+        cuts = np.flatnonzero(np.diff(terms)) + 1
+        return [
+            (p.vocab[int(t[0])], self.rows[p.doc[a]].astype(np.int64), p.n[a].astype(np.int64))
+            for t, a in zip(np.split(terms, cuts), np.split(at, cuts))
+            if len(a)
+        ]
+
+
+@dataclass
+class _Deferred:
+    """One write's term counts held in this process (:meth:`StatsStore.put_counted` with ``defer``): its folder,
+    each file's row id and signature to set once the counts are written, the parts, the process that holds them,
+    and the folder's columns to save as its snapshot after."""
+
+    sid: int
+    scope: str
+    sigs: list[tuple[int, str]]
+    parts: list[_HeldPart]
+    pid: int
+    files: _Files | None = None
+
+    def counts(self, variants: Sequence[str]) -> list[tuple[str, np.ndarray, np.ndarray]]:
+        return [hit for part in self.parts for hit in part.counts(variants)]

@@ -589,6 +589,101 @@ def test_a_first_survey_over_worker_processes_equals_one_read_here(folder, tmp_p
     assert _survey_state(folder, tmp_path / "workers.sqlite") == here
 
 
+def _over_workers(monkeypatch) -> None:
+    monkeypatch.setattr(_filestats, "_RACY_NS", 0)  # written a moment ago, settled all the same
+    monkeypatch.setattr(_filestats, "_PARALLEL_AT", 1)  # any folder is read over the workers, 4 files a chunk
+    monkeypatch.setattr(_filestats, "_CHUNK_MAX", 4)
+    monkeypatch.setattr(_filestats, "cpu_count", lambda: 2)
+
+
+def _reads(monkeypatch) -> list:
+    """The files this process reads from now on (a worker's reads are its own: none are handed out now)."""
+    seen: list = []
+    real = _read._read_file
+    monkeypatch.setattr(_read, "_read_file", lambda full, *a, **k: seen.append(full) or real(full, *a, **k))
+    return seen
+
+
+def test_a_first_survey_over_workers_holds_its_term_counts_and_writes_them_at_the_next_survey(
+    folder, tmp_path, monkeypatch
+):
+    """The first question is ranked from counts held in memory; the next survey writes them, with the files'
+    signatures and the snapshot, so a new process reads no file."""
+    _wide_folder(folder)
+    here = _survey_state(folder, tmp_path / "here.sqlite")
+    _forget_process_memo()
+    _over_workers(monkeypatch)
+    path = tmp_path / "workers.sqlite"
+    scan = survey_corpus(folder, ReaderSettings(stats_store=str(path)))
+    store = scan.doc_stats[2]
+    scope = next(d.scope for d in store._deferred)
+    assert store.deferred(scope) and store.db.execute("SELECT count(*) FROM terms").fetchone()[0] == 0
+    assert store.db.execute("SELECT count(*) FROM files WHERE sig != ''").fetchone()[0] == 0  # not trusted yet
+    held = _state(CorpusView.of(scan))
+    assert held == here[0]  # the counts held answer as the stored ones do
+    assert _survey_state(folder, path)[0] == here[0]  # the next survey: written first
+    assert not store.deferred(scope) and store.db.execute("SELECT count(*) FROM terms").fetchone()[0] > 0
+    _forget_process_memo()
+    seen = _reads(monkeypatch)
+    assert _survey_state(folder, path) == here and seen == []  # a new process: every file known, none read
+
+
+def test_write_held_writes_a_first_surveys_counts_in_a_thread_while_the_view_answers_the_same(
+    folder, tmp_path, monkeypatch
+):
+    _wide_folder(folder)
+    here = _survey_state(folder, tmp_path / "here.sqlite")
+    _forget_process_memo()
+    _over_workers(monkeypatch)
+    scan = survey_corpus(folder, ReaderSettings(stats_store=str(tmp_path / "workers.sqlite")))
+    store = scan.doc_stats[2]
+    assert store.deferred()
+    thread = _filestats.write_held(scan)
+    view = CorpusView.of(scan)
+    assert _state(view) == here[0]  # during the write or after it: the same counts
+    thread.join()
+    assert not store.deferred() and _state(view) == here[0]
+    assert _filestats.write_held(scan) is None  # nothing held any more
+    assert store.db.execute("SELECT count(*) FROM snapshots").fetchone()[0] > 0  # saved after the write
+
+
+def test_counts_held_by_a_process_that_ends_before_writing_them_are_read_again(folder, tmp_path, monkeypatch):
+    _wide_folder(folder)
+    here = _survey_state(folder, tmp_path / "here.sqlite")
+    _forget_process_memo()
+    _over_workers(monkeypatch)
+    path = tmp_path / "workers.sqlite"
+    survey_corpus(folder, ReaderSettings(stats_store=str(path)))
+    _forget_process_memo()  # the process ends without writing them (killed): its files' rows have no signature
+    monkeypatch.setattr(_filestats, "_PARALLEL_AT", 10**9)  # read here, where the reads can be counted
+    seen = _reads(monkeypatch)
+    assert _survey_state(folder, path) == here
+    assert len(seen) == sum(p.is_file() for p in folder.rglob("*"))  # every file read again
+
+
+def test_counts_held_at_a_process_exit_are_written_then(folder, tmp_path, monkeypatch):
+    """A process that exits normally writes what it held (``atexit``): the next one reads no file."""
+    path = tmp_path / "workers.sqlite"
+    code = (
+        "import sys; from lens.reader import _filestats; from lens._config import ReaderSettings; "
+        "_filestats._RACY_NS = 0; _filestats._PARALLEL_AT = 1; _filestats._CHUNK_MAX = 4; _filestats.cpu_count = lambda: 2; "
+        "scan = _filestats.survey_corpus(sys.argv[1], ReaderSettings(stats_store=sys.argv[2])); "
+        "assert scan.doc_stats[2]._deferred"
+    )
+    _wide_folder(folder)
+    subprocess.run([sys.executable, "-c", code, str(folder), str(path)], check=True)
+    here = _fresh(folder)
+    store = StatsStore(path)
+    try:
+        assert store.db.execute("SELECT count(*) FROM files WHERE sig = ''").fetchone()[0] == 0  # every one written
+        assert store.db.execute("SELECT count(*) FROM snapshots").fetchone()[0] > 0
+    finally:
+        store.close()
+    monkeypatch.setattr(_filestats, "_RACY_NS", 0)
+    seen = _reads(monkeypatch)
+    assert _survey_state(folder, path)[0] == here and seen == []
+
+
 def test_a_chunk_whose_worker_dies_is_read_here(folder, tmp_path, monkeypatch):
     _wide_folder(folder)
     here = _survey_state(folder, tmp_path / "here.sqlite")
