@@ -10,7 +10,10 @@ A question **surveys** the folder as it is now (:func:`survey_corpus`): it lists
 statistics of each file whose signature is unchanged from the store, reads exactly the new and changed ones and
 drops the gone ones; many files (the first question over a large folder) are read, folded and counted a chunk
 at a time by worker processes on every core, which hand back columns (``lens.reader._chunks``), while this
-process stores the chunks already done. A file changed within two seconds of its reading (timestamps are coarse)
+process stores the chunks already done — their term counts held in memory when the text is small enough
+(``_DEFER_BYTES``), so the question is ranked before they are written (:func:`write_held`, the next survey, or
+the process's exit: :meth:`StatsStore.flush`; until then the files' rows have no signature, so a process that
+dies first leaves them to be read again). A file changed within two seconds of its reading (timestamps are coarse)
 is checked by its content hash on the next survey. Documents are read into memory only when the agent reads them
 (:class:`DocumentTable`). Nothing is written inside the folder: the store is one SQLite file outside it
 (``reader.stats_store``, default ``<user cache>/lens/stats.sqlite``), shared safely by concurrent processes (WAL,
