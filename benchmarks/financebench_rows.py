@@ -34,7 +34,13 @@ from harness.bench.financebench import load_financebench
 __all__ = ["redact_row", "restore_row", "load_questions", "leaks", "main"]
 
 ROW_FIELDS = ("question", "gold_answer", "gold_pages", "question_reasoning")  # FinanceBench's, at the top of a row
-DETAILS_DROPPED = ("decomposition", "requirements", "memory_entries")  # LENS's details that repeat the question
+DETAILS_DROPPED = (
+    "decomposition",
+    "requirements",
+    "memory_entries",
+    "paperqa_answer",
+)  # details that repeat the question
+CONTEXT_DROPPED = ("summary",)  # the PaperQA2 arm's evidence summaries (details.contexts): they repeat the question
 KEPT_AS_IS = ("judge.jsonl", "manifest.json")
 SHINGLE = 40  # characters of the data's text that a kept string may not hold
 
@@ -63,6 +69,11 @@ def redact_row(row: dict[str, Any]) -> dict[str, Any]:
     pred = out.get("prediction")
     if isinstance(pred, dict) and isinstance(pred.get("details"), dict):
         details = {k: v for k, v in pred["details"].items() if k not in DETAILS_DROPPED}
+        if isinstance(details.get("contexts"), list):
+            details["contexts"] = [
+                {k: v for k, v in c.items() if k not in CONTEXT_DROPPED} if isinstance(c, dict) else c
+                for c in details["contexts"]
+            ]
         out["prediction"] = {**pred, "details": details}
     return out
 

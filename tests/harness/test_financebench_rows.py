@@ -115,3 +115,15 @@ def test_a_row_of_a_question_not_in_the_data_is_named(rows_mod, data, tmp_path):
     repo = _run(tmp_path / "repo", [rows_mod.redact_row(row)])
     with pytest.raises(SystemExit, match=r"rows.jsonl:1: field 'question_id' 'fb_9' is not in the data"):
         rows_mod.main(["restore", str(repo), str(tmp_path / "back"), "--data", str(data)])
+
+
+def test_paperqa_evidence_summaries_are_dropped_the_rest_of_its_contexts_kept(rows_mod):
+    row = {
+        "question": "What was the revenue?",
+        "prediction": {
+            "answer": "x",
+            "details": {"contexts": [{"key": "k1", "summary": "the revenue …", "cited": True}]},
+        },
+    }
+    kept = rows_mod.redact_row(row)
+    assert kept["prediction"]["details"]["contexts"] == [{"key": "k1", "cited": True}] and "question" not in kept
