@@ -566,12 +566,16 @@ class StatsStore:
                     atexit.register(self._flush_at_exit)
                     self._at_exit = True
             else:
-                merged = _term_rows(counted, batch.rows)
-                self.db.executemany(  # in key order: the B-tree's pages are filled, not split half-empty
-                    "INSERT INTO terms(term, doc, data) VALUES(?,?,?)",
-                    ((t, merged[t][0], b"".join(merged[t][1:])) for t in sorted(merged)),
-                )
+                self._insert_terms(_term_rows(counted, batch.rows))
         return gens
+
+    def _insert_terms(self, merged: dict[str, list]) -> None:
+        """One row per term of ``merged`` (:func:`_term_rows`), in key order: the B-tree's pages are filled, not split
+        half-empty."""
+        self.db.executemany(
+            "INSERT INTO terms(term, doc, data) VALUES(?,?,?)",
+            ((t, merged[t][0], b"".join(merged[t][1:])) for t in sorted(merged)),
+        )
 
     def deferred(self, scope: str | None = None) -> bool:
         """Whether term counts of ``scope`` (None: of any folder) are held, not yet written (:meth:`flush`)."""
@@ -595,14 +599,10 @@ class StatsStore:
                 held = self._deferred[0]
                 with self._using(), self.db:
                     gens = self._bump(held.sid)
-                    merged = _term_rows(
-                        [(_runs(p.postings, np.arange(len(p.rows))), len(p.rows)) for p in held.parts],
-                        np.concatenate([p.rows for p in held.parts]) if held.parts else np.zeros(0, dtype=np.int64),
-                    )
-                    self.db.executemany(
-                        "INSERT INTO terms(term, doc, data) VALUES(?,?,?)",
-                        ((t, merged[t][0], b"".join(merged[t][1:])) for t in sorted(merged)),
-                    )
+                    merged: dict[str, list] = {}
+                    for part in held.parts:  # packed onto the row ids the documents were given
+                        _merge(merged, _runs(part.postings, part.rows))
+                    self._insert_terms(merged)
                     # a file replaced by another process meanwhile has another row id: nothing is set on it
                     self.db.executemany("UPDATE files SET sig=? WHERE id=? AND sig=''", [(g, f) for f, g in held.sigs])
                 self._deferred.pop(0)
@@ -926,9 +926,9 @@ class _Batch:
 
 def _term_rows(counted: Sequence[tuple[list[tuple[str, int, bytes]], int]], rows: np.ndarray) -> dict[str, list]:
     """Every part's runs of a term joined as one row's segments (a row per distinct term of the write): term ->
-    [its first document's row id, its segments]."""
+    [its first document's row id, its segments]; each part's runs keyed by its documents' row ids ``rows`` (the
+    parts' documents one after another)."""
     merged: dict[str, list] = {}
-    pack = _FIRST.pack
     at = 0
     for part, n in counted:
         ids = rows[at : at + n]
@@ -937,16 +937,22 @@ def _term_rows(counted: Sequence[tuple[list[tuple[str, int, bytes]], int]], rows
             continue
         if ids[0] >= 0 and np.array_equal(ids, np.arange(ids[0], ids[0] + n)):
             base = int(ids[0])  # the part's documents stored one after another: only the firsts move
-            segments: Iterable[tuple[str, int, bytes]] = ((t, base + f, b) for t, f, b in part)
+            _merge(merged, ((t, base + f, b) for t, f, b in part))
         else:  # some of its files were stored by another process: the runs of the others, anew
-            segments = _rerun(part, ids)
-        for t, f, b in segments:
-            row = merged.get(t)
-            if row is None:
-                merged[t] = [f, pack(f) + b]
-            else:
-                row.append(pack(f) + b)
+            _merge(merged, _rerun(part, ids))
     return merged
+
+
+def _merge(merged: dict[str, list], segments: Iterable[tuple[str, int, bytes]]) -> None:
+    """Runs of postings keyed by row id (:func:`_runs`) joined into ``merged``: term -> [its first document's row
+    id, its segments]."""
+    pack = _FIRST.pack
+    for t, f, b in segments:
+        row = merged.get(t)
+        if row is None:
+            merged[t] = [f, pack(f) + b]
+        else:
+            row.append(pack(f) + b)
 
 
 @dataclass
