@@ -482,8 +482,9 @@ def _read_changed(
     pending: list[tuple[str, _Entry, Sequence[bytes | None]]] = []
     counted: list[Chunk] = []
     pending_docs = 0
-    defer = _defers(listing, todo)
-    for ks, chunk in _chunks(prefix, root_real, settings, listing, todo, not defer):
+    plan = _plan(listing, todo)
+    defer = plan.defers()
+    for ks, chunk in _chunks(prefix, root_real, settings, listing, plan, not defer):
         for j, k in enumerate(ks):
             p, sig = listing.paths[k], chunk.sigs[j]
             settled = bool(sig) and sig[4] < settled_before
@@ -501,38 +502,45 @@ def _read_changed(
     return out
 
 
-def _weights(listing: _Listing, plain: list[int]) -> np.ndarray:
-    """What reading each of ``plain`` (text files and containers) weighs: 1 a file, a container 1 per
-    ``_CONTAINER_BYTES`` on disk more."""
-    sizes = listing.times[plain, 0]
-    return np.where([_is_container(listing.paths[k]) for k in plain], np.maximum(sizes, 0) // _CONTAINER_BYTES, 0) + 1
+@dataclass
+class _Plan:
+    """How the files to read are read: the document formats (over the extraction workers), and the text files and
+    containers (``plain``: each one's size on disk, whether it is a container, what reading it weighs — 1 a file, a
+    container 1 per ``_CONTAINER_BYTES`` more) over ``workers`` reading processes (1: here)."""
+
+    formats: list[int]
+    plain: list[int]
+    sizes: np.ndarray
+    boxed: np.ndarray
+    weight: np.ndarray
+    workers: int
+
+    def defers(self) -> bool:
+        """Whether the read holds its term counts for a later write: text files and containers only, over the
+        workers (the first survey of a large folder), at most ``_DEFER_BYTES`` of text."""
+        text = int(self.sizes.sum() + 3 * self.sizes[self.boxed].sum())
+        return not self.formats and self.workers >= 2 and text <= _DEFER_BYTES
 
 
-def _defers(listing: _Listing, todo: list[int]) -> bool:
-    """Whether reading ``todo`` holds its term counts for a later write: a read over the workers (the first
-    survey of a large folder) of at most ``_DEFER_BYTES`` of text."""
-    plain = [k for k in todo if format_of(_suffix(listing.paths[k])) is None]
-    if (
-        len(plain) < len(todo)
-        or min(cpu_count(), _WORKERS_MAX) < 2
-        or int(_weights(listing, plain).sum()) < _PARALLEL_AT
-    ):
-        return False
-    sizes = np.maximum(listing.times[plain, 0], 0)
-    boxed = np.array([_is_container(listing.paths[k]) for k in plain], dtype=bool)
-    return int(sizes.sum() + 3 * sizes[boxed].sum()) <= _DEFER_BYTES
-
-
-def _chunks(
-    prefix: str, root_real: str, settings: ReaderSettings, listing: _Listing, todo: list[int], pack: bool = True
-) -> Iterator[tuple[list[int], Chunk]]:
-    """(the listing's files, what reading them gave) for every file of ``todo``, a chunk at a time: document
-    formats over the extraction workers, text files and containers in chunks — over worker processes when there
-    are many (the first survey of a large folder), else here. ``pack``: as for ``chunk_of``."""
+def _plan(listing: _Listing, todo: list[int]) -> _Plan:
     plain: list[int] = []
     formats: list[int] = []
     for k in todo:
         (plain if format_of(_suffix(listing.paths[k])) is None else formats).append(k)
+    sizes = np.maximum(listing.times[plain, 0], 0)
+    boxed = np.array([_is_container(listing.paths[k]) for k in plain], dtype=bool)
+    weight = np.where(boxed, sizes // _CONTAINER_BYTES, 0) + 1
+    workers = min(cpu_count(), _WORKERS_MAX) if int(weight.sum()) >= _PARALLEL_AT else 1
+    return _Plan(formats, plain, sizes, boxed, weight, workers)
+
+
+def _chunks(
+    prefix: str, root_real: str, settings: ReaderSettings, listing: _Listing, plan: _Plan, pack: bool = True
+) -> Iterator[tuple[list[int], Chunk]]:
+    """(the listing's files, what reading them gave) for every file of ``plan``, a chunk at a time: document
+    formats over the extraction workers, text files and containers in chunks — over worker processes when there
+    are many (the first survey of a large folder), else here. ``pack``: as for ``chunk_of``."""
+    formats, plain, weight, workers = plan.formats, plan.plain, plan.weight, plan.workers
     for at in range(0, len(formats), _READ_AHEAD):
         ks = formats[at : at + _READ_AHEAD]
         sigs: list = []
@@ -540,8 +548,6 @@ def _chunks(
         yield ks, chunk_of(results, sigs, pack)
     if not plain:
         return
-    weight = _weights(listing, plain)
-    workers = min(cpu_count(), _WORKERS_MAX) if int(weight.sum()) >= _PARALLEL_AT else 1
     # over workers, a few chunks each at least, so that the last ones to finish are small
     limit = _CHUNK_MAX if workers < 2 else max(1, min(_CHUNK_MAX, int(weight.sum()) // (4 * workers)))
     bounds = [0]
