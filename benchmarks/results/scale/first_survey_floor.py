@@ -30,9 +30,10 @@ from pathlib import Path
 from lens._terms import fold
 from lens.reader._postings import count_terms
 
+_IMPORTS = "import sys; from lens import load_config; from lens.parts import survey_corpus"
 _SURVEY = (
-    "import sys; from lens import load_config; from lens.parts import survey_corpus; "
-    "c = load_config('deep', env={}); c.reader.stats_store = sys.argv[2]; survey_corpus(sys.argv[1], c.reader)"
+    f"{_IMPORTS}; c = load_config('deep', env={{}}); c.reader.stats_store = sys.argv[2]; "
+    "survey_corpus(sys.argv[1], c.reader)"
 )
 
 
@@ -91,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
             times[f"floor, {args.workers} workers"].append(floor(args.folder, args.workers))
             store = os.path.join(tmp, f"stats-{r}.sqlite")  # empty: the first question's survey
             times["lens"].append(_timed([sys.executable, "-c", _SURVEY, args.folder, store]))
-            times["lens: start and imports only"].append(_timed([sys.executable, "-c", _SURVEY.split("; c = ")[0]]))
+            times["lens: start and imports only"].append(_timed([sys.executable, "-c", _IMPORTS]))
     rg_s = statistics.median(times["rg"])
     out = {
         k: {"s": round(statistics.median(v), 3), "x_rg": round(statistics.median(v) / rg_s, 1)}
