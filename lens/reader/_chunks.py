@@ -1,26 +1,30 @@
 """Reading a folder's changed files a chunk at a time into what the statistics store keeps — each file's stat
 signature and reading outcome, its documents' statistics and their term counts as columns — in this process or,
-for the first survey of a large folder, in worker processes on every core.
+for the first survey of a large folder, over worker processes on the other cores and this process together.
 
 A worker is a fresh interpreter (``sys.executable -c …``, like the extraction workers: never a fork of this
 possibly threaded process) that reads each chunk it is handed through the same guarded open as this process
 (``lens.reader._read._read_file``, checked against the folder's real path) and hands back the chunk's columns:
 per file its signature, outcome and document statistics, and the chunk's term counts as the store's runs of
 postings, packed (``lens.reader._store._runs``: a row per distinct term, no object per posting). Document formats (PDF, …) are not read here: they go through the extraction workers.
-A worker that cannot be started, or dies on a chunk, costs time only: that chunk is read in this process.
+A thread of this process keeps each worker reading; this process reads a chunk itself whenever it has none to
+store. A worker that cannot be started, or dies on a chunk, costs time only: its chunk is read by another.
 """
 
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
+import queue
 import signal
 import socket
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass
-from multiprocessing.connection import Connection, wait
+from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Iterator, Sequence
 
 import numpy as np
@@ -141,9 +145,10 @@ class _Worker:
 
 class ReadPool:
     """Up to ``workers`` reading workers for one survey, started at once (their start overlaps); :meth:`map`
-    reads chunks over them, :meth:`close` stops them."""
+    reads chunks over them and, ``here``, in this process too; :meth:`close` stops them."""
 
-    def __init__(self, workers: int) -> None:
+    def __init__(self, workers: int, here: bool = True) -> None:
+        self.here = here
         self._workers: list[_Worker] = []
         for _ in range(workers):
             try:
@@ -165,50 +170,112 @@ class ReadPool:
     def map(
         self, chunks: Sequence[Sequence[tuple[str, str]]], settings: ReaderSettings, root_real: str, pack: bool = True
     ) -> Iterator[tuple[int, Chunk]]:
-        """(index, chunk read) for each of ``chunks``, in the order they are done. A chunk whose worker died, or
-        that no worker took, is read in this process."""
-        todo = list(range(len(chunks)))[::-1]
+        """(index, chunk read) for each of ``chunks``, in the order they are done. Each worker is kept reading by a
+        thread of this process (it hands the worker its next chunk the moment the last one is back); this process
+        reads a chunk itself whenever none is done for it to store (``here``), so no core waits while the workers
+        start and one worker fewer is needed. A chunk whose worker died, or that no worker took, is read here."""
         limits = ReadLimits.of(settings)
-        busy: dict[Connection, tuple[_Worker, int | None]] = {w.conn: (w, None) for w in self._workers}
-        while busy:
-            starting = [c for c, (_, i) in busy.items() if i is None]
-            ready = wait(list(busy), timeout=_READY_TIMEOUT_S if starting else None)
-            if not ready:  # workers that did not start in time: the others, or this process, read their share
-                for conn in starting:
-                    worker, _ = busy.pop(conn)
-                    worker.kill()
-                    self._workers.remove(worker)
-            for conn in ready:
-                worker, i = busy.pop(conn)  # type: ignore[call-overload]
+        shared = _Shared(list(range(len(chunks)))[::-1], len(self._workers))
+        threads = [
+            threading.Thread(target=_drive, args=(w, chunks, limits, root_real, pack, shared), daemon=True)
+            for w in self._workers
+        ]
+        for t in threads:
+            t.start()
+        try:
+            while True:
                 try:
-                    got = conn.recv()  # type: ignore[union-attr]
-                except (EOFError, OSError):  # it died (or never started): its chunk is read here
-                    worker.kill()
-                    self._workers.remove(worker)
-                    if i is not None:
+                    got = shared.done.get_nowait()
+                except queue.Empty:
+                    i = shared.take(worker=False) if self.here or not shared.live else None
+                    if i is not None:  # nothing to store (or no worker left): this process reads one
                         yield i, read_chunk(chunks[i], settings, root_real, pack)
-                    continue
-                if todo:  # the worker's next chunk first: it reads while this process stores the last one
-                    k = todo.pop()
-                    try:
-                        worker.conn.send((chunks[k], limits, root_real, pack))
-                    except OSError:
-                        worker.kill()
-                        self._workers.remove(worker)
-                        todo.append(k)
-                    else:
-                        busy[worker.conn] = (worker, k)
-                if i is not None:
-                    yield i, got
-        while todo:  # no worker left
-            i = todo.pop()
-            yield i, read_chunk(chunks[i], settings, root_real, pack)
+                        continue
+                    if not shared.pending():
+                        return
+                    got = shared.done.get()
+                if got is not None:
+                    yield got
+        finally:
+            self.close()  # a worker still reading (the caller stopped early) is stopped; its thread ends
+            for t in threads:
+                t.join()
+
+
+class _Shared:
+    """What a pool's threads and the process reading with them share: the chunks not yet taken (taken from the
+    end), how many a worker is reading, the chunks read (``done``: (index, chunk); None when a worker's thread
+    ends), and how many workers are live."""
+
+    def __init__(self, todo: list[int], live: int) -> None:
+        self.todo, self.out, self.live = todo, 0, live
+        self.lock = threading.Lock()
+        self.done: queue.Queue[tuple[int, Chunk] | None] = queue.Queue()
+
+    def take(self, worker: bool) -> int | None:
+        """The next chunk to read, by a worker or by this process; None when none is left."""
+        with self.lock:
+            if not self.todo:
+                return None
+            if worker:
+                self.out += 1
+            return self.todo.pop()
+
+    def read(self, i: int, chunk: Chunk) -> None:
+        """A worker read chunk ``i``."""
+        with self.lock:  # handed out and no longer out at once: pending() never misses it
+            self.done.put((i, chunk))
+            self.out -= 1
+
+    def give_back(self, i: int) -> None:
+        """A worker was lost with chunk ``i``: another reader takes it."""
+        with self.lock:
+            self.todo.append(i)
+            self.out -= 1
+
+    def pending(self) -> bool:
+        """Whether a chunk is still to be taken or is being read by a worker."""
+        with self.lock:
+            return bool(self.todo) or self.out > 0
+
+    def lost(self) -> None:
+        with self.lock:
+            self.live -= 1
+            self.done.put(None)  # wakes the reading process: perhaps it reads the rest now
+
+
+def _drive(
+    worker: _Worker,
+    chunks: Sequence[Sequence[tuple[str, str]]],
+    limits: ReadLimits,
+    root_real: str,
+    pack: bool,
+    shared: _Shared,
+) -> None:
+    """A thread keeping one worker reading: once it is ready, the next chunk handed to it as the last comes back,
+    until none is left; a worker that does not start in time, or dies, is given up (its chunk given back)."""
+    try:
+        if not worker.conn.poll(_READY_TIMEOUT_S) or worker.conn.recv() != "ready":
+            return
+        while (i := shared.take(worker=True)) is not None:
+            try:
+                worker.conn.send((chunks[i], limits, root_real, pack))
+                got = worker.conn.recv()
+            except (EOFError, OSError):
+                shared.give_back(i)
+                return
+            shared.read(i, got)
+    except (EOFError, OSError):  # it died (or never started)
+        return
+    finally:
+        shared.lost()
 
 
 def _serve(fd: int) -> None:
     """A worker's loop: answer each ``(jobs, limits, root_real, pack)`` with :func:`read_chunk`'s chunk until
     the socket closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle; it stops its workers
+    gc.disable()  # a chunk's objects hold no cycles and go when it is sent: collections would only walk them
     conn = Connection(fd)
     conn.send("ready")
     while True:

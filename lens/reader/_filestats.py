@@ -96,7 +96,7 @@ _READ_AHEAD = 256  # document-format files read at once (extracted over the extr
 _CHUNK_MAX = 5_000
 _CONTAINER_BYTES = 2_048  # a container weighs a unit per this many bytes on disk (a file otherwise weighs 1)
 _PARALLEL_AT = 2_000  # reading this much weight (files) or more starts worker processes
-_WORKERS_MAX = 8  # reading workers, at most (each holds an interpreter and a chunk: ≈ 100 MB)
+_WORKERS_MAX = 8  # processes reading, this one and its workers, at most (each an interpreter and a chunk: ≈ 100 MB)
 # a survey that reads this much text or less over the workers (a compressed container counted at 4x its size on
 # disk) holds its term counts in memory and writes them after (StatsStore.put_counted with defer): the question is
 # ranked before they are written. More is written as it is read (the counts held: ≈ 12 bytes a posting)
@@ -494,7 +494,9 @@ def _read_changed(
             pending.append((p, entry, chunk.units[j]))
         counted.append(chunk)
         pending_docs += chunk.documents
-        if len(pending) >= _BATCH or pending_docs >= _BATCH_DOCS:  # shards: thousands of documents per batch
+        # stored a batch at a time (shards: thousands of documents per batch); a chunk at a time when its counts
+        # are held (a write of rows only), so that little is left to store once the last chunk is read
+        if defer or len(pending) >= _BATCH or pending_docs >= _BATCH_DOCS:
             out.gen = _flush(store, scope, pending, counted, out, defer)
             pending, counted, pending_docs = [], [], 0
     if pending:
@@ -506,7 +508,8 @@ def _read_changed(
 class _Plan:
     """How the files to read are read: the document formats (over the extraction workers), and the text files and
     containers (``plain``: each one's size on disk, whether it is a container, what reading it weighs — 1 a file, a
-    container 1 per ``_CONTAINER_BYTES`` more) over ``workers`` reading processes (1: here)."""
+    container 1 per ``_CONTAINER_BYTES`` more) over ``workers`` processes reading, this one among them (1: this one
+    alone)."""
 
     formats: list[int]
     plain: list[int]
@@ -548,8 +551,8 @@ def _chunks(
         yield ks, chunk_of(results, sigs, pack)
     if not plain:
         return
-    # over workers, a few chunks each at least, so that the last ones to finish are small
-    limit = _CHUNK_MAX if workers < 2 else max(1, min(_CHUNK_MAX, int(weight.sum()) // (4 * workers)))
+    # over the workers and this process, a few chunks each at least, so that the last ones to finish are small
+    limit = _CHUNK_MAX if workers < 2 else max(1, min(_CHUNK_MAX, int(weight.sum()) // (8 * workers)))
     bounds = [0]
     total = 0
     for i, w in enumerate(weight.tolist()):
@@ -564,7 +567,7 @@ def _chunks(
         for part, job in zip(parts, jobs):
             yield part, read_chunk(job, settings, root_real, pack)
         return
-    with ReadPool(workers) as pool:
+    with ReadPool(workers - 1) as pool:  # this process reads too
         for i, chunk in pool.map(jobs, settings, root_real, pack):
             yield parts[i], chunk
 

@@ -17,7 +17,7 @@ import time
 import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from itertools import groupby
+from itertools import groupby, takewhile
 from operator import itemgetter
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
@@ -592,20 +592,25 @@ class StatsStore:
 
     def flush(self) -> None:
         """Write every held term count (:meth:`put_counted` with ``defer``), and the signatures of their files,
-        a held write at a time; then the snapshots kept for after it (:meth:`keep_for_flush`), where no other
-        process wrote to the folder meanwhile."""
+        a folder's held writes in one (a row per term); then the snapshots kept for after it
+        (:meth:`keep_for_flush`), where no other process wrote to the folder meanwhile."""
         with self._lock:
             while self._deferred:
                 held = self._deferred[0]
+                # the folder's held writes one after another (a survey's chunks): one write, a row per term
+                same = list(takewhile(lambda d: d.sid == held.sid, self._deferred))
                 with self._using(), self.db:
                     gens = self._bump(held.sid)
                     merged: dict[str, list] = {}
-                    for part in held.parts:  # packed onto the row ids the documents were given
+                    for part in (p for d in same for p in d.parts):  # packed onto the row ids the documents were given
                         _merge(merged, _runs(part.postings, part.rows))
                     self._insert_terms(merged)
                     # a file replaced by another process meanwhile has another row id: nothing is set on it
-                    self.db.executemany("UPDATE files SET sig=? WHERE id=? AND sig=''", [(g, f) for f, g in held.sigs])
-                self._deferred.pop(0)
+                    self.db.executemany(
+                        "UPDATE files SET sig=? WHERE id=? AND sig=''", [(g, f) for d in same for f, g in d.sigs]
+                    )
+                del self._deferred[: len(same)]
+                held = same[-1]
                 files = held.files
                 if files is not None and files.gen is not None:
                     files.gen = gens[1] if gens[0] == files.gen else None

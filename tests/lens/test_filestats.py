@@ -4,6 +4,7 @@ safely between processes, and a broken or unwritable store costs nothing but tim
 from __future__ import annotations
 
 import bz2
+import functools
 import json
 import os
 import stat
@@ -572,21 +573,48 @@ def _survey_state(folder: Path, store: Path) -> tuple:
     return _state(CorpusView.of(scan)), scan.stats() | {"seconds": 0, "mb_per_s": 0}, scan.problems
 
 
-def test_a_first_survey_over_worker_processes_equals_one_read_here(folder, tmp_path, monkeypatch):
+@pytest.mark.parametrize("along", [False, True], ids=["workers-only", "this-process-too"])
+def test_a_first_survey_over_worker_processes_equals_one_read_here(folder, tmp_path, monkeypatch, along):
     _wide_folder(folder)
     here = _survey_state(folder, tmp_path / "here.sqlite")
     _forget_process_memo()
     monkeypatch.setattr(_filestats, "_PARALLEL_AT", 1)  # any folder is read over the workers, 4 files a chunk
     monkeypatch.setattr(_filestats, "_CHUNK_MAX", 4)
-    monkeypatch.setattr(_filestats, "cpu_count", lambda: 2)
+    monkeypatch.setattr(_filestats, "cpu_count", lambda: 3)
+    monkeypatch.setattr(_filestats, "ReadPool", functools.partial(_chunks.ReadPool, here=along))
     read_here = []
     real = _chunks.read_chunk
     monkeypatch.setattr(_chunks, "read_chunk", lambda jobs, *a: read_here.append(jobs) or real(jobs, *a))
     workers = _survey_state(folder, tmp_path / "workers.sqlite")
-    assert read_here == []  # every chunk was read by a worker
+    if not along:
+        assert read_here == []  # every chunk was read by a worker
     assert workers == here and here[0] == _fresh(folder)
     _forget_process_memo()  # a new process loads what the workers' survey stored
     assert _survey_state(folder, tmp_path / "workers.sqlite") == here
+
+
+def test_a_read_pool_hands_out_every_chunk_once_between_its_workers_and_this_process(folder, monkeypatch):
+    """Chunks are taken by whoever is free: the workers (kept reading by threads) and this process, each chunk
+    once; a worker lost on a chunk gives it back."""
+    _wide_folder(folder)
+    files = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
+    chunks = [[(str(folder / f), f) for f in files[i : i + 3]] for i in range(0, len(files), 3)]
+    settings, real = ReaderSettings(), os.path.realpath(folder)
+    with _chunks.ReadPool(2) as pool:
+        got = dict(pool.map(chunks, settings, real))
+    assert sorted(got) == list(range(len(chunks)))
+    once = {i: _chunks.read_chunk(c, settings, real) for i, c in enumerate(chunks)}
+    assert all(got[i].stats == once[i].stats and got[i].runs == once[i].runs for i in once)
+    # every worker dies on its first chunk: each chunk is read here all the same, once
+    monkeypatch.setattr(
+        _chunks,
+        "_WORKER_CODE",
+        "import sys, os; from multiprocessing.connection import Connection; "
+        "c = Connection(int(sys.argv[2])); c.send('ready'); c.recv(); os._exit(3)",
+    )
+    with _chunks.ReadPool(2, here=False) as pool:
+        order = [i for i, _ in pool.map(chunks, settings, real)]
+    assert sorted(order) == list(range(len(chunks)))
 
 
 def _over_workers(monkeypatch) -> None:
