@@ -390,12 +390,13 @@ def _survey(
             return _again(folder.last, root_path, t0)  # watched, and nothing changed since the last survey
     old = folder.files if folder.files is not None else store.load(scope)
     checked = time.monotonic()
-    listing = _list(root_path, root_real, settings, folder, old)
-    diff = _compare(old, listing)
-    gen = old.gen
-    if len(diff.gone):
-        gen = _after(gen, store.drop(scope, [old.paths[i] for i in diff.gone.tolist()]))
-    written = _read_changed(root_path, root_real, settings, store, scope, old, listing, diff, gen)
+    with _EarlyWorkers() as early:  # a folder the store knows nothing of: every file listed is to be read
+        listing = _list(root_path, root_real, settings, folder, old, early if not len(old) else None)
+        diff = _compare(old, listing)
+        gen = old.gen
+        if len(diff.gone):
+            gen = _after(gen, store.drop(scope, [old.paths[i] for i in diff.gone.tolist()]))
+        written = _read_changed(root_path, root_real, settings, store, scope, old, listing, diff, gen, early.pool)
     if len(diff.gone) or written.changed:  # rows were dropped or replaced: perhaps enough orphaned postings to delete
         store.compact()
     files = _gathered(store, scope, old, listing, diff, written)
@@ -412,9 +413,36 @@ def _survey(
     return scan
 
 
-def _list(root_path: Path, root_real: str, settings: ReaderSettings, folder: _Folder, old: _Files) -> _Listing:
+class _EarlyWorkers:
+    """Reading workers started while a folder is still listed, once enough files are listed to be read over
+    workers (``_PARALLEL_AT``): their start (an interpreter and NumPy, ≈ 0.2 s each) overlaps the listing instead of
+    following it. For a folder the store knows nothing of (each file listed is one to read); stopped on leaving."""
+
+    def __init__(self) -> None:
+        self.pool: ReadPool | None = None
+
+    def start(self) -> None:
+        self.pool = ReadPool(min(cpu_count(), _WORKERS_MAX) - 1)
+
+    def __enter__(self) -> _EarlyWorkers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.pool is not None:
+            self.pool.close()
+
+
+def _list(
+    root_path: Path,
+    root_real: str,
+    settings: ReaderSettings,
+    folder: _Folder,
+    old: _Files,
+    early: _EarlyWorkers | None = None,
+) -> _Listing:
     """The folder's files as they are now, each with its stat signature; a folder asked about again is watched
-    (every directory listed is watched before it is listed)."""
+    (every directory listed is watched before it is listed); ``early``: its workers started once ``_PARALLEL_AT``
+    files are listed."""
     skipped: Counter = Counter()
     patterns, ignore_unread = _ignore_patterns(root_path, root_real)
     problems: list[str] = [ignore_unread] if ignore_unread else []
@@ -422,7 +450,8 @@ def _list(root_path: Path, root_real: str, settings: ReaderSettings, folder: _Fo
     # each listed file's signature: (device, inode), (size, mtime_ns, ctime_ns); whether it has other names
     sigs = (array("Q"), array("q"), array("B"))
     # a path listed where it was last time is the known string again: the listing holds no second million
-    paths = _list_files(root_path, settings, skipped, problems, root_real, patterns, dirs, sigs, old.paths)
+    at = (_PARALLEL_AT, early.start) if early is not None and min(cpu_count(), _WORKERS_MAX) > 1 else None
+    paths = _list_files(root_path, settings, skipped, problems, root_real, patterns, dirs, sigs, old.paths, at)
     if folder.last is not None and settings.watch and not settings.follow_symlinks:  # asked about again
         folder.watch = folder.watch or FolderWatch()
         folder.watch.armed = folder.watch.watch(dirs)
@@ -463,9 +492,11 @@ def _read_changed(
     listing: _Listing,
     diff: _Diff,
     gen: int | None,
+    started: ReadPool | None = None,
 ) -> _Written:
     """Settle the files changed moments before their last reading whose content is the same; read every other
-    new or changed file (document formats over the extraction workers) and store it, in write batches."""
+    new or changed file (document formats over the extraction workers; ``started``: reading workers started
+    already) and store it, in write batches."""
     prefix = os.path.join(root_path, "")
     settled_before = time.time_ns() - _RACY_NS
     out = _Written([], diff.pos.copy(), 0, None, gen)
@@ -484,7 +515,7 @@ def _read_changed(
     pending_docs = 0
     plan = _plan(listing, todo)
     defer = plan.defers()
-    for ks, chunk in _chunks(prefix, root_real, settings, listing, plan, not defer):
+    for ks, chunk in _chunks(prefix, root_real, settings, listing, plan, not defer, started):
         for j, k in enumerate(ks):
             p, sig = listing.paths[k], chunk.sigs[j]
             settled = bool(sig) and sig[4] < settled_before
@@ -538,11 +569,18 @@ def _plan(listing: _Listing, todo: list[int]) -> _Plan:
 
 
 def _chunks(
-    prefix: str, root_real: str, settings: ReaderSettings, listing: _Listing, plan: _Plan, pack: bool = True
+    prefix: str,
+    root_real: str,
+    settings: ReaderSettings,
+    listing: _Listing,
+    plan: _Plan,
+    pack: bool = True,
+    started: ReadPool | None = None,
 ) -> Iterator[tuple[list[int], Chunk]]:
     """(the listing's files, what reading them gave) for every file of ``plan``, a chunk at a time: document
     formats over the extraction workers, text files and containers in chunks — over worker processes when there
-    are many (the first survey of a large folder), else here. ``pack``: as for ``chunk_of``."""
+    are many (the first survey of a large folder; ``started``: ones started already), else here. ``pack``: as
+    for ``chunk_of``."""
     formats, plain, weight, workers = plan.formats, plan.plain, plan.weight, plan.workers
     for at in range(0, len(formats), _READ_AHEAD):
         ks = formats[at : at + _READ_AHEAD]
@@ -567,7 +605,7 @@ def _chunks(
         for part, job in zip(parts, jobs):
             yield part, read_chunk(job, settings, root_real, pack)
         return
-    with ReadPool(workers - 1) as pool:  # this process reads too
+    with started or ReadPool(workers - 1) as pool:  # this process reads too
         for i, chunk in pool.map(jobs, settings, root_real, pack):
             yield parts[i], chunk
 

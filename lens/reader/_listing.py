@@ -9,7 +9,7 @@ import operator
 import os
 from collections import Counter
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from lens._config import ReaderSettings
 from lens.reader._documents import _is_container, _suffix
@@ -82,6 +82,7 @@ def _list_files(
     dirs: list[str] | None = None,
     sigs: tuple | None = None,
     known: Sequence[str] = (),
+    at: tuple[int, Callable[[], object]] | None = None,
 ) -> list[str]:
     """Relative posix paths of the candidate files, sorted; skip reasons counted in ``skipped``. ``root_real``:
     the folder's real path (default: resolved now); ``patterns``: what to ignore (default: the .lensignore's);
@@ -91,12 +92,13 @@ def _list_files(
     directory while it is listed (no second walk of every path), and, given a third ``array`` ('B'), whether the
     file has more than one name (a hard link, perhaps outside the folder); ``known``: the last listing's paths, whose
     strings are handed out again where the same path comes at the same place (a million paths are then not held
-    twice)."""
+    twice); ``at``: (n, f): ``f()`` is called once n files are listed (while the listing goes on)."""
     root_real = root_real or _folder_real(root)
     if patterns is None:
         patterns, unread = _ignore_patterns(root, root_real)
         problems.extend([unread] if unread else [])
     walk = _Walk(root_real, settings, skipped, problems, patterns, dirs, sigs, known)
+    walk.at, walk.then = at if at is not None else (-1, None)
     walk.folder(str(root), "", {root_real})
     return walk.out
 
@@ -110,6 +112,7 @@ class _Walk:
         self.ident, self.times, *linked = sigs if sigs is not None else (None, None)
         self.linked = linked[0] if linked else None  # whether each file has more names than one (st_nlink)
         self.out: list[str] = []
+        self.at, self.then = -1, None  # then() once this many files are listed
 
     def folder(self, dir_path: str, rel: str, seen: set[str]) -> None:
         """List ``dir_path`` (``rel`` under the root) and the folders under it; ``seen``: real paths on the way."""
@@ -181,6 +184,8 @@ class _Walk:
         k = len(self.out)
         known = self.known
         self.out.append(known[k] if k < len(known) and known[k] == rel_path else rel_path)
+        if k + 1 == self.at:
+            self.then()
         if self.ident is None:
             return
         try:

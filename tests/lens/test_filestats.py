@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import bz2
 import functools
+import inspect
 import json
 import os
 import stat
@@ -622,6 +623,29 @@ def _over_workers(monkeypatch) -> None:
     monkeypatch.setattr(_filestats, "_PARALLEL_AT", 1)  # any folder is read over the workers, 4 files a chunk
     monkeypatch.setattr(_filestats, "_CHUNK_MAX", 4)
     monkeypatch.setattr(_filestats, "cpu_count", lambda: 2)
+
+
+def test_workers_for_a_folder_the_store_knows_nothing_of_start_while_it_is_listed(folder, tmp_path, monkeypatch):
+    """Their start overlaps the listing of a folder whose every file is to be read; a known folder's changed
+    files are known only after it, and so are the workers to read them."""
+    _wide_folder(folder)
+    _over_workers(monkeypatch)
+    monkeypatch.setattr(_filestats, "_PARALLEL_AT", 5)
+    started = []  # for each pool started: whether the folder was being listed then
+    real = _chunks.ReadPool
+
+    def pool(*a, **k):
+        started.append(any(f.function == "_file" for f in inspect.stack()))
+        return real(*a, **k)
+
+    monkeypatch.setattr(_filestats, "ReadPool", pool)
+    path = tmp_path / "workers.sqlite"
+    assert _survey_state(folder, path)[0] == _fresh(folder)
+    assert started == [True]
+    monkeypatch.setattr(_filestats, "_PARALLEL_AT", 1)
+    (folder / "many" / "0" / "n00.txt").write_text("Note 0\nQuill note 0: edited.\n")
+    assert _survey_state(folder, path)[0] == _fresh(folder)
+    assert started == [True, False]
 
 
 def _reads(monkeypatch) -> list:
