@@ -590,7 +590,7 @@ def _chunks(
     if not plain:
         return
     # over the workers and this process, a few chunks each at least, so that the last ones to finish are small
-    limit = _CHUNK_MAX if workers < 2 else max(1, min(_CHUNK_MAX, int(weight.sum()) // (8 * workers)))
+    limit = _CHUNK_MAX if workers < 2 else max(1, min(_CHUNK_MAX, int(weight.sum()) // (4 * workers)))
     bounds = [0]
     total = 0
     for i, w in enumerate(weight.tolist()):

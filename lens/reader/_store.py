@@ -17,7 +17,7 @@ import time
 import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from itertools import groupby, takewhile
+from itertools import groupby
 from operator import itemgetter
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
@@ -46,6 +46,11 @@ _WAL_BYTES = 64 << 20  # the write-ahead log is cut back to this after a checkpo
 
 
 _COMPACT_AT = 0.25  # orphaned postings are deleted once the documents dropped since exceed this share of the live ones
+
+
+# held writes of one folder written together (StatsStore.flush), up to this many files or documents: a row per term
+# per write, the write's runs packed at once (the survey's write batches are of this size too)
+_HELD_WRITE = 50_000
 
 
 _SEEN_EVERY_S = 3600  # a folder's last use is written at most this often (a write per question would contend)
@@ -597,8 +602,7 @@ class StatsStore:
         with self._lock:
             while self._deferred:
                 held = self._deferred[0]
-                # the folder's held writes one after another (a survey's chunks): one write, a row per term
-                same = list(takewhile(lambda d: d.sid == held.sid, self._deferred))
+                same = self._together()
                 with self._using(), self.db:
                     gens = self._bump(held.sid)
                     merged: dict[str, list] = {}
@@ -619,6 +623,19 @@ class StatsStore:
                         rest[0].files = files  # saved after the folder's last held write
                     elif files.gen is not None and self.path is not None:
                         self.save(held.scope, files)
+
+    def _together(self) -> list[_Deferred]:
+        """The held writes at the front written as one: the folder's writes one after another (a survey's chunks),
+        up to ``_HELD_WRITE`` files or documents (their runs are packed at once: a row per term and write)."""
+        first = self._deferred[0]
+        out, files, docs = [], 0, 0
+        for d in self._deferred:
+            n = sum(len(p.rows) for p in d.parts)
+            if d.sid != first.sid or out and max(files + len(d.sigs), docs + n) > _HELD_WRITE:
+                break
+            out.append(d)
+            files, docs = files + len(d.sigs), docs + n
+        return out
 
     def _flush_at_exit(self) -> None:
         """At the process's exit: the held counts written (a fault here only costs the next survey a re-read)."""

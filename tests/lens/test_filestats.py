@@ -680,6 +680,28 @@ def test_a_first_survey_over_workers_holds_its_term_counts_and_writes_them_at_th
     assert _survey_state(folder, path) == here and seen == []  # a new process: every file known, none read
 
 
+@pytest.mark.parametrize("together", [10**6, 8])
+def test_a_folders_held_writes_are_written_together_a_row_per_term_each(folder, tmp_path, monkeypatch, together):
+    """A survey holds a write per chunk (4 files here); they are written as one — up to ``_HELD_WRITE`` files or
+    documents — so a term has a row per write, not per chunk."""
+    _wide_folder(folder)
+    here = _survey_state(folder, tmp_path / "here.sqlite")
+    _forget_process_memo()
+    _over_workers(monkeypatch)
+    monkeypatch.setattr(_store, "_HELD_WRITE", together)
+    path = tmp_path / "workers.sqlite"
+    scan = survey_corpus(folder, ReaderSettings(stats_store=str(path)))
+    store = scan.doc_stats[2]
+    writes = len(store._deferred)
+    assert writes >= 6  # a chunk each
+    store.flush()
+    rows = store.db.execute("SELECT count(*) FROM terms WHERE term='quill'").fetchone()[0]
+    files = sum(p.is_file() for p in folder.rglob("*"))
+    assert rows == 1 if together > files else 2 <= rows < writes
+    _forget_process_memo()
+    assert _survey_state(folder, path) == here
+
+
 def test_write_held_writes_a_first_surveys_counts_in_a_thread_while_the_view_answers_the_same(
     folder, tmp_path, monkeypatch
 ):
