@@ -194,7 +194,8 @@ class TitleIndex:
         """The index of the documents at ``index`` of the parts one after another (each part its title index, or
         its names where it has none: built for that part alone), whose names are ``names`` — equal to
         ``build(names)``, with no key hashed again for the documents an index already holds."""
-        if len(np.unique(index)) != len(index):  # a document picked twice: no one place for it
+        picked = np.sort(index)
+        if (picked[1:] == picked[:-1]).any():  # a document picked twice: no one place for it
             return cls.build(names)
         sizes = [len(p.names) if isinstance(p, TitleIndex) else len(p) for p in parts]
         new = np.full(sum(sizes), -1, dtype=np.int64)  # each document of the parts: where it goes (-1: dropped)

@@ -261,7 +261,7 @@ def survey_corpus(
             folder = _FOLDERS.setdefault((store, scope), _Folder())
         try:
             with folder.lock:  # threads of one process asking about one folder survey it one at a time
-                store.flush()  # the term counts a first survey held, written before anything else is
+                store.flush(wait=False)  # the term counts a survey held, written first (unless the store is busy)
                 if not store.visit(scope) and folder.files is not None:
                     folder.reset()  # forgotten or dropped meanwhile: what this process knew of its rows is void
                 store.tidy(settings.stats_keep_days)
@@ -550,10 +550,10 @@ class _Plan:
     workers: int
 
     def defers(self) -> bool:
-        """Whether the read holds its term counts for a later write: text files and containers only, over the
-        workers (the first survey of a large folder), at most ``_DEFER_BYTES`` of text."""
+        """Whether the read holds its term counts for a later write: text files and containers only, at most
+        ``_DEFER_BYTES`` of text."""
         text = int(self.sizes.sum() + 3 * self.sizes[self.boxed].sum())
-        return not self.formats and self.workers >= 2 and text <= _DEFER_BYTES
+        return not self.formats and bool(self.plain) and text <= _DEFER_BYTES
 
 
 def _plan(listing: _Listing, todo: list[int]) -> _Plan:
@@ -649,7 +649,7 @@ def _gathered(store: StatsStore, scope: str, old: _Files, listing: _Listing, dif
     if files is not old:
         files.gen, files.saved = written.gen, False
     if store.deferred(scope):  # saved once the held counts are written: their files' rows have no signature yet
-        store.keep_for_flush(scope, files)
+        store.keep_for_flush(scope, files, old)
     elif not files.saved and files.gen is not None and store.path is not None:
         store.save(scope, files, old)  # the next process loads these columns instead of every file's rows
     return files

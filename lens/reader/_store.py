@@ -587,32 +587,39 @@ class StatsStore:
         with self._lock:
             return any(scope is None or d.scope == scope for d in self._deferred)
 
-    def keep_for_flush(self, scope: str, files: _Files) -> None:
+    def keep_for_flush(self, scope: str, files: _Files, before: _Files | None = None) -> None:
         """``files``, the folder's columns after a survey whose counts are held, saved as its snapshot once they
-        are written (a snapshot of files whose rows carry no signature yet would be trusted too early)."""
+        are written (a snapshot of files whose rows carry no signature yet would be trusted too early); ``before``:
+        as for :meth:`save`."""
         with self._lock:
             for d in self._deferred:
                 if d.scope == scope:
-                    d.files = files
+                    d.files, d.before = files, before
 
-    def flush(self) -> None:
+    def flush(self, *, wait: bool = True) -> None:
         """Write every held term count (:meth:`put_counted` with ``defer``), and the signatures of their files,
         a folder's held writes in one (a row per term); then the snapshots kept for after it
-        (:meth:`keep_for_flush`), where no other process wrote to the folder meanwhile."""
+        (:meth:`keep_for_flush`), where no other process wrote to the folder meanwhile. What cannot be written
+        now (another process's write holds the store, unless ``wait``; a full disk) stays held for a later
+        flush."""
         with self._lock:
             while self._deferred:
-                held = self._deferred[0]
                 same = self._together()
-                with self._using(), self.db:
-                    gens = self._bump(held.sid)
-                    merged: dict[str, list] = {}
-                    for part in (p for d in same for p in d.parts):  # packed onto the row ids the documents were given
-                        _merge(merged, _runs(part.postings, part.rows))
-                    self._insert_terms(merged)
-                    # a file replaced by another process meanwhile has another row id: nothing is set on it
-                    self.db.executemany(
-                        "UPDATE files SET sig=? WHERE id=? AND sig=''", [(g, f) for d in same for f, g in d.sigs]
-                    )
+                gens = None
+                with self._using(), self._if_writable(wait=wait):
+                    with self.db:
+                        done = self._bump(same[0].sid)
+                        merged: dict[str, list] = {}
+                        for part in (p for d in same for p in d.parts):  # packed onto the documents' row ids
+                            _merge(merged, _runs(part.postings, part.rows))
+                        self._insert_terms(merged)
+                        # a file replaced by another process meanwhile has another row id: nothing is set on it
+                        self.db.executemany(
+                            "UPDATE files SET sig=? WHERE id=? AND sig=''", [(g, f) for d in same for f, g in d.sigs]
+                        )
+                    gens = done  # committed
+                if gens is None:
+                    return
                 del self._deferred[: len(same)]
                 held = same[-1]
                 files = held.files
@@ -620,9 +627,9 @@ class StatsStore:
                     files.gen = gens[1] if gens[0] == files.gen else None
                     rest = [d for d in self._deferred if d.scope == held.scope]
                     if rest:
-                        rest[0].files = files  # saved after the folder's last held write
+                        rest[0].files, rest[0].before = files, held.before  # saved after the folder's last held write
                     elif files.gen is not None and self.path is not None:
-                        self.save(held.scope, files)
+                        self.save(held.scope, files, held.before)
 
     def _together(self) -> list[_Deferred]:
         """The held writes at the front written as one: the folder's writes one after another (a survey's chunks),
@@ -863,7 +870,9 @@ def _runs(postings: Postings, rows: np.ndarray) -> list[tuple[str, int, bytes]]:
     gaps[starts] = 0
     code = _width(np.maximum.reduceat(gaps, starts)) | _width(np.maximum.reduceat(n, starts)) << 2
     data = np.empty(len(starts), dtype=object)
-    for c in np.unique(code).tolist():  # a width class at a time: its numbers packed at once, then cut per run
+    # a width class at a time: its numbers packed at once, then cut per run (bincount, not np.unique: that imports
+    # numpy.ma, 15 ms, on its first call in a process)
+    for c in np.flatnonzero(np.bincount(code)).tolist():
         runs = np.flatnonzero(code == c)
         size = sizes[runs]
         at = np.repeat(starts[runs] - np.cumsum(size) + size, size) + np.arange(size.sum())  # their postings
@@ -1017,6 +1026,7 @@ class _Deferred:
     parts: list[_HeldPart]
     pid: int
     files: _Files | None = None
+    before: _Files | None = None
 
     def counts(self, variants: Sequence[str]) -> list[tuple[str, np.ndarray, np.ndarray]]:
         return [hit for part in self.parts for hit in part.counts(variants)]

@@ -25,10 +25,13 @@ from lens.reader._store import StatsStore
 TERMS = ["quill", "lighthouse", "harbor", "cape", "tower", "gutierrez", "x2", "snake"]
 
 
-def _forget_process_memo() -> None:
-    """What a new process knows: nothing but the store file."""
+def _forget_process_memo(killed: bool = False) -> None:
+    """What a new process knows: nothing but the store file — with the term counts this one held written, as its
+    exit writes them (``atexit``), unless it was ``killed``."""
     with _filestats._STORES_LOCK:
         for store in _filestats._STORES.values():
+            if not killed:
+                store._flush_at_exit()
             store.close()
         _filestats._STORES.clear()
     _filestats._FOLDERS.clear()
@@ -138,6 +141,7 @@ def test_a_snapshot_missing_a_blob_is_read_from_the_rows_and_saved_again(folder,
     monkeypatch.setattr(_filestats, "_RACY_NS", 0)
     before = _state(CorpusView.of(survey_corpus(folder)))
     store = next(iter(_filestats._STORES.values()))
+    store.flush()  # the counts the survey held, and the snapshot after them (the agent's write thread does this)
     with store.db:
         store.db.execute("DELETE FROM snapshots WHERE name = 'start'")
     _forget_process_memo()
@@ -168,7 +172,7 @@ def test_a_save_after_edits_keeps_the_snapshot_blobs_of_unchanged_strings(folder
     """An edit that leaves every path, title and name as it was encodes only the numbers again; a new process then
     reads the folder as reading every file gives it — and so after an edit that changes a title."""
     monkeypatch.setattr(_filestats, "_RACY_NS", 0)
-    survey_corpus(folder)
+    survey_corpus(folder).doc_stats[2].flush()
     skipped: list[set[str]] = []
     real = _folder._Files.blobs
     monkeypatch.setattr(
@@ -176,13 +180,13 @@ def test_a_save_after_edits_keeps_the_snapshot_blobs_of_unchanged_strings(folder
     )
     with open(folder / "a.txt", "a", encoding="utf-8") as fh:
         fh.write("It was painted white.\n")
-    survey_corpus(folder)
+    survey_corpus(folder).doc_stats[2].flush()  # saved once its held counts are written
     assert skipped == [{"paths.000000", "doc_id.000000", "title.000000", "names.000000"}]
     _forget_process_memo()
     rows = _spy_rows(monkeypatch)
     assert _state(CorpusView.of(survey_corpus(folder))) == _fresh(folder) and rows == []
     (folder / "a.txt").write_text("Quill Harbour\nQuill Harbour has a lighthouse.\n", encoding="utf-8")
-    survey_corpus(folder)
+    survey_corpus(folder).doc_stats[2].flush()
     assert skipped[-1] == {"paths.000000", "doc_id.000000"}  # its title and names encoded again
     _forget_process_memo()
     view = CorpusView.of(survey_corpus(folder))
@@ -728,7 +732,7 @@ def test_counts_held_by_a_process_that_ends_before_writing_them_are_read_again(f
     _over_workers(monkeypatch)
     path = tmp_path / "workers.sqlite"
     survey_corpus(folder, ReaderSettings(stats_store=str(path)))
-    _forget_process_memo()  # the process ends without writing them (killed): its files' rows have no signature
+    _forget_process_memo(killed=True)  # the process ends without writing them: its files' rows have no signature
     monkeypatch.setattr(_filestats, "_PARALLEL_AT", 10**9)  # read here, where the reads can be counted
     seen = _reads(monkeypatch)
     assert _survey_state(folder, path) == here

@@ -29,9 +29,11 @@ PAGE = 4096
 
 
 def _forget_process_memo() -> None:
-    """What a new process knows: nothing but the store file (closed: its log checkpointed into it)."""
+    """What a new process knows: nothing but the store file (closed: its log checkpointed into it), with the term
+    counts this one held written, as its exit writes them (``atexit``)."""
     with _filestats._STORES_LOCK:
         for store in _filestats._STORES.values():
+            store._flush_at_exit()
             store.close()
         _filestats._STORES.clear()
     _filestats._FOLDERS.clear()
@@ -324,9 +326,14 @@ def test_a_folders_use_is_recorded_without_waiting_on_another_processs_write(doc
         scan = survey_corpus(docs, settings)
         assert time.monotonic() - t0 < 5 and scan.notes == []  # not waited on, not given up for memory
         assert _state(CorpusView.of(scan)) == _fresh(docs)
+        assert scan.doc_stats[2].deferred()  # the first survey's term counts: still held, the store being busy
     finally:
         other.rollback()
         other.close()
+    scan.doc_stats[2].flush()  # written once the other write is done
+    assert not scan.doc_stats[2].deferred()
+    _forget_process_memo()
+    assert _state(CorpusView.of(survey_corpus(docs, settings))) == _fresh(docs)
 
 
 # --------------------------------------------------------------------------- snapshot checksums (defect 14)
