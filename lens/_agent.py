@@ -193,7 +193,7 @@ class Agent:
             raise LensError(f"{path}: no readable documents (skipped: {dict(scan.skipped) or 'none'})")
         if scan.ignore_unread:  # files the user meant to exclude may be read: said with the answer
             run.notes.append(scan.ignore_unread)
-        write_held(scan)  # a first survey's term counts, written while the first LLM call is under way
+        write_held(scan)  # what the survey held (term counts, a first survey's rows), written during the first LLM call
         return run, scan, CorpusView.of(scan)
 
     def _prime(

@@ -9,11 +9,13 @@ where a run equals it or it plus a folded suffix, exactly the word-start match t
 A question **surveys** the folder as it is now (:func:`survey_corpus`): it lists and stats every file, takes the
 statistics of each file whose signature is unchanged from the store, reads exactly the new and changed ones and
 drops the gone ones; many files (the first question over a large folder) are read, folded and counted a chunk
-at a time by worker processes on every core, which hand back columns (``lens.reader._chunks``), while this
-process stores the chunks already done — their term counts held in memory when the text is small enough
-(``_DEFER_BYTES``), so the question is ranked before they are written (:func:`write_held`, the next survey, or
-the process's exit: :meth:`StatsStore.flush`; until then the files' rows have no signature, so a process that
-dies first leaves them to be read again). A file changed within two seconds of its reading (timestamps are coarse)
+at a time by worker processes on the other cores and this process (``lens.reader._chunks``), which hand back
+columns; the workers of a folder the store knows nothing of start while it is still listed. What a survey reads
+(text up to ``_DEFER_BYTES``) is stored a chunk at a time with its term counts held in memory — and, for a folder
+the store knew nothing of, its files' and documents' rows too, only their row ids taken — so the question is
+ranked before they are written (:func:`write_held`, the next survey, or the process's exit:
+:meth:`StatsStore.flush`; until then a file's row, if written, has no signature, so a process that dies first
+leaves its files to be read again). A file changed within two seconds of its reading (timestamps are coarse)
 is checked by its content hash on the next survey. Documents are read into memory only when the agent reads them
 (:class:`DocumentTable`). Nothing is written inside the folder: the store is one SQLite file outside it
 (``reader.stats_store``, default ``<user cache>/lens/stats.sqlite``), shared safely by concurrent processes (WAL,
@@ -94,12 +96,15 @@ _READ_AHEAD = 256  # document-format files read at once (extracted over the extr
 # a chunk of text files read at once (by one worker), at most, in weight; its term counts are stored as a run of
 # postings per distinct term (larger: fewer, longer runs, a smaller store and fewer rows per look-up)
 _CHUNK_MAX = 5_000
-_CONTAINER_BYTES = 2_048  # a container weighs a unit per this many bytes on disk (a file otherwise weighs 1)
+_CONTAINER_BYTES = 2_048  # a container weighs a unit per this many bytes of text (a file otherwise weighs 1)
+# a .bz2 container's text is estimated at this many times its size on disk (Wikipedia abstracts' shards: ≈ 5x); at
+# its size on disk, the 30 shards of 15K articles weighed 1,300 and were read here, not over the workers
+_BZ2_TEXT = 4
 _PARALLEL_AT = 2_000  # reading this much weight (files) or more starts worker processes
 _WORKERS_MAX = 8  # processes reading, this one and its workers, at most (each an interpreter and a chunk: ≈ 100 MB)
-# a survey that reads this much text or less over the workers (a compressed container counted at 4x its size on
-# disk) holds its term counts in memory and writes them after (StatsStore.put_counted with defer): the question is
-# ranked before they are written. More is written as it is read (the counts held: ≈ 12 bytes a posting)
+# a survey that reads this much text or less (a .bz2 container counted at _BZ2_TEXT times its size on disk) holds
+# its term counts in memory and writes them after (StatsStore.put_counted with defer): the question is ranked
+# before they are written. More is written as it is read (the counts held: ≈ 12 bytes a posting)
 _DEFER_BYTES = 256 << 20
 
 
@@ -262,8 +267,10 @@ def survey_corpus(
         try:
             with folder.lock:  # threads of one process asking about one folder survey it one at a time
                 store.flush(wait=False)  # the term counts a survey held, written first (unless the store is busy)
-                if not store.visit(scope) and folder.files is not None:
-                    folder.reset()  # forgotten or dropped meanwhile: what this process knew of its rows is void
+                # forgotten or dropped meanwhile, or its held rows not written (another process stored its files
+                # first): what this process knew of its rows is void
+                if (store.voided(scope) or not store.visit(scope)) and folder.files is not None:
+                    folder.reset()
                 store.tidy(settings.stats_keep_days)
                 with _collector_paused():
                     scan = _survey(root_path, root_real, settings, store, scope, folder, t0)
@@ -276,8 +283,8 @@ def survey_corpus(
 
 
 def write_held(scan: CorpusScan) -> threading.Thread | None:
-    """Start writing, in a thread of this process, the term counts ``scan``'s survey held in memory (a first
-    survey over the reading workers: :meth:`StatsStore.put_counted` with ``defer``) — for a caller that waits on
+    """Start writing, in a thread of this process, what ``scan``'s survey held in memory (term counts, rows of a
+    folder's first survey: :meth:`StatsStore.put_counted` with ``defer``) — for a caller that waits on
     something else next (an LLM call), so the write costs it no time; the thread, or None when nothing is held.
     The prior's look-ups wait for the write under way; a fault in it is left to the next survey (its files are
     read again)."""
@@ -515,6 +522,7 @@ def _read_changed(
     pending_docs = 0
     plan = _plan(listing, todo)
     defer = plan.defers()
+    new = defer and not len(old)  # the folder's first survey: its files' rows are held too
     for ks, chunk in _chunks(prefix, root_real, settings, listing, plan, not defer, started):
         for j, k in enumerate(ks):
             p, sig = listing.paths[k], chunk.sigs[j]
@@ -528,32 +536,30 @@ def _read_changed(
         # stored a batch at a time (shards: thousands of documents per batch); a chunk at a time when its counts
         # are held (a write of rows only), so that little is left to store once the last chunk is read
         if defer or len(pending) >= _BATCH or pending_docs >= _BATCH_DOCS:
-            out.gen = _flush(store, scope, pending, counted, out, defer)
+            out.gen = _flush(store, scope, pending, counted, out, defer, new)
             pending, counted, pending_docs = [], [], 0
     if pending:
-        out.gen = _flush(store, scope, pending, counted, out, defer)
+        out.gen = _flush(store, scope, pending, counted, out, defer, new)
     return out
 
 
 @dataclass
 class _Plan:
     """How the files to read are read: the document formats (over the extraction workers), and the text files and
-    containers (``plain``: each one's size on disk, whether it is a container, what reading it weighs — 1 a file, a
-    container 1 per ``_CONTAINER_BYTES`` more) over ``workers`` processes reading, this one among them (1: this one
-    alone)."""
+    containers (``plain``: each one's text, estimated from its size on disk, and what reading it weighs — 1 a file,
+    a container 1 per ``_CONTAINER_BYTES`` of text more) over ``workers`` processes reading, this one among them
+    (1: this one alone)."""
 
     formats: list[int]
     plain: list[int]
-    sizes: np.ndarray
-    boxed: np.ndarray
+    text: np.ndarray
     weight: np.ndarray
     workers: int
 
     def defers(self) -> bool:
         """Whether the read holds its term counts for a later write: text files and containers only, at most
         ``_DEFER_BYTES`` of text."""
-        text = int(self.sizes.sum() + 3 * self.sizes[self.boxed].sum())
-        return not self.formats and bool(self.plain) and text <= _DEFER_BYTES
+        return not self.formats and bool(self.plain) and int(self.text.sum()) <= _DEFER_BYTES
 
 
 def _plan(listing: _Listing, todo: list[int]) -> _Plan:
@@ -563,9 +569,11 @@ def _plan(listing: _Listing, todo: list[int]) -> _Plan:
         (plain if format_of(_suffix(listing.paths[k])) is None else formats).append(k)
     sizes = np.maximum(listing.times[plain, 0], 0)
     boxed = np.array([_is_container(listing.paths[k]) for k in plain], dtype=bool)
-    weight = np.where(boxed, sizes // _CONTAINER_BYTES, 0) + 1
+    packed = np.array([listing.paths[k].lower().endswith(".bz2") for k in plain], dtype=bool)
+    text = np.where(packed, _BZ2_TEXT * sizes, sizes)
+    weight = np.where(boxed, text // _CONTAINER_BYTES, 0) + 1
     workers = min(cpu_count(), _WORKERS_MAX) if int(weight.sum()) >= _PARALLEL_AT else 1
-    return _Plan(formats, plain, sizes, boxed, weight, workers)
+    return _Plan(formats, plain, text, weight, workers)
 
 
 def _chunks(
@@ -626,12 +634,18 @@ def _settles(prefix: str, path: str, r: int, old: _Files, settings: ReaderSettin
 
 
 def _flush(
-    store: StatsStore, scope: str, pending: list, counted: list[Chunk], out: _Written, defer: bool = False
+    store: StatsStore,
+    scope: str,
+    pending: list,
+    counted: list[Chunk],
+    out: _Written,
+    defer: bool = False,
+    new: bool = False,
 ) -> int | None:
-    """Store a batch of read files (``defer``: their term counts held for a later write); their columns join
-    ``out.chunks`` (no object per file is kept)."""
+    """Store a batch of read files (``defer``: their term counts held for a later write; ``new``: their rows
+    too); their columns join ``out.chunks`` (no object per file is kept)."""
     parts = [(c.postings if defer else c.runs, c.documents) for c in counted]
-    gen = _after(out.gen, store.put_counted(scope, pending, parts, defer=defer))
+    gen = _after(out.gen, store.put_counted(scope, pending, parts, defer=defer, new=new))
     sigs = [sig for c in counted for sig in c.sigs]  # as taken: the entries' packed ones need not be parsed
     out.chunks.append(_Files.of_entries([(p, e) for p, e, _ in pending], sigs))
     return gen

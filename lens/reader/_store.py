@@ -159,6 +159,7 @@ class StatsStore:
         self._ident: tuple[int, int] | None = None  # (device, inode) of the file opened
         self._lock = threading.RLock()
         self._deferred: list[_Deferred] = []  # term counts held in memory, written by flush (see put_counted)
+        self._void: list[_Deferred] = []  # held rows a flush could not write (another process stored them)
         self._at_exit = False
         self.db = self._connect()
 
@@ -290,6 +291,7 @@ class StatsStore:
     def close(self) -> None:
         """Close the file; term counts still held are dropped (their files are read again)."""
         self._deferred.clear()
+        self._void.clear()
         self.db.close()
 
     @contextmanager
@@ -382,7 +384,7 @@ class StatsStore:
         with self._using():
             q = f"SELECT term, doc, data FROM terms WHERE term IN ({','.join('?' * len(variants))})"
             got = [_unpack_run(term, doc, data) for term, doc, data in self.db.execute(q, list(variants))]
-            for held in self._deferred:
+            for held in (*self._deferred, *self._void):
                 got.extend(held.counts(variants))
             return got
 
@@ -461,6 +463,7 @@ class StatsStore:
         if not sids:
             return
         self._deferred = [d for d in self._deferred if d.sid not in sids]
+        self._void = [d for d in self._void if d.sid not in sids]
         with self.db:
             for sid in sids:
                 dropped = self.db.execute(
@@ -530,6 +533,7 @@ class StatsStore:
         counted: Sequence[tuple[Any, int]],
         *,
         defer: bool = False,
+        new: bool = False,
     ) -> tuple[int, int]:
         """Store (path, entry, each document's packed unit or None) for each file, with its documents' term
         counts, replacing what the store held for those paths; each entry's ``ids`` are set to its documents' new
@@ -541,7 +545,13 @@ class StatsStore:
         written now but held in this process (:meth:`counts` serves them) until :meth:`flush` — at the folder's
         next survey or at the process's exit. Until then the files' rows carry no signature, so a process that
         reads them (this one ended before writing the counts) reads those files again: never a file without its
-        counts."""
+        counts.
+
+        ``new`` (with ``defer``; the folder's first survey, its store holding none of its files): the files' and
+        documents' rows are held too, not written before :meth:`flush`; only the documents' row ids are taken now
+        (:meth:`_hold`)."""
+        if defer and new:
+            return self._hold(scope, items, counted)
         with self._using(), self.db:
             sid = self._scope_id(scope, create=True)
             assert sid is not None
@@ -552,27 +562,63 @@ class StatsStore:
             files = batch.files
             if defer:
                 files = [(f[0], f[1], f[2], "", *f[4:]) for f in batch.files]
-            self.db.executemany(
-                "INSERT INTO files(id, scope, path, sig, settled, whole, summary) VALUES(?,?,?,?,?,?,?)", files
-            )
-            self.db.executemany(
-                "INSERT INTO docs(id, file, ord, doc_id, title, names, length, sha256, line) VALUES(?,?,?,?,?,?,?,?,?)",
-                batch.docs,
-            )
-            self.db.executemany("INSERT OR REPLACE INTO units(doc, data) VALUES(?,?)", batch.units)
+            self._insert(files, batch.docs, batch.units)
             if defer:
-                held = _Deferred(sid, scope, [(f[0], f[3]) for f in batch.files], [], os.getpid())
-                at = 0
-                for postings, n in counted:
-                    held.parts.append(_HeldPart(postings, batch.rows[at : at + n]))
-                    at += n
-                self._deferred.append(held)
-                if not self._at_exit:
-                    atexit.register(self._flush_at_exit)
-                    self._at_exit = True
+                self._held(
+                    _Deferred(sid, scope, [(f[0], f[3]) for f in batch.files], [], os.getpid()), counted, batch.rows
+                )
             else:
                 self._insert_terms(_term_rows(counted, batch.rows))
         return gens
+
+    def _insert(self, files: list[tuple], docs: list[tuple], units: list[tuple[int, bytes]]) -> None:
+        self.db.executemany(
+            "INSERT INTO files(id, scope, path, sig, settled, whole, summary) VALUES(?,?,?,?,?,?,?)", files
+        )
+        self.db.executemany(
+            "INSERT INTO docs(id, file, ord, doc_id, title, names, length, sha256, line) VALUES(?,?,?,?,?,?,?,?,?)",
+            docs,
+        )
+        self.db.executemany("INSERT OR REPLACE INTO units(doc, data) VALUES(?,?)", units)
+
+    def _hold(
+        self,
+        scope: str,
+        items: Sequence[tuple[str, _Entry, Sequence[bytes | None]]],
+        counted: Sequence[tuple[Any, int]],
+    ) -> tuple[int, int]:
+        """:meth:`put_counted` with ``defer`` and ``new``: a row id taken for each of the items' documents (each
+        entry's ``ids`` set; ids are never reused, so no other process's write takes them), their rows and term
+        counts held for :meth:`flush`. Nothing of the folder is written: its generation stays as it is."""
+        n = sum(len(e.docs) for _, e, _ in items)
+        with self._using(), self.db:
+            sid = self._scope_id(scope, create=True)
+            assert sid is not None
+            gen = self.db.execute("SELECT gen FROM scopes WHERE id=?", (sid,)).fetchone()[0]
+            first = self._next_doc()
+            if not self.db.execute("UPDATE sqlite_sequence SET seq=? WHERE name='docs'", (first + n - 1,)).rowcount:
+                self.db.execute("INSERT INTO sqlite_sequence(name, seq) VALUES('docs', ?)", (first + n - 1,))
+            at = first
+            for _, entry, _ in items:
+                entry.ids = tuple(range(at, at + len(entry.docs)))
+                at += len(entry.docs)
+            self._held(_Deferred(sid, scope, [], [], os.getpid(), list(items)), counted, np.arange(first, first + n))
+        return gen, gen
+
+    def _next_doc(self) -> int:
+        """The next document row id (AUTOINCREMENT's sequence, or past the highest row)."""
+        seq = self.db.execute("SELECT seq FROM sqlite_sequence WHERE name='docs'").fetchone()
+        return max(seq[0] if seq else 0, self.db.execute("SELECT max(id) FROM docs").fetchone()[0] or 0) + 1
+
+    def _held(self, held: _Deferred, counted: Sequence[tuple[Any, int]], rows: np.ndarray) -> None:
+        at = 0
+        for postings, n in counted:
+            held.parts.append(_HeldPart(postings, rows[at : at + n]))
+            at += n
+        self._deferred.append(held)
+        if not self._at_exit:
+            atexit.register(self._flush_at_exit)
+            self._at_exit = True
 
     def _insert_terms(self, merged: dict[str, list]) -> None:
         """One row per term of ``merged`` (:func:`_term_rows`), in key order: the B-tree's pages are filled, not split
@@ -597,27 +643,38 @@ class StatsStore:
                     d.files, d.before = files, before
 
     def flush(self, *, wait: bool = True) -> None:
-        """Write every held term count (:meth:`put_counted` with ``defer``), and the signatures of their files,
-        a folder's held writes in one (a row per term); then the snapshots kept for after it
-        (:meth:`keep_for_flush`), where no other process wrote to the folder meanwhile. What cannot be written
-        now (another process's write holds the store, unless ``wait``; a full disk) stays held for a later
-        flush."""
+        """Write every held term count (:meth:`put_counted` with ``defer``), and the signatures of their files
+        (or their rows, held too), a folder's held writes in one (a row per term); then the snapshots kept for
+        after it (:meth:`keep_for_flush`), where no other process wrote to the folder meanwhile. What cannot be
+        written now (another process's write holds the store, unless ``wait``; a full disk) stays held for a later
+        flush. Held rows that another process has stored files at meanwhile (or whose folder it dropped) are not
+        written: they are set aside (still served by :meth:`counts` until :meth:`voided` is asked)."""
         with self._lock:
             while self._deferred:
                 same = self._together()
-                gens = None
+                gens: tuple[int, int] | None = None
+                free = True
                 with self._using(), self._if_writable(wait=wait):
                     with self.db:
-                        done = self._bump(same[0].sid)
-                        merged: dict[str, list] = {}
-                        for part in (p for d in same for p in d.parts):  # packed onto the documents' row ids
-                            _merge(merged, _runs(part.postings, part.rows))
-                        self._insert_terms(merged)
-                        # a file replaced by another process meanwhile has another row id: nothing is set on it
-                        self.db.executemany(
-                            "UPDATE files SET sig=? WHERE id=? AND sig=''", [(g, f) for d in same for f, g in d.sigs]
-                        )
-                    gens = done  # committed
+                        free = self._free(same)
+                        if free:
+                            done = self._bump(same[0].sid)
+                            self._insert_rows(same)
+                            merged: dict[str, list] = {}
+                            for part in (p for d in same for p in d.parts):  # packed onto the documents' row ids
+                                _merge(merged, _runs(part.postings, part.rows))
+                            self._insert_terms(merged)
+                            # a file replaced by another process meanwhile has another row id: nothing is set on it
+                            self.db.executemany(
+                                "UPDATE files SET sig=? WHERE id=? AND sig=''",
+                                [(g, f) for d in same for f, g in d.sigs],
+                            )
+                    if free:
+                        gens = done  # committed
+                if not free:
+                    del self._deferred[: len(same)]
+                    self._void.extend(same)
+                    continue
                 if gens is None:
                     return
                 del self._deferred[: len(same)]
@@ -631,6 +688,47 @@ class StatsStore:
                     elif files.gen is not None and self.path is not None:
                         self.save(held.scope, files, held.before)
 
+    def _free(self, same: list[_Deferred]) -> bool:
+        """Whether held writes' rows may be written: their folder is still the one they were taken for, and no
+        other process stored any of their files meanwhile (its rows would be replaced under its memo)."""
+        paths = [path for d in same for path, _, _ in d.rows or ()]
+        if not paths:
+            return True
+        row = self.db.execute("SELECT scope FROM scopes WHERE id=?", (same[0].sid,)).fetchone()
+        if row is None or row[0] != same[0].scope:
+            return False
+        for at in range(0, len(paths), 500):
+            part = paths[at : at + 500]
+            q = f"SELECT 1 FROM files WHERE scope=? AND path IN ({','.join('?' * len(part))}) LIMIT 1"
+            if self.db.execute(q, (same[0].sid, *part)).fetchone():
+                return False
+        return True
+
+    def _insert_rows(self, same: list[_Deferred]) -> None:
+        """The rows held writes hold (:meth:`_hold`), each document at the row id it was given."""
+        held = [item for d in same for item in d.rows or ()]
+        if not held:
+            return
+        sid = same[0].sid
+        fid = (self.db.execute("SELECT max(id) FROM files").fetchone()[0] or 0) + 1
+        files, docs, units = [], [], []
+        for path, entry, packed in held:
+            files.append(
+                (fid, sid, path, entry.sig, int(entry.settled), int(entry.whole), _pack_summary(entry.summary))
+            )
+            docs.extend(_doc_rows(fid, entry.docs, entry.ids))
+            units.extend((i, u) for i, u in zip(entry.ids, packed) if u is not None)
+            fid += 1
+        self._insert(files, docs, units)
+
+    def voided(self, scope: str) -> bool:
+        """Whether held rows of ``scope`` were set aside by a flush (another process stored its files meanwhile):
+        this process's columns of the folder are then not the store's (forgotten now, with those rows)."""
+        with self._lock:
+            mine = [d for d in self._void if d.scope == scope]
+            self._void = [d for d in self._void if d.scope != scope]
+            return bool(mine)
+
     def _together(self) -> list[_Deferred]:
         """The held writes at the front written as one: the folder's writes one after another (a survey's chunks),
         up to ``_HELD_WRITE`` files or documents (their runs are packed at once: a row per term and write)."""
@@ -638,10 +736,11 @@ class StatsStore:
         out, files, docs = [], 0, 0
         for d in self._deferred:
             n = sum(len(p.rows) for p in d.parts)
-            if d.sid != first.sid or out and max(files + len(d.sigs), docs + n) > _HELD_WRITE:
+            k = len(d.sigs) + len(d.rows or ())
+            if d.sid != first.sid or out and max(files + k, docs + n) > _HELD_WRITE:
                 break
             out.append(d)
-            files, docs = files + len(d.sigs), docs + n
+            files, docs = files + k, docs + n
         return out
 
     def _flush_at_exit(self) -> None:
@@ -664,8 +763,7 @@ class StatsStore:
             q = f"SELECT path, id, sig FROM files WHERE scope=? AND path IN ({','.join('?' * len(part))})"
             known.update((p, (i, g)) for p, i, g in self.db.execute(q, (sid, *part)))
         fid = (self.db.execute("SELECT max(id) FROM files").fetchone()[0] or 0) + 1
-        seq = self.db.execute("SELECT seq FROM sqlite_sequence WHERE name='docs'").fetchone()
-        did = max(seq[0] if seq else 0, self.db.execute("SELECT max(id) FROM docs").fetchone()[0] or 0) + 1
+        did = self._next_doc()
         out = _Batch(np.full(sum(len(e.docs) for _, e, _ in items), -1, dtype=np.int64))
         runs: list[tuple[int, int, int]] = []  # (first document in the batch, its row id, documents)
         at = 0
@@ -683,8 +781,7 @@ class StatsStore:
             out.files.append(
                 (fid, sid, path, entry.sig, int(entry.settled), int(entry.whole), _pack_summary(entry.summary))
             )
-            for o, st in enumerate(entry.docs):
-                out.docs.append((did + o, fid, o, st.doc_id, st.title, st.names, st.length, st.sha256, st.line))
+            out.docs.extend(_doc_rows(fid, entry.docs, range(did, did + k)))
             out.units.extend((did + o, u) for o, u in enumerate(packed) if u is not None)
             entry.ids = tuple(range(did, did + k))
             if runs and runs[-1][0] + runs[-1][2] == at:  # row ids follow on as the documents do
@@ -944,6 +1041,12 @@ def _pack_unit(doc: Document) -> bytes:
     return zlib.compress(json.dumps(data, ensure_ascii=True).encode("ascii"), 6)
 
 
+def _doc_rows(fid: int, docs: Sequence[DocStat], ids: Sequence[int]) -> Iterator[tuple]:
+    """The ``docs`` rows of file row ``fid``'s documents, at row ids ``ids``."""
+    for o, (st, i) in enumerate(zip(docs, ids)):
+        yield i, fid, o, st.doc_id, st.title, st.names, st.length, st.sha256, st.line
+
+
 @dataclass
 class _Batch:
     """The rows one write adds, the stored files it replaces, and each of its documents' row id (-1: shared)."""
@@ -1018,13 +1121,14 @@ class _HeldPart:
 class _Deferred:
     """One write's term counts held in this process (:meth:`StatsStore.put_counted` with ``defer``): its folder,
     each file's row id and signature to set once the counts are written, the parts, the process that holds them,
-    and the folder's columns to save as its snapshot after."""
+    the files' rows where they are held too, and the folder's columns to save as its snapshot after."""
 
     sid: int
     scope: str
     sigs: list[tuple[int, str]]
     parts: list[_HeldPart]
     pid: int
+    rows: list[tuple[str, _Entry, Sequence[bytes | None]]] | None = None  # the files' rows, held too (_hold)
     files: _Files | None = None
     before: _Files | None = None
 

@@ -153,7 +153,7 @@ def test_a_snapshot_missing_a_blob_is_read_from_the_rows_and_saved_again(folder,
 
 def test_a_snapshot_older_than_another_processs_write_is_not_used(folder, monkeypatch):
     monkeypatch.setattr(_filestats, "_RACY_NS", 0)
-    survey_corpus(folder)
+    survey_corpus(folder).doc_stats[2].flush()  # what it held written (the agent's write thread does this)
     store = next(iter(_filestats._STORES.values()))
     scope = next(iter(_filestats._FOLDERS))[1]
     other = StatsStore(store.path)  # another process drops a file's rows: the folder's generation moves on
@@ -257,6 +257,7 @@ def test_a_corrupt_store_is_rebuilt(folder, tmp_path):
     scan = survey_corpus(folder, settings)
     assert not any("statistics store" in p for p in scan.problems)
     assert _state(CorpusView.of(scan)) == _fresh(folder)
+    scan.doc_stats[2].flush()  # what the survey held, written (the agent's write thread does this)
     assert StatsStore(store).db.execute("SELECT count(*) FROM files").fetchone()[0] == 4
 
 
@@ -663,8 +664,8 @@ def _reads(monkeypatch) -> list:
 def test_a_first_survey_over_workers_holds_its_term_counts_and_writes_them_at_the_next_survey(
     folder, tmp_path, monkeypatch
 ):
-    """The first question is ranked from counts held in memory; the next survey writes them, with the files'
-    signatures and the snapshot, so a new process reads no file."""
+    """The first question is ranked from counts held in memory — and the files' and documents' rows, the store
+    knowing none of the folder; the next survey writes them, with the snapshot, so a new process reads no file."""
     _wide_folder(folder)
     here = _survey_state(folder, tmp_path / "here.sqlite")
     _forget_process_memo()
@@ -674,7 +675,8 @@ def test_a_first_survey_over_workers_holds_its_term_counts_and_writes_them_at_th
     store = scan.doc_stats[2]
     scope = next(d.scope for d in store._deferred)
     assert store.deferred(scope) and store.db.execute("SELECT count(*) FROM terms").fetchone()[0] == 0
-    assert store.db.execute("SELECT count(*) FROM files WHERE sig != ''").fetchone()[0] == 0  # not trusted yet
+    assert store.db.execute("SELECT count(*) FROM files").fetchone()[0] == 0  # rows held too
+    assert store.db.execute("SELECT count(*) FROM docs").fetchone()[0] == 0
     held = _state(CorpusView.of(scan))
     assert held == here[0]  # the counts held answer as the stored ones do
     assert _survey_state(folder, path)[0] == here[0]  # the next survey: written first
@@ -704,6 +706,92 @@ def test_a_folders_held_writes_are_written_together_a_row_per_term_each(folder, 
     assert rows == 1 if together > files else 2 <= rows < writes
     _forget_process_memo()
     assert _survey_state(folder, path) == here
+
+
+def test_a_bz2_shard_weighs_what_its_text_does_not_its_size_on_disk(tmp_path, monkeypatch):
+    """A .bz2 shard holds ≈ 5x its size in text: weighed at its size on disk, a folder of shards too much to read
+    in one process was read in one all the same."""
+    root = tmp_path / "shards"
+    root.mkdir()
+    rng = np.random.default_rng(7)
+    words = [f"w{i}" for i in range(5000)]
+    for k in range(3):
+        lines = [
+            json.dumps({"id": f"{k}-{i}", "title": f"T{k}-{i}", "text": [" ".join(rng.choice(words, 40))]})
+            for i in range(300)
+        ]
+        (root / f"wiki_{k:02d}.bz2").write_bytes(bz2.compress("\n".join(lines).encode() + b"\n"))
+    on_disk = sum(p.stat().st_size // _filestats._CONTAINER_BYTES + 1 for p in root.iterdir())
+    monkeypatch.setattr(_filestats, "_PARALLEL_AT", on_disk + 1)  # over it only when weighed by its text
+    monkeypatch.setattr(_filestats, "cpu_count", lambda: 2)
+    started = []
+    real = _chunks.ReadPool
+    monkeypatch.setattr(_filestats, "ReadPool", lambda *a, **k: started.append(a) or real(*a, **k))
+    assert _survey_state(root, tmp_path / "stats.sqlite")[0] == _fresh(root)
+    assert started  # read over a worker and this process
+
+
+def _survey_in_another_process(folder: Path, path: Path) -> None:
+    """A survey by another process, which writes what it held as it exits."""
+    code = (
+        "import sys; from lens.reader import _filestats; from lens._config import ReaderSettings; "
+        "_filestats._RACY_NS = 0; _filestats.survey_corpus(sys.argv[1], ReaderSettings(stats_store=sys.argv[2]))"
+    )
+    subprocess.run([sys.executable, "-c", code, str(folder), str(path)], check=True)
+
+
+def test_held_rows_of_files_another_process_stored_first_are_set_aside_and_its_rows_are_used(
+    folder, tmp_path, monkeypatch
+):
+    """Two processes' first surveys of one folder: the one that writes second writes none of its rows (the other's
+    memo points at the rows there); its question still answers from what it held, and its next survey takes the
+    folder from the store — reading no file."""
+    monkeypatch.setattr(_filestats, "_RACY_NS", 0)
+    path = tmp_path / "stats.sqlite"
+    scan = survey_corpus(folder, ReaderSettings(stats_store=str(path)))
+    store, view = scan.doc_stats[2], CorpusView.of(scan)
+    _survey_in_another_process(folder, path)  # stores the folder first
+    store.flush()
+    assert not store.deferred() and _state(view) == _fresh(folder)  # still served from memory
+    files = sum(p.is_file() for p in folder.rglob("*"))
+    assert store.db.execute("SELECT count(*) FROM files").fetchone()[0] == files  # the other's rows alone
+    seen = _reads(monkeypatch)
+    assert _survey_state(folder, tmp_path / "stats.sqlite")[0] == _fresh(folder) and seen == []
+    assert not store.voided(next(iter(_filestats._FOLDERS))[1])  # asked once, by that survey
+
+
+def test_held_rows_of_a_folder_forgotten_meanwhile_are_not_written(folder, tmp_path, monkeypatch):
+    monkeypatch.setattr(_filestats, "_RACY_NS", 0)
+    path = tmp_path / "stats.sqlite"
+    scan = survey_corpus(folder, ReaderSettings(stats_store=str(path)))
+    other = StatsStore(path)
+    assert other.forget(os.path.realpath(folder)) == (1, 0)  # its scope, no rows yet
+    other.close()
+    scan.doc_stats[2].flush()
+    assert scan.doc_stats[2].db.execute("SELECT count(*) FROM files").fetchone()[0] == 0
+    seen = _reads(monkeypatch)
+    assert _survey_state(folder, path)[0] == _fresh(folder)
+    assert len(seen) == sum(p.is_file() for p in folder.rglob("*"))  # read again: the store knew nothing of it
+
+
+def test_held_rows_keep_the_row_ids_they_took_while_another_process_writes_another_folder(
+    folder, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(_filestats, "_RACY_NS", 0)
+    path = tmp_path / "stats.sqlite"
+    scan = survey_corpus(folder, ReaderSettings(stats_store=str(path)))
+    ids = set(scan.doc_stats[1].tolist())
+    second = tmp_path / "second"
+    _wide_folder(second)
+    _survey_in_another_process(second, path)  # its documents take the row ids after this survey's
+    scan.doc_stats[2].flush()
+    db = scan.doc_stats[2].db
+    assert ids <= {i for (i,) in db.execute("SELECT id FROM docs")}
+    assert db.execute("SELECT count(*) = count(DISTINCT id) FROM docs").fetchone()[0] == 1
+    _forget_process_memo()
+    seen = _reads(monkeypatch)
+    assert _survey_state(folder, path)[0] == _fresh(folder) and _survey_state(second, path)[0] == _fresh(second)
+    assert seen == []
 
 
 def test_write_held_writes_a_first_surveys_counts_in_a_thread_while_the_view_answers_the_same(

@@ -168,7 +168,7 @@ def test_a_garbled_field_is_set_aside_and_the_folder_read_again(docs, store, gar
 
 def test_a_process_meeting_a_fault_in_a_store_another_process_set_aside_uses_the_new_one(docs, store):
     settings = ReaderSettings(stats_store=str(store))
-    survey_corpus(docs, settings)
+    survey_corpus(docs, settings).doc_stats[2].flush()  # what it held, written (the agent's write thread does this)
     held = next(iter(_filestats._STORES.values()))  # this process keeps the old file open
     for suffix in ("-wal", "-shm", ""):  # another process set it aside and built a new one at the path
         os.rename(f"{store}{suffix}", f"{store}.corrupt-other{suffix}")
