@@ -92,7 +92,11 @@ def _lens_modules(path: Path) -> list[tuple[int, str]]:
 
 # Measurement scripts whose subject is lens's private steps (they time them one by one), kept with their results.
 # Adding one is a deliberate choice: every other script uses `lens` and `lens.parts` as a user would.
-PROFILERS = {"benchmarks/results/scale/first_survey_breakdown.py", "benchmarks/results/scale/first_survey_floor.py"}
+PROFILERS = {
+    "benchmarks/results/scale/first_survey_breakdown.py",
+    "benchmarks/results/scale/first_survey_floor.py",
+    "benchmarks/results/scale/first_survey_timeline.py",
+}
 
 
 @pytest.mark.parametrize("tree", ["harness", "benchmarks", "corpora"])
