@@ -565,13 +565,24 @@ class _Plan:
 def _plan(listing: _Listing, todo: list[int]) -> _Plan:
     plain: list[int] = []
     formats: list[int] = []
+    boxed, packed = [], []
+    kinds: dict[str, tuple[bool, bool, bool]] = {}  # a path's kind is its last suffix's: asked once per suffix
     for k in todo:
-        (plain if format_of(_suffix(listing.paths[k])) is None else formats).append(k)
+        p = listing.paths[k]
+        i = p.rfind(".")
+        key = p[i:] if i >= 0 else ""
+        kind = kinds.get(key)
+        if kind is None:  # a document format; a container; a compressed one
+            kind = kinds[key] = (format_of(_suffix(p)) is not None, _is_container(p), p.lower().endswith(".bz2"))
+        if kind[0]:
+            formats.append(k)
+        else:
+            plain.append(k)
+            boxed.append(kind[1])
+            packed.append(kind[2])
     sizes = np.maximum(listing.times[plain, 0], 0)
-    boxed = np.array([_is_container(listing.paths[k]) for k in plain], dtype=bool)
-    packed = np.array([listing.paths[k].lower().endswith(".bz2") for k in plain], dtype=bool)
-    text = np.where(packed, _BZ2_TEXT * sizes, sizes)
-    weight = np.where(boxed, text // _CONTAINER_BYTES, 0) + 1
+    text = np.where(np.array(packed, dtype=bool), _BZ2_TEXT * sizes, sizes)
+    weight = np.where(np.array(boxed, dtype=bool), text // _CONTAINER_BYTES, 0) + 1
     workers = min(cpu_count(), _WORKERS_MAX) if int(weight.sum()) >= _PARALLEL_AT else 1
     return _Plan(formats, plain, text, weight, workers)
 

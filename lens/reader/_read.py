@@ -246,7 +246,7 @@ def _read_file(full: str, path: str, settings: ReaderSettings, root_real: str, s
     text, bad = _decode(data)
     if path.lower().endswith(_HTML_SUFFIXES):
         text = _html_to_text(text)
-    if not text.strip():
+    if not text or text.isspace():  # (as ``not text.strip()``, without a copy of the text)
         return _FileResult(path, [], nbytes=len(data), skip="empty")
     name = path.rsplit("/", 1)[-1]
     stem = name[: name.rfind(".")] if "." in name[1:] else name
