@@ -619,6 +619,14 @@ def _chunks(
         total += w
     bounds.append(len(plain))
     parts = [plain[a:b] for a, b in zip(bounds, bounds[1:])]
+    if workers >= 2:  # the last chunks (taken last) halved: whoever finishes first then waits less for the other
+        tail = len(parts) - 2 * workers
+        parts = parts[: max(tail, 0)] + [
+            half
+            for part in parts[max(tail, 0) :]
+            for half in (part[: (len(part) + 1) // 2], part[(len(part) + 1) // 2 :])
+            if half
+        ]
     jobs = [[(prefix + listing.paths[k], listing.paths[k]) for k in part] for part in parts]
     if workers < 2:
         for part, job in zip(parts, jobs):
