@@ -661,8 +661,7 @@ class StatsStore:
                             done = self._bump(same[0].sid)
                             self._insert_rows(same)
                             merged: dict[str, list] = {}
-                            for part in (p for d in same for p in d.parts):  # packed onto the documents' row ids
-                                _merge(merged, _runs(part.postings, part.rows))
+                            _merge(merged, _runs(*_joined([p for d in same for p in d.parts])))
                             self._insert_terms(merged)
                             # a file replaced by another process meanwhile has another row id: nothing is set on it
                             self.db.executemany(
@@ -1087,6 +1086,14 @@ def _merge(merged: dict[str, list], segments: Iterable[tuple[str, int, bytes]]) 
             merged[t] = [f, pack(f) + b]
         else:
             row.append(pack(f) + b)
+
+
+def _joined(parts: Sequence[_HeldPart]) -> tuple[Postings, np.ndarray]:
+    """Held parts' postings as one, with their documents' row ids: packed at once, a term's postings are one run
+    (per part, a term had a run each: a chunk read per part, ten in a write of 50,000 files)."""
+    postings = Postings.concat([p.postings for p in parts], [len(p.rows) for p in parts])
+    rows = np.concatenate([p.rows for p in parts]) if parts else np.zeros(0, dtype=np.int64)
+    return postings, rows
 
 
 @dataclass
