@@ -579,11 +579,16 @@ def _survey_state(folder: Path, store: Path) -> tuple:
     return _state(CorpusView.of(scan)), scan.stats() | {"seconds": 0, "mb_per_s": 0}, scan.problems
 
 
+@pytest.mark.parametrize("held", [True, False], ids=["held", "written-as-read"])
 @pytest.mark.parametrize("along", [False, True], ids=["workers-only", "this-process-too"])
-def test_a_first_survey_over_worker_processes_equals_one_read_here(folder, tmp_path, monkeypatch, along):
+def test_a_first_survey_over_worker_processes_equals_one_read_here(folder, tmp_path, monkeypatch, along, held):
+    """(``held`` False: a folder of more text than ``_DEFER_BYTES``, its counts packed by the workers and written
+    as they come, with the rows.)"""
     _wide_folder(folder)
     here = _survey_state(folder, tmp_path / "here.sqlite")
     _forget_process_memo()
+    if not held:
+        monkeypatch.setattr(_filestats, "_DEFER_BYTES", 0)
     monkeypatch.setattr(_filestats, "_PARALLEL_AT", 1)  # any folder is read over the workers, 4 files a chunk
     monkeypatch.setattr(_filestats, "_CHUNK_MAX", 4)
     monkeypatch.setattr(_filestats, "cpu_count", lambda: 3)
@@ -595,6 +600,8 @@ def test_a_first_survey_over_worker_processes_equals_one_read_here(folder, tmp_p
     if not along:
         assert read_here == []  # every chunk was read by a worker
     assert workers == here and here[0] == _fresh(folder)
+    store = next(iter(_filestats._STORES.values()))
+    assert store.deferred() == held
     _forget_process_memo()  # a new process loads what the workers' survey stored
     assert _survey_state(folder, tmp_path / "workers.sqlite") == here
 
