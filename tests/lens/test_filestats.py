@@ -702,6 +702,7 @@ def test_a_folders_held_writes_are_written_together_a_row_per_term_each(folder, 
     _forget_process_memo()
     _over_workers(monkeypatch)
     monkeypatch.setattr(_store, "_HELD_WRITE", together)
+    monkeypatch.setattr(_store, "_PACK_DOCS", together // 2)  # the small case: a write's parts in packs of 4
     path = tmp_path / "workers.sqlite"
     scan = survey_corpus(folder, ReaderSettings(stats_store=str(path)))
     store = scan.doc_stats[2]
