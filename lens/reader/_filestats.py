@@ -420,6 +420,12 @@ def _survey(
     return scan
 
 
+def _readers() -> int:
+    """How many processes read a large folder's files: this one and its workers, one per CPU, at most
+    ``_WORKERS_MAX``."""
+    return min(cpu_count(), _WORKERS_MAX)
+
+
 class _EarlyWorkers:
     """Reading workers started while a folder is still listed, once enough files are listed to be read over
     workers (``_PARALLEL_AT``): their start (an interpreter and NumPy, ≈ 0.2 s each) overlaps the listing instead of
@@ -429,7 +435,7 @@ class _EarlyWorkers:
         self.pool: ReadPool | None = None
 
     def start(self) -> None:
-        self.pool = ReadPool(min(cpu_count(), _WORKERS_MAX) - 1)
+        self.pool = ReadPool(_readers() - 1)
 
     def __enter__(self) -> _EarlyWorkers:
         return self
@@ -457,7 +463,7 @@ def _list(
     # each listed file's signature: (device, inode), (size, mtime_ns, ctime_ns); whether it has other names
     sigs = (array("Q"), array("q"), array("B"))
     # a path listed where it was last time is the known string again: the listing holds no second million
-    at = (_PARALLEL_AT, early.start) if early is not None and min(cpu_count(), _WORKERS_MAX) > 1 else None
+    at = (_PARALLEL_AT, early.start) if early is not None and _readers() > 1 else None
     paths = _list_files(root_path, settings, skipped, problems, root_real, patterns, dirs, sigs, old.paths, at)
     if folder.last is not None and settings.watch and not settings.follow_symlinks:  # asked about again
         folder.watch = folder.watch or FolderWatch()
@@ -583,7 +589,7 @@ def _plan(listing: _Listing, todo: list[int]) -> _Plan:
     sizes = np.maximum(listing.times[plain, 0], 0)
     text = np.where(np.array(packed, dtype=bool), _BZ2_TEXT * sizes, sizes)
     weight = np.where(np.array(boxed, dtype=bool), text // _CONTAINER_BYTES, 0) + 1
-    workers = min(cpu_count(), _WORKERS_MAX) if int(weight.sum()) >= _PARALLEL_AT else 1
+    workers = _readers() if int(weight.sum()) >= _PARALLEL_AT else 1
     return _Plan(formats, plain, text, weight, workers)
 
 

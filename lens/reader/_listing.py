@@ -97,8 +97,7 @@ def _list_files(
     if patterns is None:
         patterns, unread = _ignore_patterns(root, root_real)
         problems.extend([unread] if unread else [])
-    walk = _Walk(root_real, settings, skipped, problems, patterns, dirs, sigs, known)
-    walk.at, walk.then = at if at is not None else (-1, None)
+    walk = _Walk(root_real, settings, skipped, problems, patterns, dirs, sigs, known, at)
     walk.folder(str(root), "", {root_real})
     return walk.out
 
@@ -106,13 +105,13 @@ def _list_files(
 class _Walk:
     """One listing of a folder, depth first in name order: what :func:`_list_files` returns and counts."""
 
-    def __init__(self, root_real, settings, skipped, problems, patterns, dirs, sigs, known) -> None:
+    def __init__(self, root_real, settings, skipped, problems, patterns, dirs, sigs, known, at=None) -> None:
         self.root_real, self.settings, self.skipped, self.problems = root_real, settings, skipped, problems
         self.patterns, self.dirs, self.known = patterns, dirs, known
         self.ident, self.times, *linked = sigs if sigs is not None else (None, None)
         self.linked = linked[0] if linked else None  # whether each file has more names than one (st_nlink)
         self.out: list[str] = []
-        self.at, self.then = -1, None  # then() once this many files are listed
+        self.at, self.then = at if at is not None else (-1, None)  # then() once this many files are listed
 
     def folder(self, dir_path: str, rel: str, seen: set[str]) -> None:
         """List ``dir_path`` (``rel`` under the root) and the folders under it; ``seen``: real paths on the way."""

@@ -717,15 +717,11 @@ class StatsStore:
             return
         sid = same[0].sid
         fid = (self.db.execute("SELECT max(id) FROM files").fetchone()[0] or 0) + 1
-        files, docs, units = [], [], []
+        batch = _Batch(np.zeros(0, dtype=np.int64))
         for path, entry, packed in held:
-            files.append(
-                (fid, sid, path, entry.sig, int(entry.settled), int(entry.whole), _pack_summary(entry.summary))
-            )
-            docs.extend(_doc_rows(fid, entry.docs, entry.ids))
-            units.extend((i, u) for i, u in zip(entry.ids, packed) if u is not None)
+            batch.add(fid, sid, path, entry, packed, entry.ids)
             fid += 1
-        self._insert(files, docs, units)
+        self._insert(batch.files, batch.docs, batch.units)
 
     def voided(self, scope: str) -> bool:
         """Whether held rows of ``scope`` were set aside by a flush (another process stored its files meanwhile):
@@ -784,12 +780,8 @@ class StatsStore:
                 continue
             if row is not None:
                 out.stale.append(row[0])
-            out.files.append(
-                (fid, sid, path, entry.sig, int(entry.settled), int(entry.whole), _pack_summary(entry.summary))
-            )
-            out.docs.extend(_doc_rows(fid, entry.docs, range(did, did + k)))
-            out.units.extend((did + o, u) for o, u in enumerate(packed) if u is not None)
             entry.ids = tuple(range(did, did + k))
+            out.add(fid, sid, path, entry, packed, entry.ids)
             if runs and runs[-1][0] + runs[-1][2] == at:  # row ids follow on as the documents do
                 runs[-1] = (runs[-1][0], runs[-1][1], runs[-1][2] + k)
             else:
@@ -1047,12 +1039,6 @@ def _pack_unit(doc: Document) -> bytes:
     return zlib.compress(json.dumps(data, ensure_ascii=True).encode("ascii"), 6)
 
 
-def _doc_rows(fid: int, docs: Sequence[DocStat], ids: Sequence[int]) -> Iterator[tuple]:
-    """The ``docs`` rows of file row ``fid``'s documents, at row ids ``ids``."""
-    for o, (st, i) in enumerate(zip(docs, ids)):
-        yield i, fid, o, st.doc_id, st.title, st.names, st.length, st.sha256, st.line
-
-
 @dataclass
 class _Batch:
     """The rows one write adds, the stored files it replaces, and each of its documents' row id (-1: shared)."""
@@ -1062,6 +1048,16 @@ class _Batch:
     docs: list[tuple] = field(default_factory=list)
     units: list[tuple[int, bytes]] = field(default_factory=list)
     stale: list[int] = field(default_factory=list)
+
+    def add(
+        self, fid: int, sid: int, path: str, entry: _Entry, packed: Sequence[bytes | None], ids: Sequence[int]
+    ) -> None:
+        """A file's rows: its own as row ``fid`` of folder ``sid``, its documents' at row ids ``ids``, their units."""
+        summary = _pack_summary(entry.summary)
+        self.files.append((fid, sid, path, entry.sig, int(entry.settled), int(entry.whole), summary))
+        for o, (st, i) in enumerate(zip(entry.docs, ids)):
+            self.docs.append((i, fid, o, st.doc_id, st.title, st.names, st.length, st.sha256, st.line))
+        self.units.extend((i, u) for i, u in zip(ids, packed) if u is not None)
 
 
 def _term_rows(counted: Sequence[tuple[list[tuple[str, int, bytes]], int]], rows: np.ndarray) -> dict[str, list]:
