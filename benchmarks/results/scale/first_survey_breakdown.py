@@ -32,17 +32,24 @@ except ImportError:  # before
     _chunks = None
 
 
+def empty_store_config(store: str):
+    """The deep preset's configuration with the statistics store at ``store``, emptied (the first question's
+    survey), and containers read whole (the scale curve's shards)."""
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(store + suffix):
+            os.unlink(store + suffix)
+    cfg = load_config("deep", env={})
+    cfg.reader.stats_store = store
+    cfg.reader.max_container_bytes = 1 << 40
+    return cfg
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("folder")
     ap.add_argument("--store", required=True, help="the statistics store to build (emptied first)")
     args = ap.parse_args(argv)
-    for suffix in ("", "-wal", "-shm"):
-        if os.path.exists(args.store + suffix):
-            os.unlink(args.store + suffix)
-    cfg = load_config("deep", env={})
-    cfg.reader.stats_store = args.store
-    cfg.reader.max_container_bytes = 1 << 40
+    cfg = empty_store_config(args.store)
     spent: dict[str, float] = {}
     stack: list[float] = []
 

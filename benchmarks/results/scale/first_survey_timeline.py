@@ -20,7 +20,8 @@ import os
 import sys
 import time
 
-from lens import load_config
+from first_survey_breakdown import empty_store_config  # beside this file
+
 from lens.parts import survey_corpus
 from lens.reader import _chunks, _filestats
 
@@ -31,12 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--store", required=True, help="the statistics store to build (emptied first)")
     ap.add_argument("--events", action="store_true", help="print every event too")
     args = ap.parse_args(argv)
-    for suffix in ("", "-wal", "-shm"):
-        if os.path.exists(args.store + suffix):
-            os.unlink(args.store + suffix)
-    cfg = load_config("deep", env={})
-    cfg.reader.stats_store = args.store
-    cfg.reader.max_container_bytes = 1 << 40
+    cfg = empty_store_config(args.store)
     events: list[tuple[str, float, float]] = []
     t0 = time.perf_counter()
 
