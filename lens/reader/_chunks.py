@@ -4,9 +4,11 @@ for the first survey of a large folder, over worker processes on the other cores
 
 A worker is a fresh interpreter (``sys.executable -c …``, like the extraction workers: never a fork of this
 possibly threaded process) that reads each chunk it is handed through the same guarded open as this process
-(``lens.reader._read._read_file``, checked against the folder's real path) and hands back the chunk's columns:
-per file its signature, outcome and document statistics, and the chunk's term counts as the store's runs of
-postings, packed (``lens.reader._store._runs``: a row per distinct term, no object per posting). Document formats (PDF, …) are not read here: they go through the extraction workers.
+(``lens.reader._read._read_file``; a chunk's files through the folder's directories opened without following a
+link, ``lens.reader._open.FolderDirs``) and hands back the chunk's columns: per file its signature, outcome and
+document statistics, and the chunk's term counts as the store's runs of postings, packed
+(``lens.reader._store._runs``: a row per distinct term, no object per posting). Document formats (PDF, …) are not
+read here: they go through the extraction workers.
 A thread of this process keeps each worker reading; this process reads a chunk itself whenever it has none to
 store. A worker that cannot be started, or dies on a chunk, costs time only: its chunk is read by another.
 """
@@ -32,6 +34,7 @@ import numpy as np
 from lens.reader import _read
 from lens.reader._columns import NAMES_SEP, DocStat
 from lens.reader._documents import Document
+from lens.reader._open import FolderDirs
 from lens.reader._postings import Postings, count_terms
 from lens.reader._read import _FileResult
 from lens.reader._store import _pack_unit, _runs
@@ -112,10 +115,13 @@ def read_chunk(
     count its documents' terms (``settings``: the reader's, or just its :class:`ReadLimits`; ``pack``: as for
     :func:`chunk_of`)."""
     results, sigs = [], []
-    for full, path in jobs:
-        sig: list = []
-        results.append(_read._read_file(full, path, settings, root_real, sig))  # (looked up: tests count reads)
-        sigs.append(sig[0] if sig else None)
+    with FolderDirs(root_real) as dirs:
+        for full, path in jobs:
+            sig: list = []
+            results.append(
+                _read._read_file(full, path, settings, root_real, sig, dirs)
+            )  # (looked up: tests count reads)
+            sigs.append(sig[0] if sig else None)
     return chunk_of(results, sigs, pack)
 
 

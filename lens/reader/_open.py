@@ -12,7 +12,7 @@ from typing import Sequence
 
 from lens._errors import LensError
 
-__all__ = ["CorpusError"]
+__all__ = ["CorpusError", "FolderDirs"]
 
 
 _SNIFF_BYTES = 8192
@@ -96,17 +96,99 @@ def _open_regular(full: str, root_real: str) -> tuple[int, os.stat_result] | str
     return reason
 
 
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
+_BY_DIR_FD = os.open in os.supports_dir_fd and hasattr(os, "O_NOFOLLOW") and hasattr(os, "O_DIRECTORY")
+
+
+class FolderDirs:
+    """The folder's directories opened one step at a time from the folder's own, never through a link, for a run
+    of reads (a chunk of the listing): a file is then opened by its name relative to its directory's descriptor,
+    not following a link either, so it lies inside the folder without asking the kernel for its path (a
+    ``readlink`` per file, ≈ 4 µs of the ≈ 50 a small file costs). Only the open directories on the way to the
+    last file read are kept (a listing's files come folder by folder). A step that is a link, or a path this
+    cannot take, is opened by :func:`_open_regular` with its checks. A directory moved out of the folder while
+    its files are read is read as it was when opened, as a file moved out after its open is. :meth:`close` after
+    use (a context manager)."""
+
+    def __init__(self, root_real: str) -> None:
+        self.root_real = root_real
+        self._fds: dict[str, int | None] = {}  # "" the folder, "a", "a/b", …: a descriptor, None where refused
+
+    def __enter__(self) -> FolderDirs:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for fd in self._fds.values():
+            if fd is not None:
+                os.close(fd)
+        self._fds.clear()
+
+    def _dir(self, rel: str) -> int | None:
+        if rel in self._fds:
+            return self._fds[rel]
+        for kept in [k for k in self._fds if k and not rel.startswith(k + "/")]:  # off the way to ``rel``
+            fd = self._fds.pop(kept)
+            if fd is not None:
+                os.close(fd)
+        parent, _, name = rel.rpartition("/")
+        fd = None
+        try:
+            if not rel:
+                fd = os.open(self.root_real, _DIR_FLAGS)
+                if _opened_path(fd, self.root_real) != self.root_real:  # the folder itself swapped since
+                    os.close(fd)
+                    fd = None
+            elif name not in (".", "..") and (up := self._dir(parent)) is not None:
+                fd = os.open(name, _DIR_FLAGS, dir_fd=up)
+        except OSError:  # a link on the way (ELOOP, ENOTDIR), gone, or no descriptor to be had
+            fd = None
+        self._fds[rel] = fd
+        return fd
+
+    def open(self, full: str, rel: str) -> tuple[int, os.stat_result] | str:
+        """As :func:`_open_regular` (``full`` the file's path, ``rel`` the same file's path in the folder)."""
+        folder, _, name = rel.rpartition("/")
+        up = self._dir(folder) if _BY_DIR_FD and name not in ("", ".", "..") else None
+        if up is None:
+            return _open_regular(full, self.root_real)
+        try:
+            fd = os.open(name, _OPEN_FLAGS, dir_fd=up)
+        except FileNotFoundError:
+            return "vanished"
+        except OSError:  # a link (its target may lie inside: resolved and checked there), or unreadable
+            return _open_regular(full, self.root_real)
+        try:
+            st = os.fstat(fd)
+            if stat.S_ISREG(st.st_mode):
+                return fd, st
+            reason = "not_regular"
+        except OSError:
+            reason = "unreadable"
+        os.close(fd)
+        return reason
+
+
 def _read_bytes(
-    full: str, max_bytes: int, root_real: str, sig: list | None = None, *, binary: bool = False
+    full: str,
+    max_bytes: int,
+    root_real: str,
+    sig: list | None = None,
+    *,
+    binary: bool = False,
+    dirs: tuple[FolderDirs, str] | None = None,
 ) -> bytes | str:
     """The file's bytes (at most ``max_bytes + 1``), or a skip reason. The stat signature of the open file
     (taken before reading) is appended to ``sig`` when given. ``binary``: a document format's bytes, which may
-    hold NULs (else a NUL in the first 8 KiB makes the file "binary").
+    hold NULs (else a NUL in the first 8 KiB makes the file "binary"). ``dirs``: the folder's directories open
+    for a run of reads and the file's path in the folder (:class:`FolderDirs`), else ``full`` is opened alone.
 
     One ``os.read`` per file in the common case (a regular file that did not change since ``fstat``); the
     scan of a folder of many small files is dominated by per-file overhead, not by bytes.
     """
-    opened = _open_regular(full, root_real)
+    opened = dirs[0].open(full, dirs[1]) if dirs else _open_regular(full, root_real)
     if isinstance(opened, str):
         return opened
     fd, st = opened

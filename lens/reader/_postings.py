@@ -146,10 +146,11 @@ def _count(texts: list[str]) -> Postings:
     buf = b"\x00".join(raw)
     u8 = np.frombuffer(buf, dtype=np.uint8)
     code = _CODE[u8]
-    alnum, ascii_only = _letters_and_digits(buf, u8, code)
-    edges = np.diff(alnum.view(np.int8), prepend=np.int8(0), append=np.int8(0))
-    starts = np.flatnonzero(edges == 1)
-    ends = np.flatnonzero(edges == -1)
+    alnum, wide = _letters_and_digits(buf, u8, code)
+    fenced = np.zeros(len(alnum) + 2, dtype=bool)  # no letter before the first byte or after the last
+    fenced[1:-1] = alnum
+    flips = np.flatnonzero(fenced[1:] != fenced[:-1])  # where a run starts, then where it ends, by turns
+    starts, ends = flips[0::2], flips[1::2]
     if not len(starts):
         return Postings.empty()
     lengths = ends - starts
@@ -157,10 +158,11 @@ def _count(texts: list[str]) -> Postings:
     np.cumsum([len(t) + 1 for t in raw[:-1]], out=doc_starts[1:])
     doc = (np.searchsorted(doc_starts, starts, side="right") - 1).astype(np.uint64)
     plain = np.ones(len(starts), dtype=bool)  # a run of ASCII letters and digits only
-    if not ascii_only:  # a run holding a letter beyond ASCII is cut out as a string
-        before = np.zeros(len(u8) + 1, dtype=np.int32)  # how many bytes beyond ASCII come before each offset
-        np.cumsum(u8 >= 0x80, out=before[1:])
-        plain = before[starts] == before[ends]
+    if len(wide):  # a run holding a letter beyond ASCII is cut out as a string: found from those few bytes
+        run = np.searchsorted(starts, wide, side="right") - 1  # the last run starting at or before each byte
+        held = run >= 0
+        run, at = run[held], wide[held]
+        plain[run[at < ends[run]]] = False  # the byte lies inside that run
     padded = np.zeros(len(code) + 16, dtype=np.uint8)
     padded[: len(code)] = code
     # the 8 codes from every offset, read in place (unaligned, overlapping: one view, no copy)
@@ -180,12 +182,12 @@ def _count(texts: list[str]) -> Postings:
     return Postings.disjoint(parts)
 
 
-def _letters_and_digits(buf: bytes, u8: np.ndarray, code: np.ndarray) -> tuple[np.ndarray, bool]:
-    """Which bytes belong to a letter or digit (``str.isalnum``), and whether the buffer is all ASCII: a character
-    beyond ASCII is classified by its code point, read from its bytes."""
+def _letters_and_digits(buf: bytes, u8: np.ndarray, code: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Which bytes belong to a letter or digit (``str.isalnum``), and the offsets of the bytes beyond ASCII (none:
+    an ASCII buffer): a character beyond ASCII is classified by its code point, read from its bytes."""
     alnum = code > 0
     if buf.isascii():
-        return alnum, True
+        return alnum, np.zeros(0, dtype=np.intp)
     wide = np.flatnonzero(u8 >= 0x80)  # every byte of a character beyond ASCII
     leads = wide[u8[wide] >= 0xC0]  # its first byte
     b = np.zeros(len(u8) + 3, dtype=np.uint8)  # a character's bytes after its first, read past the end
@@ -198,7 +200,7 @@ def _letters_and_digits(buf: bytes, u8: np.ndarray, code: np.ndarray) -> tuple[n
     chars, which = np.unique(cp, return_inverse=True)  # the few distinct characters, each asked once
     is_alnum = np.fromiter((chr(c).isalnum() for c in chars.tolist()), dtype=bool, count=len(chars))
     alnum[wide] = is_alnum[which][np.searchsorted(leads, wide, side="right") - 1]
-    return alnum, False
+    return alnum, wide
 
 
 class _Runs:

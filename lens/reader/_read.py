@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Sequence
 from lens._files import sha256_hex
 from lens.reader._documents import Document, _is_container, _suffix, unit_documents
 from lens.reader._extraction import Extractor
-from lens.reader._open import _decode, _folder_real, _open_regular, _read_bytes, _signature
+from lens.reader._open import FolderDirs, _decode, _folder_real, _open_regular, _read_bytes, _signature
 from lens.reader.formats import format_of
 
 if TYPE_CHECKING:  # a type only: a reading worker does without the settings' model (pydantic)
@@ -134,9 +134,14 @@ def _record_body(obj: dict, where: str) -> tuple[str, str, str]:
 
 
 def _read_container(
-    path: str, full: str, settings: ReaderSettings, root_real: str, sig: list | None = None
+    path: str,
+    full: str,
+    settings: ReaderSettings,
+    root_real: str,
+    sig: list | None = None,
+    dirs: FolderDirs | None = None,
 ) -> _FileResult:
-    opened = _open_regular(full, root_real)
+    opened = dirs.open(full, path) if dirs else _open_regular(full, root_real)
     if isinstance(opened, str):
         return _FileResult(path, [], skip=opened)
     fd, st = opened
@@ -231,7 +236,16 @@ def read_document(root: Path, path: str, settings: ReaderSettings) -> _FileResul
     return _read_file(os.path.join(root, path), path, settings, _folder_real(root))
 
 
-def _read_file(full: str, path: str, settings: ReaderSettings, root_real: str, sig: list | None = None) -> _FileResult:
+def _read_file(
+    full: str,
+    path: str,
+    settings: ReaderSettings,
+    root_real: str,
+    sig: list | None = None,
+    dirs: FolderDirs | None = None,
+) -> _FileResult:
+    """Read the file ``full`` (``path`` in the folder whose real path is ``root_real``; ``dirs``: that folder's
+    directories open for a run of reads) into documents, or a skip reason; its stat signature appended to ``sig``."""
     if format_of(_suffix(path)) is not None:
         got: list = []
         res = read_files([(full, path)], settings, root_real, got)[0]
@@ -239,8 +253,8 @@ def _read_file(full: str, path: str, settings: ReaderSettings, root_real: str, s
             sig.append(got[0])
         return res
     if _is_container(path):
-        return _read_container(path, full, settings, root_real, sig)
-    data = _read_bytes(full, settings.max_file_bytes, root_real, sig)
+        return _read_container(path, full, settings, root_real, sig, dirs)
+    data = _read_bytes(full, settings.max_file_bytes, root_real, sig, dirs=(dirs, path) if dirs else None)
     if isinstance(data, str):
         return _FileResult(path, [], skip=data)
     text, bad = _decode(data)

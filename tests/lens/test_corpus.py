@@ -21,8 +21,8 @@ from lens._config import ReaderSettings
 from lens._errors import LensError
 from lens.reader._corpus import scan_corpus
 from lens.reader._documents import split_sentences
-from lens.reader._open import CorpusError
-from lens.reader._read import read_document
+from lens.reader._open import CorpusError, FolderDirs, _folder_real
+from lens.reader._read import _read_file, read_document
 
 
 def write(root: Path, rel: str, data: str | bytes) -> Path:
@@ -239,48 +239,101 @@ def test_a_link_to_a_file_inside_the_folder_is_read_under_its_own_name(tmp_path)
     assert sorted(by_id(scan_corpus(tmp_path))) == ["alias.txt", "real/a.txt"]
 
 
-# between listing and reading a file may be replaced: the read checks again what it opened (issue 33 item 7)
+# between listing and reading a file may be replaced: the read checks again what it opened (issue 33 item 7).
+# Each case both ways a file is read: alone (its full path, the opened file's path checked) and in a run of reads
+# through the folder's directories opened without following a link (a survey's chunk, ``FolderDirs``).
 
 
-def test_a_file_swapped_for_a_link_out_after_listing_is_not_read(tmp_path):
+def read_alone(root: Path, listed: str):
+    return read_document(root, listed, ReaderSettings())
+
+
+def read_in_a_run(root: Path, listed: str):
+    root_real = _folder_real(root)
+    with FolderDirs(root_real) as dirs:
+        return _read_file(os.path.join(root, listed), listed, ReaderSettings(), root_real, None, dirs)
+
+
+READS = pytest.mark.parametrize("read", [read_alone, read_in_a_run], ids=["alone", "in_a_run"])
+
+
+@READS
+def test_a_file_swapped_for_a_link_out_after_listing_is_not_read(tmp_path, read):
     root = tmp_path / "docs"
     outside = write(tmp_path, "outside/secret.md", "CANARY outside the folder.")
     write(root, "a.md", "Alpha.")
     (listed,) = corpus._list_files(root, ReaderSettings(), corpus.Counter(), [])
     (root / "a.md").unlink()
     (root / "a.md").symlink_to(outside)
-    res = read_document(root, listed, ReaderSettings())
+    res = read(root, listed)
     assert res.skip == "symlink_outside" and res.documents == []
 
 
-def test_a_file_swapped_for_a_fifo_after_listing_is_skipped_without_blocking(tmp_path):
+@READS
+def test_a_file_swapped_for_a_fifo_after_listing_is_skipped_without_blocking(tmp_path, read):
     write(tmp_path, "a.md", "Alpha.")
     (listed,) = corpus._list_files(tmp_path, ReaderSettings(), corpus.Counter(), [])
     (tmp_path / "a.md").unlink()
     os.mkfifo(tmp_path / "a.md")
-    res = without_blocking(lambda: read_document(tmp_path, listed, ReaderSettings()), tmp_path / "a.md")
+    res = without_blocking(lambda: read(tmp_path, listed), tmp_path / "a.md")
     assert res.skip == "not_regular" and res.documents == []
 
 
-def test_a_container_swapped_for_a_fifo_after_listing_is_skipped_without_blocking(tmp_path):
+@READS
+def test_a_container_swapped_for_a_fifo_after_listing_is_skipped_without_blocking(tmp_path, read):
     write(tmp_path, "pool.jsonl", records(ARTICLE))
     (listed,) = corpus._list_files(tmp_path, ReaderSettings(), corpus.Counter(), [])
     (tmp_path / "pool.jsonl").unlink()
     os.mkfifo(tmp_path / "pool.jsonl")
-    res = without_blocking(lambda: read_document(tmp_path, listed, ReaderSettings()), tmp_path / "pool.jsonl")
+    res = without_blocking(lambda: read(tmp_path, listed), tmp_path / "pool.jsonl")
     assert res.skip == "not_regular" and res.documents == []
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="the opened file's path is read from /proc")
-def test_a_subfolder_swapped_for_a_link_out_after_listing_is_not_read(tmp_path):
+@READS
+def test_a_subfolder_swapped_for_a_link_out_after_listing_is_not_read(tmp_path, read):
     root = tmp_path / "docs"
     write(tmp_path, "outside/a.md", "CANARY outside the folder.")
     write(root, "sub/a.md", "Alpha.")
     (listed,) = corpus._list_files(root, ReaderSettings(), corpus.Counter(), [])
     (root / "sub").rename(tmp_path / "moved")
     (root / "sub").symlink_to(tmp_path / "outside", target_is_directory=True)
-    res = read_document(root, listed, ReaderSettings())
+    res = read(root, listed)
     assert res.skip == "symlink_outside" and res.documents == []
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="the opened file's path is read from /proc")
+@READS
+def test_a_path_climbing_out_of_the_folder_is_not_read(tmp_path, read):
+    root = tmp_path / "docs"
+    write(tmp_path, "outside/a.md", "CANARY outside the folder.")
+    write(root, "sub/a.md", "Alpha.")
+    res = read(root, "sub/../../outside/a.md")
+    assert res.skip == "symlink_outside" and res.documents == []
+
+
+@READS
+def test_links_inside_the_folder_are_read_in_a_run_as_alone(tmp_path, read):
+    write(tmp_path, "real/a.txt", "Alpha.")
+    (tmp_path / "alias.txt").symlink_to(tmp_path / "real" / "a.txt")
+    (tmp_path / "folder").symlink_to(tmp_path / "real", target_is_directory=True)
+    for listed in ("alias.txt", "folder/a.txt", "real/a.txt"):
+        assert read(tmp_path, listed).documents[0].text == "Alpha."
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="open descriptors are counted in /proc")
+def test_a_run_of_reads_keeps_open_only_the_folders_on_the_way_and_closes_them(tmp_path):
+    for d in range(30):
+        write(tmp_path, f"d{d:02d}/e/a.txt", f"Alpha {d}.")
+    root_real = _folder_real(tmp_path)
+    before = len(os.listdir("/proc/self/fd"))
+    with FolderDirs(root_real) as dirs:
+        for d in range(30):
+            listed = f"d{d:02d}/e/a.txt"
+            res = _read_file(os.path.join(tmp_path, listed), listed, ReaderSettings(), root_real, None, dirs)
+            assert res.documents[0].text == f"Alpha {d}."
+            assert len(os.listdir("/proc/self/fd")) - before <= 3  # the folder, d.., d../e
+    assert len(os.listdir("/proc/self/fd")) == before
 
 
 def test_a_folder_that_resolves_outside_the_allowed_ones_is_refused(tmp_path):
