@@ -118,9 +118,8 @@ def read_chunk(
     with FolderDirs(root_real) as dirs:
         for full, path in jobs:
             sig: list = []
-            results.append(
-                _read._read_file(full, path, settings, root_real, sig, dirs)
-            )  # (looked up: tests count reads)
+            # (``_read._read_file`` looked up at each call: tests count the reads)
+            results.append(_read._read_file(full, path, settings, root_real, sig, dirs))
             sigs.append(sig[0] if sig else None)
     return chunk_of(results, sigs, pack)
 
