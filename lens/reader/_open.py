@@ -171,6 +171,14 @@ class FolderDirs:
         return reason
 
 
+def _open_file(
+    full: str, root_real: str, dirs: FolderDirs | None = None, rel: str = ""
+) -> tuple[int, os.stat_result] | str:
+    """``full`` opened for a read as :func:`_open_regular` opens it — through ``dirs``, the folder's directories
+    open for a run of reads, where given (``rel``: the file's path in the folder)."""
+    return dirs.open(full, rel) if dirs is not None else _open_regular(full, root_real)
+
+
 def _read_bytes(
     full: str,
     max_bytes: int,
@@ -178,17 +186,18 @@ def _read_bytes(
     sig: list | None = None,
     *,
     binary: bool = False,
-    dirs: tuple[FolderDirs, str] | None = None,
+    dirs: FolderDirs | None = None,
+    rel: str = "",
 ) -> bytes | str:
     """The file's bytes (at most ``max_bytes + 1``), or a skip reason. The stat signature of the open file
     (taken before reading) is appended to ``sig`` when given. ``binary``: a document format's bytes, which may
-    hold NULs (else a NUL in the first 8 KiB makes the file "binary"). ``dirs``: the folder's directories open
-    for a run of reads and the file's path in the folder (:class:`FolderDirs`), else ``full`` is opened alone.
+    hold NULs (else a NUL in the first 8 KiB makes the file "binary"). ``dirs`` and ``rel``: as for
+    :func:`_open_file`.
 
     One ``os.read`` per file in the common case (a regular file that did not change since ``fstat``); the
     scan of a folder of many small files is dominated by per-file overhead, not by bytes.
     """
-    opened = dirs[0].open(full, dirs[1]) if dirs else _open_regular(full, root_real)
+    opened = _open_file(full, root_real, dirs, rel)
     if isinstance(opened, str):
         return opened
     fd, st = opened

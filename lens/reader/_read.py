@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Sequence
 from lens._files import sha256_hex
 from lens.reader._documents import Document, _is_container, _suffix, unit_documents
 from lens.reader._extraction import Extractor
-from lens.reader._open import FolderDirs, _decode, _folder_real, _open_regular, _read_bytes, _signature
+from lens.reader._open import FolderDirs, _decode, _folder_real, _open_file, _read_bytes, _signature
 from lens.reader.formats import format_of
 
 if TYPE_CHECKING:  # a type only: a reading worker does without the settings' model (pydantic)
@@ -141,7 +141,7 @@ def _read_container(
     sig: list | None = None,
     dirs: FolderDirs | None = None,
 ) -> _FileResult:
-    opened = dirs.open(full, path) if dirs else _open_regular(full, root_real)
+    opened = _open_file(full, root_real, dirs, path)
     if isinstance(opened, str):
         return _FileResult(path, [], skip=opened)
     fd, st = opened
@@ -254,7 +254,7 @@ def _read_file(
         return res
     if _is_container(path):
         return _read_container(path, full, settings, root_real, sig, dirs)
-    data = _read_bytes(full, settings.max_file_bytes, root_real, sig, dirs=(dirs, path) if dirs else None)
+    data = _read_bytes(full, settings.max_file_bytes, root_real, sig, dirs=dirs, rel=path)
     if isinstance(data, str):
         return _FileResult(path, [], skip=data)
     text, bad = _decode(data)
