@@ -11,8 +11,9 @@ statistics of each file whose signature is unchanged from the store, reads exact
 drops the gone ones; many files (the first question over a large folder) are read, folded and counted a chunk
 at a time by worker processes on the other cores and this process (``lens.reader._chunks``), which hand back
 columns; the workers of a folder the store knows nothing of start while it is still listed. What a survey reads
-(text up to ``_DEFER_BYTES``) is stored a chunk at a time with its term counts held in memory — and, for a folder
-the store knew nothing of, its files' and documents' rows too, only their row ids taken — so the question is
+(text files and containers) is stored a chunk at a time with its term counts held — in memory, or past a bound in
+a temporary file beside the store (``lens.reader._spill``) — and, for a folder the store knew nothing of (text up
+to ``_HOLD_ROWS_BYTES``), its files' and documents' rows too, only their row ids taken — so the question is
 ranked before they are written (:func:`write_held`, the next survey, or the process's exit:
 :meth:`StatsStore.flush`; until then a file's row, if written, has no signature, so a process that dies first
 leaves its files to be read again). A file changed within two seconds of its reading (timestamps are coarse)
@@ -102,10 +103,10 @@ _CONTAINER_BYTES = 2_048  # a container weighs a unit per this many bytes of tex
 _BZ2_TEXT = 4
 _PARALLEL_AT = 2_000  # reading this much weight (files) or more starts worker processes
 _WORKERS_MAX = 8  # processes reading, this one and its workers, at most (each an interpreter and a chunk: ≈ 100 MB)
-# a survey that reads this much text or less (a .bz2 container counted at _BZ2_TEXT times its size on disk) holds
-# its term counts in memory and writes them after (StatsStore.put_counted with defer): the question is ranked
-# before they are written. More is written as it is read (the counts held: ≈ 12 bytes a posting)
-_DEFER_BYTES = 256 << 20
+# a folder's first survey that reads this much text or less (a .bz2 container counted at _BZ2_TEXT times its size
+# on disk) holds its files' and documents' rows in memory too, not only its term counts (StatsStore.put_counted with
+# defer and new); a larger one writes the rows as it reads (≈ 1 KB a document held: 1.5 GB at 1.5M documents)
+_HOLD_ROWS_BYTES = 256 << 20
 
 
 # one store per file path per process
@@ -528,7 +529,7 @@ def _read_changed(
     pending_docs = 0
     plan = _plan(listing, todo)
     defer = plan.defers()
-    new = defer and not len(old)  # the folder's first survey: its files' rows are held too
+    new = defer and not len(old) and plan.holds_rows()  # the folder's first survey: its files' rows are held too
     for ks, chunk in _chunks(prefix, root_real, settings, listing, plan, not defer, started):
         for j, k in enumerate(ks):
             p, sig = listing.paths[k], chunk.sigs[j]
@@ -563,9 +564,14 @@ class _Plan:
     workers: int
 
     def defers(self) -> bool:
-        """Whether the read holds its term counts for a later write: text files and containers only, at most
-        ``_DEFER_BYTES`` of text."""
-        return not self.formats and bool(self.plain) and int(self.text.sum()) <= _DEFER_BYTES
+        """Whether the read holds its term counts for a later write: text files and containers only (held in
+        memory, or past ``_store._HELD_BYTES`` in a temporary file beside the store)."""
+        return not self.formats and bool(self.plain)
+
+    def holds_rows(self) -> bool:
+        """Whether the files' and documents' rows may be held too (a folder's first survey): at most
+        ``_HOLD_ROWS_BYTES`` of text."""
+        return int(self.text.sum()) <= _HOLD_ROWS_BYTES
 
 
 def _plan(listing: _Listing, todo: list[int]) -> _Plan:

@@ -29,6 +29,7 @@ from lens.reader._columns import DocStat
 from lens.reader._documents import Document
 from lens.reader._folder import _HEX64, _bad_doc_field, _Entry, _Files, _pack_summary, _unpack_sig, _unpack_summary
 from lens.reader._postings import Postings, count_terms
+from lens.reader._spill import Spill, SpilledPart
 
 __all__ = ["StatsStore", "StoreError", "default_store_path"]
 
@@ -57,6 +58,12 @@ _HELD_WRITE = 50_000
 # first survey of 150K files: all 50,000 at once, peak RSS 816 MiB and a store of 121.9 MiB; per part (5,000),
 # 609 MiB and 133.5 MiB; 12,500: 632 MiB and 128.0 MiB
 _PACK_DOCS = 12_500
+
+
+# term counts held in memory for a later write (StatsStore.flush), at most this many bytes (12 a posting: ≈ 22M
+# postings, 340K documents of Wikipedia abstracts); a survey's parts past it are held in a temporary file beside the
+# store (lens.reader._spill): at 1.5M documents ≈ 100M postings, which memory would not hold within 2 GiB
+_HELD_BYTES = 256 << 20
 
 
 _SEEN_EVERY_S = 3600  # a folder's last use is written at most this often (a write per question would contend)
@@ -167,6 +174,7 @@ class StatsStore:
         self._deferred: list[_Deferred] = []  # term counts held in memory, written by flush (see put_counted)
         self._void: list[_Deferred] = []  # held rows a flush could not write (another process stored them)
         self._at_exit = False
+        self._spill: Spill | None = None  # held term counts past _HELD_BYTES (made when first needed)
         self.db = self._connect()
 
     # ---------------------------------------------------------------- opening
@@ -298,6 +306,7 @@ class StatsStore:
         """Close the file; term counts still held are dropped (their files are read again)."""
         self._deferred.clear()
         self._void.clear()
+        self._unspill()
         self.db.close()
 
     @contextmanager
@@ -470,6 +479,7 @@ class StatsStore:
             return
         self._deferred = [d for d in self._deferred if d.sid not in sids]
         self._void = [d for d in self._void if d.sid not in sids]
+        self._unspill()
         with self.db:
             for sid in sids:
                 dropped = self.db.execute(
@@ -618,13 +628,41 @@ class StatsStore:
 
     def _held(self, held: _Deferred, counted: Sequence[tuple[Any, int]], rows: np.ndarray) -> None:
         at = 0
+        in_memory = sum(
+            12 * len(p.postings) for d in (*self._deferred, *self._void) for p in d.parts if isinstance(p, _HeldPart)
+        )
         for postings, n in counted:
-            held.parts.append(_HeldPart(postings, rows[at : at + n]))
+            part = None
+            if in_memory + 12 * len(postings) > _HELD_BYTES:
+                part = self._spilled(postings, rows[at : at + n])
+            if part is None:
+                part = _HeldPart(postings, rows[at : at + n])
+                in_memory += 12 * len(postings)
+            held.parts.append(part)
             at += n
         self._deferred.append(held)
         if not self._at_exit:
             atexit.register(self._flush_at_exit)
             self._at_exit = True
+
+    def _spilled(self, postings: Postings, rows: np.ndarray) -> SpilledPart | None:
+        """A part's postings held in the temporary file beside the store; None when it cannot be written (they
+        are held in memory then)."""
+        try:
+            if self._spill is None:
+                self._spill = Spill(self.path.parent if self.path is not None else None)
+            return SpilledPart(self._spill, postings, rows)
+        except OSError as exc:
+            log.info("file statistics store %s: held term counts kept in memory (%s)", self.file, exc)
+            return None
+
+    def _unspill(self) -> None:
+        """The temporary file of held term counts closed (its space handed back) once none of its parts is held."""
+        if self._spill is not None and not any(
+            isinstance(p, SpilledPart) for d in (*self._deferred, *self._void) for p in d.parts
+        ):
+            self._spill.close()
+            self._spill = None
 
     def _insert_terms(self, merged: dict[str, list]) -> None:
         """One row per term of ``merged`` (:func:`_term_rows`), in key order: the B-tree's pages are filled, not split
@@ -693,6 +731,7 @@ class StatsStore:
                         rest[0].files, rest[0].before = files, held.before  # saved after the folder's last held write
                     elif files.gen is not None and self.path is not None:
                         self.save(held.scope, files, held.before)
+            self._unspill()
 
     def _free(self, same: list[_Deferred]) -> bool:
         """Whether held writes' rows may be written: their folder is still the one they were taken for, and no
@@ -729,6 +768,7 @@ class StatsStore:
         with self._lock:
             mine = [d for d in self._void if d.scope == scope]
             self._void = [d for d in self._void if d.scope != scope]
+            self._unspill()
             return bool(mine)
 
     def _together(self) -> list[_Deferred]:

@@ -20,6 +20,7 @@ from lens._config import ReaderSettings
 from lens.parts import CorpusView, scan_corpus
 from lens.reader import _chunks, _filestats, _folder, _read, _store
 from lens.reader._filestats import survey_corpus
+from lens.reader._spill import SpilledPart
 from lens.reader._store import StatsStore
 
 TERMS = ["quill", "lighthouse", "harbor", "cape", "tower", "gutierrez", "x2", "snake"]
@@ -579,16 +580,19 @@ def _survey_state(folder: Path, store: Path) -> tuple:
     return _state(CorpusView.of(scan)), scan.stats() | {"seconds": 0, "mb_per_s": 0}, scan.problems
 
 
-@pytest.mark.parametrize("held", [True, False], ids=["held", "written-as-read"])
+@pytest.mark.parametrize("held", ["rows", "counts", "spilled"])
 @pytest.mark.parametrize("along", [False, True], ids=["workers-only", "this-process-too"])
 def test_a_first_survey_over_worker_processes_equals_one_read_here(folder, tmp_path, monkeypatch, along, held):
-    """(``held`` False: a folder of more text than ``_DEFER_BYTES``, its counts packed by the workers and written
-    as they come, with the rows.)"""
+    """(``held``: "rows" — the files' and documents' rows and the term counts held in memory; "counts" — a folder
+    of more text than ``_HOLD_ROWS_BYTES``, its rows written as they come; "spilled" — its counts past
+    ``_store._HELD_BYTES`` too, held in a temporary file beside the store.)"""
     _wide_folder(folder)
     here = _survey_state(folder, tmp_path / "here.sqlite")
     _forget_process_memo()
-    if not held:
-        monkeypatch.setattr(_filestats, "_DEFER_BYTES", 0)
+    if held != "rows":
+        monkeypatch.setattr(_filestats, "_HOLD_ROWS_BYTES", 0)
+    if held == "spilled":
+        monkeypatch.setattr(_store, "_HELD_BYTES", 0)
     monkeypatch.setattr(_filestats, "_PARALLEL_AT", 1)  # any folder is read over the workers, 4 files a chunk
     monkeypatch.setattr(_filestats, "_CHUNK_MAX", 4)
     monkeypatch.setattr(_filestats, "cpu_count", lambda: 3)
@@ -601,7 +605,13 @@ def test_a_first_survey_over_worker_processes_equals_one_read_here(folder, tmp_p
         assert read_here == []  # every chunk was read by a worker
     assert workers == here and here[0] == _fresh(folder)
     store = next(iter(_filestats._STORES.values()))
-    assert store.deferred() == held
+    assert store.deferred()
+    parts = [p for d in store._deferred for p in d.parts]
+    assert any(isinstance(p, SpilledPart) for p in parts) == (held == "spilled")
+    rows = store.db.execute("SELECT count(*) FROM files").fetchone()[0]
+    assert (rows > 0) == (held != "rows")
+    store.flush()
+    assert store._spill is None  # every part written: the temporary file closed
     _forget_process_memo()  # a new process loads what the workers' survey stored
     assert _survey_state(folder, tmp_path / "workers.sqlite") == here
 
