@@ -79,9 +79,7 @@ class SpilledPart:
         np.cumsum([len(b) + 1 for b in names], out=ends[1:])  # each name and its NUL
         self.terms, self.postings_n = v, len(term)
         header = ends.astype("<i8").tobytes() + b"\0".join(names) + (b"\0" if names else b"")
-        self.at = spill.put(
-            header + doc[order].astype("<i4").tobytes() + postings.n[order].astype("<i4").tobytes()
-        )
+        self.at = spill.put(header + doc[order].astype("<i4").tobytes() + postings.n[order].astype("<i4").tobytes())
         self.names_at = self.at + 8 * (v + 1)
         self.doc_at = self.at + len(header)
         hashes = _hashes(vocab)
