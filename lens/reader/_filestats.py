@@ -12,9 +12,9 @@ drops the gone ones; many files (the first question over a large folder) are rea
 at a time by worker processes on the other cores and this process (``lens.reader._chunks``), which hand back
 columns; the workers of a folder the store knows nothing of start while it is still listed. What a survey reads
 (text files and containers) is stored a chunk at a time with its term counts held — in memory, or past a bound in
-a temporary file beside the store (``lens.reader._spill``) — and, for a folder the store knew nothing of (text up
-to ``_HOLD_ROWS_BYTES``), its files' and documents' rows too, only their row ids taken — so the question is
-ranked before they are written (:func:`write_held`, the next survey, or the process's exit:
+a temporary file beside the store (``lens.reader._spill``) — and, for a folder the store knew nothing of, its
+files' and documents' rows too (as the survey's columns of the folder), only their row ids taken — so the question
+is ranked before they are written (:func:`write_held`, the next survey, or the process's exit:
 :meth:`StatsStore.flush`; until then a file's row, if written, has no signature, so a process that dies first
 leaves its files to be read again). A file changed within two seconds of its reading (timestamps are coarse)
 is checked by its content hash on the next survey. Documents are read into memory only when the agent reads them
@@ -103,12 +103,6 @@ _CONTAINER_BYTES = 2_048  # a container weighs a unit per this many bytes of tex
 _BZ2_TEXT = 4
 _PARALLEL_AT = 2_000  # reading this much weight (files) or more starts worker processes
 _WORKERS_MAX = 8  # processes reading, this one and its workers, at most (each an interpreter and a chunk: ≈ 100 MB)
-# a folder's first survey that reads this much text or less (a .bz2 container counted at _BZ2_TEXT times its size
-# on disk) holds its files' and documents' rows in memory too, not only its term counts (StatsStore.put_counted with
-# defer and new); a larger one writes the rows as it reads (≈ 1 KB a document held: 1.5 GB at 1.5M documents)
-_HOLD_ROWS_BYTES = 256 << 20
-
-
 # one store per file path per process
 _STORES: dict[str, StatsStore] = {}
 
@@ -529,12 +523,16 @@ def _read_changed(
     pending_docs = 0
     plan = _plan(listing, todo)
     defer = plan.defers()
-    new = defer and not len(old) and plan.holds_rows()  # the folder's first survey: its files' rows are held too
+    new = defer and not len(old)  # the folder's first survey: its files' rows are held too (as its columns)
     for ks, chunk in _chunks(prefix, root_real, settings, listing, plan, not defer, started):
         for j, k in enumerate(ks):
             p, sig = listing.paths[k], chunk.sigs[j]
             settled = bool(sig) and sig[4] < settled_before
-            entry = _Entry(_pack_sig(sig) if sig else "", settled, _whole(p), chunk.outcomes[j], chunk.stats[j], ())
+            stats = chunk.stats[j]
+            if len(stats) == 1 and stats[0].path == p:  # the listing's string kept, not the reader's copy of it
+                d = stats[0]
+                stats = (d._replace(doc_id=p if d.doc_id == p else d.doc_id, path=p),)
+            entry = _Entry(_pack_sig(sig) if sig else "", settled, _whole(p), chunk.outcomes[j], stats, ())
             out.src[k] = len(old) + out.changed
             out.changed += 1
             pending.append((p, entry, chunk.units[j]))
@@ -567,11 +565,6 @@ class _Plan:
         """Whether the read holds its term counts for a later write: text files and containers only (held in
         memory, or past ``_store._HELD_BYTES`` in a temporary file beside the store)."""
         return not self.formats and bool(self.plain)
-
-    def holds_rows(self) -> bool:
-        """Whether the files' and documents' rows may be held too (a folder's first survey): at most
-        ``_HOLD_ROWS_BYTES`` of text."""
-        return int(self.text.sum()) <= _HOLD_ROWS_BYTES
 
 
 def _plan(listing: _Listing, todo: list[int]) -> _Plan:
@@ -639,7 +632,7 @@ def _chunks(
             for half in (part[: (len(part) + 1) // 2], part[(len(part) + 1) // 2 :])
             if half
         ]
-    jobs = [[(prefix + listing.paths[k], listing.paths[k]) for k in part] for part in parts]
+    jobs = _Jobs(prefix, listing.paths, parts)
     if workers < 2:
         for part, job in zip(parts, jobs):
             yield part, read_chunk(job, settings, root_real, pack)
@@ -647,6 +640,23 @@ def _chunks(
     with started or ReadPool(workers - 1) as pool:  # this process reads too
         for i, chunk in pool.map(jobs, settings, root_real, pack):
             yield parts[i], chunk
+
+
+@dataclass
+class _Jobs(Sequence[list[tuple[str, str]]]):
+    """Each chunk's (full path, path in the folder) pairs, made when the chunk is handed out: at 1.5M files, made
+    all at once, they were ≈ 300 MB."""
+
+    prefix: str
+    paths: Sequence[str]
+    parts: list[list[int]]
+
+    def __len__(self) -> int:
+        return len(self.parts)
+
+    def __getitem__(self, i):  # type: ignore[override]
+        paths, prefix = self.paths, self.prefix
+        return [(prefix + paths[k], paths[k]) for k in self.parts[i]]
 
 
 def _whole(path: str) -> bool:

@@ -72,7 +72,7 @@ class SpilledPart:
         term, doc = postings.term.astype(np.int64), postings.doc.astype(np.int64)
         order = np.argsort(term << 32 | doc)  # by term, each term's documents ascending (so are their row ids)
         sizes = np.bincount(term, minlength=v)
-        self.starts = np.zeros(v + 1, dtype=np.int64)
+        self.starts = np.zeros(v + 1, dtype=np.int32)  # a part's postings: fewer than 2**31
         np.cumsum(sizes, out=self.starts[1:])
         names = [t.encode("utf-8") for t in vocab]
         ends = np.zeros(v + 1, dtype=np.int64)

@@ -27,7 +27,16 @@ from platformdirs import user_cache_dir
 
 from lens.reader._columns import DocStat
 from lens.reader._documents import Document
-from lens.reader._folder import _HEX64, _bad_doc_field, _Entry, _Files, _pack_summary, _unpack_sig, _unpack_summary
+from lens.reader._folder import (
+    _HEX64,
+    _bad_doc_field,
+    _Entry,
+    _Files,
+    _pack_sig,
+    _pack_summary,
+    _unpack_sig,
+    _unpack_summary,
+)
 from lens.reader._postings import Postings, count_terms
 from lens.reader._spill import Spill, SpilledPart
 
@@ -60,10 +69,11 @@ _HELD_WRITE = 50_000
 _PACK_DOCS = 12_500
 
 
-# term counts held in memory for a later write (StatsStore.flush), at most this many bytes (12 a posting: ≈ 22M
-# postings, 340K documents of Wikipedia abstracts); a survey's parts past it are held in a temporary file beside the
-# store (lens.reader._spill): at 1.5M documents ≈ 100M postings, which memory would not hold within 2 GiB
-_HELD_BYTES = 256 << 20
+# term counts held in memory for a later write (StatsStore.flush), at most this many bytes (12 a posting, and the
+# parts' vocabularies beside: ≈ 2.8M postings, 43K documents of Wikipedia abstracts); a survey's parts past it are
+# held in a temporary file beside the store (lens.reader._spill): at 1.5M documents ≈ 100M postings, which memory
+# would not hold within 2 GiB
+_HELD_BYTES = 32 << 20
 
 
 _SEEN_EVERY_S = 3600  # a folder's last use is written at most this often (a write per question would contend)
@@ -565,8 +575,8 @@ class StatsStore:
 
         ``new`` (with ``defer``; the folder's first survey, its store holding none of its files): the files' and
         documents' rows are held too, not written before :meth:`flush`; only the documents' row ids are taken now
-        (:meth:`_hold`)."""
-        if defer and new:
+        (:meth:`_hold`), and the rows are written from the folder's columns (:meth:`keep_for_flush`)."""
+        if defer and new and not any(u is not None for _, _, units in items for u in units):
             return self._hold(scope, items, counted)
         with self._using(), self.db:
             sid = self._scope_id(scope, create=True)
@@ -580,9 +590,7 @@ class StatsStore:
                 files = [(f[0], f[1], f[2], "", *f[4:]) for f in batch.files]
             self._insert(files, batch.docs, batch.units)
             if defer:
-                self._held(
-                    _Deferred(sid, scope, [(f[0], f[3]) for f in batch.files], [], os.getpid()), counted, batch.rows
-                )
+                self._held(_Deferred(sid, scope, _Signatures.of(batch.files), [], os.getpid()), counted, batch.rows)
             else:
                 self._insert_terms(_term_rows(counted, batch.rows))
         return gens
@@ -604,8 +612,9 @@ class StatsStore:
         counted: Sequence[tuple[Any, int]],
     ) -> tuple[int, int]:
         """:meth:`put_counted` with ``defer`` and ``new``: a row id taken for each of the items' documents (each
-        entry's ``ids`` set; ids are never reused, so no other process's write takes them), their rows and term
-        counts held for :meth:`flush`. Nothing of the folder is written: its generation stays as it is."""
+        entry's ``ids`` set; ids are never reused, so no other process's write takes them), their term counts held
+        for :meth:`flush`. Nothing of the folder is written: its generation stays as it is. The rows are not kept
+        here: the survey's columns of the folder (:meth:`keep_for_flush`) hold them, ≈ 1 KB a file less."""
         n = sum(len(e.docs) for _, e, _ in items)
         with self._using(), self.db:
             sid = self._scope_id(scope, create=True)
@@ -618,7 +627,11 @@ class StatsStore:
             for _, entry, _ in items:
                 entry.ids = tuple(range(at, at + len(entry.docs)))
                 at += len(entry.docs)
-            self._held(_Deferred(sid, scope, [], [], os.getpid(), list(items)), counted, np.arange(first, first + n))
+            self._held(
+                _Deferred(sid, scope, _Signatures.of([]), [], os.getpid(), len(items)),
+                counted,
+                np.arange(first, first + n),
+            )
         return gen, gen
 
     def _next_doc(self) -> int:
@@ -680,8 +693,14 @@ class StatsStore:
     def keep_for_flush(self, scope: str, files: _Files, before: _Files | None = None) -> None:
         """``files``, the folder's columns after a survey whose counts are held, saved as its snapshot once they
         are written (a snapshot of files whose rows carry no signature yet would be trusted too early); ``before``:
-        as for :meth:`save`."""
+        as for :meth:`save`. A folder's first survey's rows (:meth:`_hold`) are written from them; when this
+        survey held such rows, an earlier survey's of the folder, not written yet, are dropped (this one read every
+        file again)."""
         with self._lock:
+            if any(d.scope == scope and d.rows and d.files is None for d in self._deferred):  # this survey's
+                self._deferred = [
+                    d for d in self._deferred if not (d.scope == scope and d.rows and d.files is not None)
+                ]
             for d in self._deferred:
                 if d.scope == scope:
                     d.files, d.before = files, before
@@ -696,6 +715,12 @@ class StatsStore:
         with self._lock:
             while self._deferred:
                 same = self._together()
+                rows = same[-1].files if any(d.rows for d in same) else None
+                if any(d.rows for d in same) and rows is None:  # its survey did not finish: its files are read again
+                    del self._deferred[: len(same)]
+                    continue
+                # a first survey's rows, written with its last held counts (a file's row never before its counts)
+                last = rows is not None and not any(d.rows and d.files is rows for d in self._deferred[len(same) :])
                 gens: tuple[int, int] | None = None
                 free = True
                 with self._using(), self._if_writable(wait=wait):
@@ -703,7 +728,6 @@ class StatsStore:
                         free = self._free(same)
                         if free:
                             done = self._bump(same[0].sid)
-                            self._insert_rows(same)
                             merged: dict[str, list] = {}
                             for pack in _packs([p for d in same for p in d.parts]):
                                 _merge(merged, _runs(*_joined(pack)))
@@ -711,8 +735,11 @@ class StatsStore:
                             # a file replaced by another process meanwhile has another row id: nothing is set on it
                             self.db.executemany(
                                 "UPDATE files SET sig=? WHERE id=? AND sig=''",
-                                [(g, f) for d in same for f, g in d.sigs],
+                                [pair for d in same for pair in d.sigs.pairs()],
                             )
+                            if last:
+                                assert rows is not None
+                                self._insert_folder(same[0].sid, rows)
                     if free:
                         gens = done  # committed
                 if not free:
@@ -734,33 +761,48 @@ class StatsStore:
             self._unspill()
 
     def _free(self, same: list[_Deferred]) -> bool:
-        """Whether held writes' rows may be written: their folder is still the one they were taken for, and no
-        other process stored any of their files meanwhile (its rows would be replaced under its memo)."""
-        paths = [path for d in same for path, _, _ in d.rows or ()]
-        if not paths:
+        """Whether held writes of a folder's first survey may be written: their folder is still the one they were
+        taken for, and no other process stored any of its files meanwhile (its rows would be replaced under its
+        memo; this survey's rows are written after all its counts)."""
+        if not any(d.rows for d in same):
             return True
         row = self.db.execute("SELECT scope FROM scopes WHERE id=?", (same[0].sid,)).fetchone()
         if row is None or row[0] != same[0].scope:
             return False
-        for at in range(0, len(paths), 500):
-            part = paths[at : at + 500]
-            q = f"SELECT 1 FROM files WHERE scope=? AND path IN ({','.join('?' * len(part))}) LIMIT 1"
-            if self.db.execute(q, (same[0].sid, *part)).fetchone():
-                return False
-        return True
+        return self.db.execute("SELECT 1 FROM files WHERE scope=? LIMIT 1", (same[0].sid,)).fetchone() is None
 
-    def _insert_rows(self, same: list[_Deferred]) -> None:
-        """The rows held writes hold (:meth:`_hold`), each document at the row id it was given."""
-        held = [item for d in same for item in d.rows or ()]
-        if not held:
-            return
-        sid = same[0].sid
+    def _insert_folder(self, sid: int, files: _Files) -> None:
+        """The rows of a folder's first survey from its columns (:meth:`_hold`): each file at a new row id, each
+        document at the row id it was given."""
         fid = (self.db.execute("SELECT max(id) FROM files").fetchone()[0] or 0) + 1
-        batch = _Batch(np.zeros(0, dtype=np.int64))
-        for path, entry, packed in held:
-            batch.add(fid, sid, path, entry, packed, entry.ids)
-            fid += 1
-        self._insert(batch.files, batch.docs, batch.units)
+        start, docs = files.start.tolist(), files.docs
+        ident, times = files.ident.tolist(), files.times.tolist()
+
+        def file_rows() -> Iterator[tuple]:
+            for i, path in enumerate(files.paths):
+                sig = _pack_sig((*ident[i], *times[i])) if times[i][0] >= 0 else ""
+                k = int(files.detail[i])
+                summary = str(int(files.nbytes[i])) if k < 0 else _pack_summary(files.details[k])
+                yield (fid + i, sid, path, sig, int(files.settled[i]), int(files.whole[i]), summary)
+
+        def doc_rows() -> Iterator[tuple]:
+            ids, length, line = docs.ids.tolist(), docs.length.tolist(), docs.line.tolist()
+            for i in range(len(files)):
+                for o, j in enumerate(range(start[i], start[i + 1])):
+                    sha = docs.sha[j].tobytes().hex()
+                    yield (
+                        ids[j],
+                        fid + i,
+                        o,
+                        docs.doc_id[j],
+                        docs.title[j],
+                        docs.names[j],
+                        length[j],
+                        sha,
+                        None if line[j] < 0 else line[j],
+                    )
+
+        self._insert(list(file_rows()), list(doc_rows()), [])
 
     def voided(self, scope: str) -> bool:
         """Whether held rows of ``scope`` were set aside by a flush (another process stored its files meanwhile):
@@ -778,7 +820,7 @@ class StatsStore:
         out, files, docs = [], 0, 0
         for d in self._deferred:
             n = sum(len(p.rows) for p in d.parts)
-            k = len(d.sigs) + len(d.rows or ())
+            k = len(d.sigs) + d.rows
             if d.sid != first.sid or out and max(files + k, docs + n) > _HELD_WRITE:
                 break
             out.append(d)
@@ -1182,6 +1224,27 @@ class _HeldPart:
 
 
 @dataclass
+class _Signatures:
+    """Files' row ids and the signatures to set on them once their counts are written, as two columns (a tuple a
+    file was ≈ 170 bytes: 250 MB held through a first survey of 1.5M files)."""
+
+    ids: np.ndarray
+    text: str  # the signatures, one a line
+
+    @classmethod
+    def of(cls, files: Sequence[tuple]) -> "_Signatures":
+        """Of files' rows (:class:`_Batch`'s: row id first, signature fourth)."""
+        return cls(np.array([f[0] for f in files], dtype=np.int64), "\n".join(f[3] for f in files))
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def pairs(self) -> Iterator[tuple[str, int]]:
+        """(signature, row id) for each file."""
+        return zip(self.text.split("\n") if len(self.ids) else [], self.ids.tolist())
+
+
+@dataclass
 class _Deferred:
     """One write's term counts held in this process (:meth:`StatsStore.put_counted` with ``defer``): its folder,
     each file's row id and signature to set once the counts are written, the parts, the process that holds them,
@@ -1189,10 +1252,10 @@ class _Deferred:
 
     sid: int
     scope: str
-    sigs: list[tuple[int, str]]
+    sigs: _Signatures
     parts: list[_HeldPart]
     pid: int
-    rows: list[tuple[str, _Entry, Sequence[bytes | None]]] | None = None  # the files' rows, held too (_hold)
+    rows: int = 0  # how many files' rows are held too (_hold): written from ``files``, the survey's columns
     files: _Files | None = None
     before: _Files | None = None
 

@@ -8,6 +8,7 @@ import functools
 import inspect
 import json
 import os
+import sqlite3
 import stat
 import subprocess
 import sys
@@ -580,17 +581,14 @@ def _survey_state(folder: Path, store: Path) -> tuple:
     return _state(CorpusView.of(scan)), scan.stats() | {"seconds": 0, "mb_per_s": 0}, scan.problems
 
 
-@pytest.mark.parametrize("held", ["rows", "counts", "spilled"])
+@pytest.mark.parametrize("held", ["memory", "spilled"])
 @pytest.mark.parametrize("along", [False, True], ids=["workers-only", "this-process-too"])
 def test_a_first_survey_over_worker_processes_equals_one_read_here(folder, tmp_path, monkeypatch, along, held):
-    """(``held``: "rows" — the files' and documents' rows and the term counts held in memory; "counts" — a folder
-    of more text than ``_HOLD_ROWS_BYTES``, its rows written as they come; "spilled" — its counts past
-    ``_store._HELD_BYTES`` too, held in a temporary file beside the store.)"""
+    """The first survey holds the rows (as its columns) and the term counts: "memory" — in memory; "spilled" — past
+    ``_store._HELD_BYTES``, in a temporary file beside the store."""
     _wide_folder(folder)
     here = _survey_state(folder, tmp_path / "here.sqlite")
     _forget_process_memo()
-    if held != "rows":
-        monkeypatch.setattr(_filestats, "_HOLD_ROWS_BYTES", 0)
     if held == "spilled":
         monkeypatch.setattr(_store, "_HELD_BYTES", 0)
     monkeypatch.setattr(_filestats, "_PARALLEL_AT", 1)  # any folder is read over the workers, 4 files a chunk
@@ -608,8 +606,7 @@ def test_a_first_survey_over_worker_processes_equals_one_read_here(folder, tmp_p
     assert store.deferred()
     parts = [p for d in store._deferred for p in d.parts]
     assert any(isinstance(p, SpilledPart) for p in parts) == (held == "spilled")
-    rows = store.db.execute("SELECT count(*) FROM files").fetchone()[0]
-    assert (rows > 0) == (held != "rows")
+    assert store.db.execute("SELECT count(*) FROM files").fetchone()[0] == 0  # the rows held too
     store.flush()
     assert store._spill is None  # every part written: the temporary file closed
     _forget_process_memo()  # a new process loads what the workers' survey stored
@@ -701,6 +698,10 @@ def test_a_first_survey_over_workers_holds_its_term_counts_and_writes_them_at_th
     _forget_process_memo()
     seen = _reads(monkeypatch)
     assert _survey_state(folder, path) == here and seen == []  # a new process: every file known, none read
+    with sqlite3.connect(path) as db:  # and from the rows alone (written from the survey's columns)
+        db.execute("DELETE FROM snapshots")
+    _forget_process_memo()
+    assert _survey_state(folder, path) == here and seen == []
 
 
 @pytest.mark.parametrize("together", [10**6, 8])
