@@ -725,6 +725,11 @@ def test_a_folders_held_writes_are_written_together_a_row_per_term_each(folder, 
     assert rows == 1 if together > files else 2 <= rows < writes
     _forget_process_memo()
     assert _survey_state(folder, path) == here
+    with sqlite3.connect(path) as db:  # the rows, written from the survey's columns (8 files at a time: 8)
+        db.execute("DELETE FROM snapshots")
+    _forget_process_memo()
+    seen = _reads(monkeypatch)
+    assert _survey_state(folder, path) == here and seen == []
 
 
 def test_a_bz2_shard_weighs_what_its_text_does_not_its_size_on_disk(tmp_path, monkeypatch):
