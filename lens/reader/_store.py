@@ -568,14 +568,17 @@ class StatsStore:
         time.
 
         ``defer``: ``counted`` holds each part's :class:`Postings` instead of runs, and its term counts are not
-        written now but held in this process (:meth:`counts` serves them) until :meth:`flush` — at the folder's
+        written now but held in this process (:meth:`counts` serves them; in memory up to ``_HELD_BYTES``, then in
+        a temporary file beside the store: ``lens.reader._spill``) until :meth:`flush` — at the folder's
         next survey or at the process's exit. Until then the files' rows carry no signature, so a process that
         reads them (this one ended before writing the counts) reads those files again: never a file without its
         counts.
 
         ``new`` (with ``defer``; the folder's first survey, its store holding none of its files): the files' and
         documents' rows are held too, not written before :meth:`flush`; only the documents' row ids are taken now
-        (:meth:`_hold`), and the rows are written from the folder's columns (:meth:`keep_for_flush`)."""
+        (:meth:`_hold`), and the rows are written from the folder's columns (:meth:`keep_for_flush`) in the
+        transaction of the survey's last held counts (a file's row is never stored before its counts). Not for
+        documents with units (a document format's): those are written now."""
         if defer and new and not any(u is not None for _, _, units in items for u in units):
             return self._hold(scope, items, counted)
         with self._using(), self.db:
@@ -1176,9 +1179,9 @@ def _merge(merged: dict[str, list], segments: Iterable[tuple[str, int, bytes]]) 
             row.append(pack(f) + b)
 
 
-def _packs(parts: list[_HeldPart]) -> Iterator[list[_HeldPart]]:
+def _packs(parts: list[_HeldPart | SpilledPart]) -> Iterator[list[_HeldPart | SpilledPart]]:
     """Held parts, one after another, in packs of up to ``_PACK_DOCS`` documents (a part at least)."""
-    pack: list[_HeldPart] = []
+    pack: list[_HeldPart | SpilledPart] = []
     docs = 0
     for part in parts:
         if pack and docs + len(part.rows) > _PACK_DOCS:
@@ -1190,7 +1193,7 @@ def _packs(parts: list[_HeldPart]) -> Iterator[list[_HeldPart]]:
         yield pack
 
 
-def _joined(parts: Sequence[_HeldPart]) -> tuple[Postings, np.ndarray]:
+def _joined(parts: Sequence[_HeldPart | SpilledPart]) -> tuple[Postings, np.ndarray]:
     """Held parts' postings as one, with their documents' row ids: packed at once, a term's postings are one run
     (per part, a term had a run each: a chunk read per part, ten in a write of 50,000 files)."""
     postings = Postings.concat([p.postings for p in parts], [len(p.rows) for p in parts])
@@ -1256,7 +1259,7 @@ class _Deferred:
     sid: int
     scope: str
     sigs: _Signatures
-    parts: list[_HeldPart]
+    parts: list[_HeldPart | SpilledPart]
     pid: int
     rows: int = 0  # how many files' rows are held too (_hold): written from ``files``, the survey's columns
     files: _Files | None = None
