@@ -392,16 +392,20 @@ def _survey(
             return _again(folder.last, root_path, t0)  # watched, and nothing changed since the last survey
     old = folder.files if folder.files is not None else store.load(scope)
     checked = time.monotonic()
-    with _EarlyWorkers() as early:  # a folder the store knows nothing of: every file listed is to be read
-        listing = _list(root_path, root_real, settings, folder, old, early if not len(old) else None)
-        diff = _compare(old, listing)
-        gen = old.gen
-        if len(diff.gone):
-            gen = _after(gen, store.drop(scope, [old.paths[i] for i in diff.gone.tolist()]))
-        written = _read_changed(root_path, root_real, settings, store, scope, old, listing, diff, gen, early.pool)
-    if len(diff.gone) or written.changed:  # rows were dropped or replaced: perhaps enough orphaned postings to delete
-        store.compact()
-    files = _gathered(store, scope, old, listing, diff, written)
+    try:
+        with _EarlyWorkers() as early:  # a folder the store knows nothing of: every file listed is to be read
+            listing = _list(root_path, root_real, settings, folder, old, early if not len(old) else None)
+            diff = _compare(old, listing)
+            gen = old.gen
+            if len(diff.gone):
+                gen = _after(gen, store.drop(scope, [old.paths[i] for i in diff.gone.tolist()]))
+            written = _read_changed(root_path, root_real, settings, store, scope, old, listing, diff, gen, early.pool)
+        if len(diff.gone) or written.changed:  # rows dropped or replaced: perhaps enough orphaned postings to delete
+            store.compact()
+        files = _gathered(store, scope, old, listing, diff, written)
+    except BaseException:
+        store.unhold(scope)  # a first survey that did not finish: the rows it held are dropped, its files read again
+        raise
     folder.files = files
     folder.linked, folder.checked = np.flatnonzero(listing.linked), checked  # the files' rows are the listing's
     # the files' own list of paths: equal to the listing's, whose strings are then freed (a million of them)

@@ -716,52 +716,59 @@ class StatsStore:
         flush. Held rows that another process has stored files at meanwhile (or whose folder it dropped) are not
         written: they are set aside (still served by :meth:`counts` until :meth:`voided` is asked)."""
         with self._lock:
-            while self._deferred:
-                same = self._together()
-                rows = same[-1].files if any(d.rows for d in same) else None
-                if any(d.rows for d in same) and rows is None:  # its survey did not finish: its files are read again
-                    del self._deferred[: len(same)]
-                    continue
-                # a first survey's rows, written with its last held counts (a file's row never before its counts)
-                last = rows is not None and not any(d.rows and d.files is rows for d in self._deferred[len(same) :])
-                gens: tuple[int, int] | None = None
-                free = True
-                with self._using(), self._if_writable(wait=wait):
-                    with self.db:
-                        free = self._free(same)
-                        if free:
-                            done = self._bump(same[0].sid)
-                            merged: dict[str, list] = {}
-                            for pack in _packs([p for d in same for p in d.parts]):
-                                _merge(merged, _runs(*_joined(pack)))
-                            self._insert_terms(merged)
-                            # a file replaced by another process meanwhile has another row id: nothing is set on it
-                            self.db.executemany(
-                                "UPDATE files SET sig=? WHERE id=? AND sig=''",
-                                [pair for d in same for pair in d.sigs.pairs()],
-                            )
-                            if last:
-                                assert rows is not None
-                                self._insert_folder(same[0].sid, rows)
-                    if free:
-                        gens = done  # committed
-                if not free:
-                    del self._deferred[: len(same)]
-                    self._void.extend(same)
-                    continue
-                if gens is None:
-                    return
-                del self._deferred[: len(same)]
-                held = same[-1]
-                files = held.files
-                if files is not None and files.gen is not None:
-                    files.gen = gens[1] if gens[0] == files.gen else None
-                    rest = [d for d in self._deferred if d.scope == held.scope]
-                    if rest:
-                        rest[0].files, rest[0].before = files, held.before  # saved after the folder's last held write
-                    elif files.gen is not None and self.path is not None:
-                        self.save(held.scope, files, held.before)
+            # a first survey still under way (in another thread) is written once it is done (keep_for_flush)
+            waiting = [d for d in self._deferred if d.rows and d.files is None]
+            self._deferred = [d for d in self._deferred if not (d.rows and d.files is None)]
+            try:
+                self._flush(wait)
+            finally:
+                self._deferred.extend(waiting)
             self._unspill()
+
+    def _flush(self, wait: bool) -> None:
+        """:meth:`flush` of the held writes of finished surveys, a folder's writes together (:meth:`_together`)."""
+        while self._deferred:
+            same = self._together()
+            rows = same[-1].files if any(d.rows for d in same) else None
+            # a first survey's rows, written with its last held counts (a file's row never before its counts)
+            last = rows is not None and not any(d.rows and d.files is rows for d in self._deferred[len(same) :])
+            gens: tuple[int, int] | None = None
+            free = True
+            with self._using(), self._if_writable(wait=wait):
+                with self.db:
+                    free = self._free(same)
+                    if free:
+                        done = self._bump(same[0].sid)
+                        merged: dict[str, list] = {}
+                        for pack in _packs([p for d in same for p in d.parts]):
+                            _merge(merged, _runs(*_joined(pack)))
+                        self._insert_terms(merged)
+                        # a file replaced by another process meanwhile has another row id: nothing is set on it
+                        self.db.executemany(
+                            "UPDATE files SET sig=? WHERE id=? AND sig=''",
+                            [pair for d in same for pair in d.sigs.pairs()],
+                        )
+                        if last:
+                            assert rows is not None
+                            self._insert_folder(same[0].sid, rows)
+                if free:
+                    gens = done  # committed
+            if not free:
+                del self._deferred[: len(same)]
+                self._void.extend(same)
+                continue
+            if gens is None:
+                return
+            del self._deferred[: len(same)]
+            held = same[-1]
+            files = held.files
+            if files is not None and files.gen is not None:
+                files.gen = gens[1] if gens[0] == files.gen else None
+                rest = [d for d in self._deferred if d.scope == held.scope]
+                if rest:
+                    rest[0].files, rest[0].before = files, held.before  # saved after the folder's last held write
+                elif files.gen is not None and self.path is not None:
+                    self.save(held.scope, files, held.before)
 
     def _free(self, same: list[_Deferred]) -> bool:
         """Whether held writes of a folder's first survey may be written: their folder is still the one they were
@@ -809,6 +816,13 @@ class StatsStore:
                 for o, j in enumerate(range(start[i], start[i + 1]))
             ]
             self._insert(rows, doc_rows, [])
+
+    def unhold(self, scope: str) -> None:
+        """Drop what a first survey of ``scope`` that did not finish held (its rows are not known: :meth:`_hold`);
+        its files are read again by the next survey."""
+        with self._lock:
+            self._deferred = [d for d in self._deferred if not (d.scope == scope and d.rows and d.files is None)]
+            self._unspill()
 
     def voided(self, scope: str) -> bool:
         """Whether held rows of ``scope`` were set aside by a flush (another process stored its files meanwhile):

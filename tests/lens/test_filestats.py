@@ -704,6 +704,61 @@ def test_a_first_survey_over_workers_holds_its_term_counts_and_writes_them_at_th
     assert _survey_state(folder, path) == here and seen == []
 
 
+def test_a_flush_while_a_first_survey_is_under_way_leaves_its_held_rows_for_after_it(folder, tmp_path, monkeypatch):
+    """Another thread's flush (a server asked about another folder) meets a first survey's held counts before the
+    survey has its columns: they stay held, served to its question, and are written once it is done."""
+    _wide_folder(folder)
+    here = _survey_state(folder, tmp_path / "here.sqlite")
+    _forget_process_memo()
+    _over_workers(monkeypatch)
+    path = tmp_path / "workers.sqlite"
+    real = _filestats._flush
+    flushes = []
+
+    def flush_between(store, *a, **k):
+        gen = real(store, *a, **k)
+        store.flush()  # as another thread's would, between two of this survey's chunks
+        flushes.append(store.db.execute("SELECT count(*) FROM files").fetchone()[0])
+        return gen
+
+    monkeypatch.setattr(_filestats, "_flush", flush_between)
+    scan = survey_corpus(folder, ReaderSettings(stats_store=str(path)))
+    assert len(flushes) >= 6 and set(flushes) == {0}  # nothing of it written while under way
+    assert _state(CorpusView.of(scan)) == here[0]
+    scan.doc_stats[2].flush()
+    monkeypatch.setattr(_filestats, "_flush", real)
+    _forget_process_memo()
+    seen = _reads(monkeypatch)
+    assert _survey_state(folder, path) == here and seen == []
+
+
+def test_a_first_survey_that_fails_drops_the_rows_it_held_and_the_next_reads_every_file(folder, tmp_path, monkeypatch):
+    _wide_folder(folder)
+    here = _survey_state(folder, tmp_path / "here.sqlite")
+    _forget_process_memo()
+    _over_workers(monkeypatch)
+    path = tmp_path / "workers.sqlite"
+    real = _filestats._flush
+    calls = []
+
+    def fail_second(*a, **k):
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("a fault mid-survey")
+        return real(*a, **k)
+
+    monkeypatch.setattr(_filestats, "_flush", fail_second)
+    with pytest.raises(RuntimeError):
+        survey_corpus(folder, ReaderSettings(stats_store=str(path)))
+    store = next(iter(_filestats._STORES.values()))
+    assert not store.deferred()  # the one chunk it held: dropped
+    monkeypatch.setattr(_filestats, "_flush", real)
+    assert _survey_state(folder, path) == here
+    store.flush()
+    _forget_process_memo()
+    assert _survey_state(folder, path) == here
+
+
 @pytest.mark.parametrize("together", [10**6, 8])
 def test_a_folders_held_writes_are_written_together_a_row_per_term_each(folder, tmp_path, monkeypatch, together):
     """A survey holds a write per chunk (4 files here); they are written as one — up to ``_HELD_WRITE`` files or
