@@ -555,13 +555,12 @@ def _read_changed(
 @dataclass
 class _Plan:
     """How the files to read are read: the document formats (over the extraction workers), and the text files and
-    containers (``plain``: each one's text, estimated from its size on disk, and what reading it weighs — 1 a file,
-    a container 1 per ``_CONTAINER_BYTES`` of text more) over ``workers`` processes reading, this one among them
-    (1: this one alone)."""
+    containers (``plain``, and what reading each weighs — 1 a file, a container 1 more per ``_CONTAINER_BYTES`` of
+    its text, estimated from its size on disk) over ``workers`` processes reading, this one among them (1: this one
+    alone)."""
 
     formats: list[int]
     plain: list[int]
-    text: np.ndarray
     weight: np.ndarray
     workers: int
 
@@ -593,7 +592,7 @@ def _plan(listing: _Listing, todo: list[int]) -> _Plan:
     text = np.where(np.array(packed, dtype=bool), _BZ2_TEXT * sizes, sizes)
     weight = np.where(np.array(boxed, dtype=bool), text // _CONTAINER_BYTES, 0) + 1
     workers = _readers() if int(weight.sum()) >= _PARALLEL_AT else 1
-    return _Plan(formats, plain, text, weight, workers)
+    return _Plan(formats, plain, weight, workers)
 
 
 def _chunks(

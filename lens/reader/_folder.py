@@ -193,6 +193,14 @@ class _Files:
             return ""
         return _pack_sig((*self.ident[i].tolist(), *self.times[i].tolist()))
 
+    def entry(self, i: int) -> _Entry:
+        """File ``i`` as the entry it was stored from (:meth:`of_entries`), its documents' row ids with it."""
+        a, b = int(self.start[i]), int(self.start[i + 1])
+        k = int(self.detail[i])
+        summary = {"nbytes": int(self.nbytes[i])} if k < 0 else self.details[k]
+        ids = tuple(self.docs.ids[a:b].tolist())
+        return _Entry(self.sig(i), bool(self.settled[i]), bool(self.whole[i]), summary, tuple(self.docs[a:b]), ids)
+
     def file_hash(self, i: int) -> str:
         """sha256 of a whole file's bytes, "" for a container or a file without a document."""
         a, b = int(self.start[i]), int(self.start[i + 1])

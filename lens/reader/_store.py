@@ -32,7 +32,6 @@ from lens.reader._folder import (
     _bad_doc_field,
     _Entry,
     _Files,
-    _pack_sig,
     _pack_summary,
     _unpack_sig,
     _unpack_summary,
@@ -700,10 +699,8 @@ class StatsStore:
         survey held such rows, an earlier survey's of the folder, not written yet, are dropped (this one read every
         file again)."""
         with self._lock:
-            if any(d.scope == scope and d.rows and d.files is None for d in self._deferred):  # this survey's
-                self._deferred = [
-                    d for d in self._deferred if not (d.scope == scope and d.rows and d.files is not None)
-                ]
+            if any(d.scope == scope and d.under_way for d in self._deferred):  # this survey held rows
+                self._deferred = [d for d in self._deferred if not (d.scope == scope and d.rows and not d.under_way)]
             for d in self._deferred:
                 if d.scope == scope:
                     d.files, d.before = files, before
@@ -717,8 +714,8 @@ class StatsStore:
         written: they are set aside (still served by :meth:`counts` until :meth:`voided` is asked)."""
         with self._lock:
             # a first survey still under way (in another thread) is written once it is done (keep_for_flush)
-            waiting = [d for d in self._deferred if d.rows and d.files is None]
-            self._deferred = [d for d in self._deferred if not (d.rows and d.files is None)]
+            waiting = [d for d in self._deferred if d.under_way]
+            self._deferred = [d for d in self._deferred if not d.under_way]
             try:
                 self._flush(wait)
             finally:
@@ -786,42 +783,18 @@ class StatsStore:
         document at the row id it was given; ``_HELD_WRITE`` files at a time (the rows of 1.5M files made at once
         were 1.4 GB)."""
         fid = (self.db.execute("SELECT max(id) FROM files").fetchone()[0] or 0) + 1
-        docs = files.docs
         for a in range(0, len(files), _HELD_WRITE):
-            b = min(a + _HELD_WRITE, len(files))
-            ident, times = files.ident[a:b].tolist(), files.times[a:b].tolist()
-            rows = []
-            for i, path in enumerate(files.paths[a:b]):
-                sig = _pack_sig((*ident[i], *times[i])) if times[i][0] >= 0 else ""
-                k = int(files.detail[a + i])
-                summary = str(int(files.nbytes[a + i])) if k < 0 else _pack_summary(files.details[k])
-                rows.append((fid + a + i, sid, path, sig, int(files.settled[a + i]), int(files.whole[a + i]), summary))
-            start = files.start[a : b + 1].tolist()
-            c, d = start[0], start[-1]
-            ids, length, line = docs.ids[c:d].tolist(), docs.length[c:d].tolist(), docs.line[c:d].tolist()
-            sha = docs.sha[c:d].tobytes().hex()
-            doc_rows = [
-                (
-                    ids[j - c],
-                    fid + a + i,
-                    o,
-                    docs.doc_id[j],
-                    docs.title[j],
-                    docs.names[j],
-                    length[j - c],
-                    sha[64 * (j - c) : 64 * (j - c + 1)],
-                    None if line[j - c] < 0 else line[j - c],
-                )
-                for i in range(b - a)
-                for o, j in enumerate(range(start[i], start[i + 1]))
-            ]
-            self._insert(rows, doc_rows, [])
+            batch = _Batch(np.zeros(0, dtype=np.int64))
+            for i in range(a, min(a + _HELD_WRITE, len(files))):
+                entry = files.entry(i)
+                batch.add(fid + i, sid, files.paths[i], entry, (), entry.ids)
+            self._insert(batch.files, batch.docs, batch.units)
 
     def unhold(self, scope: str) -> None:
         """Drop what a first survey of ``scope`` that did not finish held (its rows are not known: :meth:`_hold`);
         its files are read again by the next survey."""
         with self._lock:
-            self._deferred = [d for d in self._deferred if not (d.scope == scope and d.rows and d.files is None)]
+            self._deferred = [d for d in self._deferred if not (d.scope == scope and d.under_way)]
             self._unspill()
 
     def voided(self, scope: str) -> bool:
@@ -1278,6 +1251,11 @@ class _Deferred:
     rows: int = 0  # how many files' rows are held too (_hold): written from ``files``, the survey's columns
     files: _Files | None = None
     before: _Files | None = None
+
+    @property
+    def under_way(self) -> bool:
+        """Whether it holds a first survey's rows that cannot be written yet: the survey has no columns yet."""
+        return bool(self.rows) and self.files is None
 
     def counts(self, variants: Sequence[str]) -> list[tuple[str, np.ndarray, np.ndarray]]:
         return [hit for part in self.parts for hit in part.counts(variants)]
