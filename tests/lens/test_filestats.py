@@ -644,6 +644,16 @@ def _over_workers(monkeypatch) -> None:
     monkeypatch.setattr(_filestats, "cpu_count", lambda: 2)
 
 
+def _wide_folder_read_here(folder: Path, tmp_path: Path, monkeypatch) -> tuple:
+    """The wide folder made and surveyed once in this process alone (its state, the reference), this process's
+    memo forgotten, and every survey from here on read over the workers."""
+    _wide_folder(folder)
+    here = _survey_state(folder, tmp_path / "here.sqlite")
+    _forget_process_memo()
+    _over_workers(monkeypatch)
+    return here
+
+
 def test_workers_for_a_folder_the_store_knows_nothing_of_start_while_it_is_listed(folder, tmp_path, monkeypatch):
     """Their start overlaps the listing of a folder whose every file is to be read; a known folder's changed
     files are known only after it, and so are the workers to read them."""
@@ -680,10 +690,7 @@ def test_a_first_survey_over_workers_holds_its_term_counts_and_writes_them_at_th
 ):
     """The first question is ranked from counts held in memory — and the files' and documents' rows, the store
     knowing none of the folder; the next survey writes them, with the snapshot, so a new process reads no file."""
-    _wide_folder(folder)
-    here = _survey_state(folder, tmp_path / "here.sqlite")
-    _forget_process_memo()
-    _over_workers(monkeypatch)
+    here = _wide_folder_read_here(folder, tmp_path, monkeypatch)
     path = tmp_path / "workers.sqlite"
     scan = survey_corpus(folder, ReaderSettings(stats_store=str(path)))
     store = scan.doc_stats[2]
@@ -707,10 +714,7 @@ def test_a_first_survey_over_workers_holds_its_term_counts_and_writes_them_at_th
 def test_a_flush_while_a_first_survey_is_under_way_leaves_its_held_rows_for_after_it(folder, tmp_path, monkeypatch):
     """Another thread's flush (a server asked about another folder) meets a first survey's held counts before the
     survey has its columns: they stay held, served to its question, and are written once it is done."""
-    _wide_folder(folder)
-    here = _survey_state(folder, tmp_path / "here.sqlite")
-    _forget_process_memo()
-    _over_workers(monkeypatch)
+    here = _wide_folder_read_here(folder, tmp_path, monkeypatch)
     path = tmp_path / "workers.sqlite"
     real = _filestats._flush
     flushes = []
@@ -733,10 +737,7 @@ def test_a_flush_while_a_first_survey_is_under_way_leaves_its_held_rows_for_afte
 
 
 def test_a_first_survey_that_fails_drops_the_rows_it_held_and_the_next_reads_every_file(folder, tmp_path, monkeypatch):
-    _wide_folder(folder)
-    here = _survey_state(folder, tmp_path / "here.sqlite")
-    _forget_process_memo()
-    _over_workers(monkeypatch)
+    here = _wide_folder_read_here(folder, tmp_path, monkeypatch)
     path = tmp_path / "workers.sqlite"
     real = _filestats._flush
     calls = []
@@ -763,10 +764,7 @@ def test_a_first_survey_that_fails_drops_the_rows_it_held_and_the_next_reads_eve
 def test_a_folders_held_writes_are_written_together_a_row_per_term_each(folder, tmp_path, monkeypatch, together):
     """A survey holds a write per chunk (4 files here); they are written as one — up to ``_HELD_WRITE`` files or
     documents — so a term has a row per write, not per chunk."""
-    _wide_folder(folder)
-    here = _survey_state(folder, tmp_path / "here.sqlite")
-    _forget_process_memo()
-    _over_workers(monkeypatch)
+    here = _wide_folder_read_here(folder, tmp_path, monkeypatch)
     monkeypatch.setattr(_store, "_HELD_WRITE", together)
     monkeypatch.setattr(_store, "_PACK_DOCS", together // 2)  # the small case: a write's parts in packs of 4
     path = tmp_path / "workers.sqlite"
@@ -876,10 +874,7 @@ def test_held_rows_keep_the_row_ids_they_took_while_another_process_writes_anoth
 def test_write_held_writes_a_first_surveys_counts_in_a_thread_while_the_view_answers_the_same(
     folder, tmp_path, monkeypatch
 ):
-    _wide_folder(folder)
-    here = _survey_state(folder, tmp_path / "here.sqlite")
-    _forget_process_memo()
-    _over_workers(monkeypatch)
+    here = _wide_folder_read_here(folder, tmp_path, monkeypatch)
     scan = survey_corpus(folder, ReaderSettings(stats_store=str(tmp_path / "workers.sqlite")))
     store = scan.doc_stats[2]
     assert store.deferred()
@@ -893,10 +888,7 @@ def test_write_held_writes_a_first_surveys_counts_in_a_thread_while_the_view_ans
 
 
 def test_counts_held_by_a_process_that_ends_before_writing_them_are_read_again(folder, tmp_path, monkeypatch):
-    _wide_folder(folder)
-    here = _survey_state(folder, tmp_path / "here.sqlite")
-    _forget_process_memo()
-    _over_workers(monkeypatch)
+    here = _wide_folder_read_here(folder, tmp_path, monkeypatch)
     path = tmp_path / "workers.sqlite"
     survey_corpus(folder, ReaderSettings(stats_store=str(path)))
     _forget_process_memo(killed=True)  # the process ends without writing them: its files' rows have no signature
