@@ -204,7 +204,7 @@ class _Folder:
     last: CorpusScan | None = None
     listing: tuple | None = None  # the last survey's (paths, skipped, problems) from listing the folder
     watch: FolderWatch | None = None
-    linked: np.ndarray | None = None  # the files that had more than one name (st_nlink) when last listed
+    linked: np.ndarray | None = None  # the files that had more than one name (st_nlink) when listed; None: unknown
     checked: float = -float("inf")  # time.monotonic() when every file was last stat'ed (listed, or checked)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -347,6 +347,7 @@ class _Listing:
     problems: list[str]
     ignore_unread: str | None
     linked: np.ndarray  # bool: the file has more than one name
+    stated: bool = True  # every file stat'ed (else only containers: a folder the store knows nothing of)
 
 
 @dataclass
@@ -407,7 +408,9 @@ def _survey(
         store.unhold(scope)  # a first survey that did not finish: the rows it held are dropped, its files read again
         raise
     folder.files = files
-    folder.linked, folder.checked = np.flatnonzero(listing.linked), checked  # the files' rows are the listing's
+    # the files' rows are the listing's; not stat'ed, any of them may have other names
+    folder.linked = np.flatnonzero(listing.linked) if listing.stated else None
+    folder.checked = checked
     # the files' own list of paths: equal to the listing's, whose strings are then freed (a million of them)
     key = (files.paths, Counter(listing.skipped), list(listing.problems))
     if files is old and folder.last is not None and folder.listing == key:
@@ -463,14 +466,20 @@ def _list(
     sigs = (array("Q"), array("q"), array("B"))
     # a path listed where it was last time is the known string again: the listing holds no second million
     at = (_PARALLEL_AT, early.start) if early is not None and _readers() > 1 else None
-    paths = _list_files(root_path, settings, skipped, problems, root_real, patterns, dirs, sigs, old.paths, at)
+    # a folder the store knows nothing of: its files' signatures come from their reading (containers are stat'ed:
+    # their sizes weigh their reading)
+    stated = bool(len(old))
+    paths = _list_files(
+        root_path, settings, skipped, problems, root_real, patterns, dirs, sigs, old.paths, at, not stated
+    )
     if folder.last is not None and settings.watch and not settings.follow_symlinks:  # asked about again
         folder.watch = folder.watch or FolderWatch()
         folder.watch.armed = folder.watch.watch(dirs)
     ident = np.asarray(sigs[0], dtype=np.uint64).reshape(-1, 2)
     times = np.asarray(sigs[1], dtype=np.int64).reshape(-1, 3)
     linked = np.frombuffer(sigs[2], dtype=np.uint8).astype(bool)
-    return _Listing(old.paths if old.paths == paths else paths, ident, times, skipped, problems, ignore_unread, linked)
+    paths = old.paths if old.paths == paths else paths
+    return _Listing(paths, ident, times, skipped, problems, ignore_unread, linked, stated)
 
 
 def _compare(old: _Files, listing: _Listing) -> _Diff:

@@ -83,6 +83,7 @@ def _list_files(
     sigs: tuple | None = None,
     known: Sequence[str] = (),
     at: tuple[int, Callable[[], object]] | None = None,
+    containers_only: bool = False,
 ) -> list[str]:
     """Relative posix paths of the candidate files, sorted; skip reasons counted in ``skipped``. ``root_real``:
     the folder's real path (default: resolved now); ``patterns``: what to ignore (default: the .lensignore's);
@@ -92,12 +93,15 @@ def _list_files(
     directory while it is listed (no second walk of every path), and, given a third ``array`` ('B'), whether the
     file has more than one name (a hard link, perhaps outside the folder); ``known``: the last listing's paths, whose
     strings are handed out again where the same path comes at the same place (a million paths are then not held
-    twice); ``at``: (n, f): ``f()`` is called once n files are listed (while the listing goes on)."""
+    twice); ``at``: (n, f): ``f()`` is called once n files are listed (while the listing goes on);
+    ``containers_only``: only containers are stat'ed (their sizes weigh their reading), every other file gets the
+    signature of one that could not be (its reader's ``fstat`` gives it: for a folder the store knows nothing of,
+    where a ``stat`` of each file — ≈ 3 µs of ≈ 5 a file listed — told nothing the reading does not)."""
     root_real = root_real or _folder_real(root)
     if patterns is None:
         patterns, unread = _ignore_patterns(root, root_real)
         problems.extend([unread] if unread else [])
-    walk = _Walk(root_real, settings, skipped, problems, patterns, dirs, sigs, known, at)
+    walk = _Walk(root_real, settings, skipped, problems, patterns, dirs, sigs, known, at, containers_only)
     walk.folder(str(root), "", {root_real})
     return walk.out
 
@@ -105,13 +109,14 @@ def _list_files(
 class _Walk:
     """One listing of a folder, depth first in name order: what :func:`_list_files` returns and counts."""
 
-    def __init__(self, root_real, settings, skipped, problems, patterns, dirs, sigs, known, at=None) -> None:
+    def __init__(self, root_real, settings, skipped, problems, patterns, dirs, sigs, known, at=None, boxed=False):
         self.root_real, self.settings, self.skipped, self.problems = root_real, settings, skipped, problems
         self.patterns, self.dirs, self.known = patterns, dirs, known
         self.ident, self.times, *linked = sigs if sigs is not None else (None, None)
         self.linked = linked[0] if linked else None  # whether each file has more names than one (st_nlink)
         self.out: list[str] = []
         self.at, self.then = at if at is not None else (-1, None)  # then() once this many files are listed
+        self.boxed = boxed  # only containers stat'ed
 
     def folder(self, dir_path: str, rel: str, seen: set[str]) -> None:
         """List ``dir_path`` (``rel`` under the root) and the folders under it; ``seen``: real paths on the way."""
@@ -187,9 +192,13 @@ class _Walk:
             self.then()
         if self.ident is None:
             return
-        try:
-            st = entry.stat()
-        except OSError:
+        st = None
+        if not self.boxed or _is_container(rel_path):  # else not stat'ed: as a file that could not be
+            try:
+                st = entry.stat()
+            except OSError:
+                pass
+        if st is None:
             self.ident.extend((0, 0))
             self.times.extend((-1, -1, -1))
             if self.linked is not None:

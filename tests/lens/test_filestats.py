@@ -440,6 +440,25 @@ def test_an_edit_through_a_hard_link_made_after_the_listing_is_seen_within_a_min
     assert _state(CorpusView.of(survey_corpus(folder))) == _fresh(folder)
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify")
+def test_a_first_survey_under_the_watch_leaves_no_linked_file_unchecked(tmp_path, monkeypatch):
+    """A folder's first survey stats no text file while listing (its reading gives the signatures), so it cannot
+    tell which files have other names: until the folder is listed again, a quiet watch stats every file."""
+    monkeypatch.setattr(_filestats, "_RACY_NS", 0)
+    root = tmp_path / "docs"
+    root.mkdir()
+    for _ in range(3):  # asked about while empty: the watch is armed, and knows no file
+        survey_corpus(root)
+    (tmp_path / "a.txt").write_text("Quill Point\nQuill Point's lighthouse stands on a cape.\n")
+    os.link(tmp_path / "a.txt", root / "a.txt")  # an event in the folder; then a file with a name outside it
+    assert [d.path for d in survey_corpus(root).documents] == ["a.txt"]  # the folder's first survey
+    view = CorpusView.of(survey_corpus(root))  # watched, quiet: every file stat'ed
+    with open(tmp_path / "a.txt", "r+") as fh:  # same size, in place, through the name outside
+        fh.write(fh.read().replace("Quill", "Quilt"))
+    got = CorpusView.of(survey_corpus(root))
+    assert got is not view and _state(got) == _fresh(root)
+
+
 def test_with_the_watch_off_every_question_lists_the_folder(folder, monkeypatch):
     listings = _counting_listings(monkeypatch)
     for _ in range(4):
@@ -562,6 +581,25 @@ def test_a_listing_hands_out_the_known_path_strings_where_the_same_path_comes_at
     moved = _list_files(folder, ReaderSettings(), Counter(), [], known=known)
     assert moved == ["a.txt", "a0.txt", *first[1:]] and moved[0] is known[0]
     assert not any(m is k for m, k in zip(moved[1:], known))
+
+
+def test_a_first_listing_stats_only_containers_and_the_reading_gives_every_files_signature(folder):
+    from array import array
+    from collections import Counter
+
+    from lens.reader._listing import _list_files
+
+    sigs = (array("Q"), array("q"), array("B"))
+    paths = _list_files(folder, ReaderSettings(), Counter(), [], sigs=sigs, containers_only=True)
+    times = np.asarray(sigs[1]).reshape(-1, 3)
+    sizes = {p: int(t[0]) for p, t in zip(paths, times)}
+    assert sizes == {p: (folder / p).stat().st_size if p.endswith(".bz2") else -1 for p in paths}
+    assert not any(sigs[2])
+    survey_corpus(folder)
+    (files,) = [f.files for (_, scope), f in _filestats._FOLDERS.items() if scope.startswith(f"{folder.resolve()}\x00")]
+    for p, ident, t in zip(files.paths, files.ident.tolist(), files.times.tolist()):
+        st = (folder / p).stat()
+        assert ident == [st.st_dev, st.st_ino] and t == [st.st_size, st.st_mtime_ns, st.st_ctime_ns]
 
 
 def _wide_folder(root: Path) -> Path:
