@@ -69,17 +69,23 @@ class SpilledPart:
         self.spill, self.rows = spill, rows
         vocab = postings.vocab
         v = len(vocab)
-        term, doc = postings.term.astype(np.int64), postings.doc.astype(np.int64)
-        order = np.argsort(term << 32 | doc)  # by term, each term's documents ascending (so are their row ids)
-        sizes = np.bincount(term, minlength=v)
+        term, doc, n = postings.term, postings.doc, postings.n
+        key = term.astype(np.int64) << 32 | doc.astype(np.int64)
+        if len(key) > 1 and not (key[1:] >= key[:-1]).all():  # a chunk's counts come sorted so: a check, not a sort
+            order = np.argsort(key)  # by term, each term's documents ascending (so are their row ids)
+            term, doc, n = term[order], doc[order], n[order]
         self.starts = np.zeros(v + 1, dtype=np.int32)  # a part's postings: fewer than 2**31
-        np.cumsum(sizes, out=self.starts[1:])
-        names = [t.encode("utf-8") for t in vocab]
-        ends = np.zeros(v + 1, dtype=np.int64)
-        np.cumsum([len(b) + 1 for b in names], out=ends[1:])  # each name and its NUL
+        np.cumsum(np.bincount(term, minlength=v), out=self.starts[1:])
+        # the names one after another, each ended by a NUL (no term's character): where each begins, from the NULs
+        names = "\0".join(vocab).encode("utf-8") + b"\0" if v else b""
+        ends = np.zeros(v + 1, dtype="<i8")
+        nuls = np.flatnonzero(np.frombuffer(names, dtype=np.uint8) == 0) + 1
+        if len(nuls) != v:
+            raise ValueError("a term holds a NUL")
+        ends[1:] = nuls
         self.terms, self.postings_n = v, len(term)
-        header = ends.astype("<i8").tobytes() + b"\0".join(names) + (b"\0" if names else b"")
-        self.at = spill.put(header + doc[order].astype("<i4").tobytes() + postings.n[order].astype("<i4").tobytes())
+        header = ends.tobytes() + names
+        self.at = spill.put(header + doc.astype("<i4").tobytes() + n.astype("<i4").tobytes())
         self.names_at = self.at + 8 * (v + 1)
         self.doc_at = self.at + len(header)
         hashes = _hashes(vocab)

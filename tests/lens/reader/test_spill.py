@@ -6,9 +6,10 @@ from __future__ import annotations
 import os
 
 import numpy as np
+import pytest
 
 from lens.reader import _spill
-from lens.reader._postings import count_terms
+from lens.reader._postings import Postings, count_terms
 from lens.reader._spill import Spill, SpilledPart
 from lens.reader._store import _HeldPart
 
@@ -26,8 +27,12 @@ def _sorted(hits):
     return sorted((t, d.tolist(), n.tolist()) for t, d, n in hits)
 
 
-def test_a_spilled_part_answers_and_reads_back_as_one_held_in_memory(tmp_path):
-    postings = count_terms(TEXTS)
+@pytest.mark.parametrize("shuffled", [False, True], ids=["as counted", "shuffled"])
+def test_a_spilled_part_answers_and_reads_back_as_one_held_in_memory(tmp_path, shuffled):
+    postings = count_terms(TEXTS)  # sorted by term and document, as a chunk's counts come (else sorted here)
+    if shuffled:
+        order = np.random.default_rng(0).permutation(len(postings))
+        postings = Postings(postings.vocab, postings.term[order], postings.doc[order], postings.n[order])
     rows = np.array([10, 11, -1, 13, 14], dtype=np.int64)  # the third document's counts are another process's
     spill = Spill(tmp_path)
     Spill(tmp_path).put(b"elsewhere")  # another file's bytes do not shift this one's
