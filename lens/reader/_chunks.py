@@ -32,12 +32,14 @@ from typing import TYPE_CHECKING, Iterator, Sequence
 import numpy as np
 
 from lens.reader import _read
-from lens.reader._columns import NAMES_SEP, DocStat
-from lens.reader._documents import Document
+from lens.reader._columns import NAMES_SEP, DocColumns, DocStat
+from lens.reader._documents import Document, _is_container, _suffix
+from lens.reader._folder import _Files
 from lens.reader._open import FolderDirs
 from lens.reader._postings import Postings, count_terms
 from lens.reader._read import _FileResult
 from lens.reader._store import _pack_unit, _runs
+from lens.reader.formats import format_of
 
 if TYPE_CHECKING:  # a worker does not import the settings' model (pydantic): it is handed ReadLimits
     from lens._config import ReaderSettings
@@ -72,21 +74,25 @@ class ReadLimits:
 
 @dataclass
 class Chunk:
-    """What reading a chunk of files gave, file by file: its stat signature when opened (None: not opened), its
-    reading's outcome, its documents' statistics and each document's packed unit (None: not a unit); and the
-    term counts of all its documents one after another, as runs of postings keyed by document index — or, read
-    for a write whose counts are held (``pack`` False), as the postings themselves (``runs`` empty)."""
+    """What reading a chunk of files gave: the files as columns (``lens.reader._folder._Files``: each file's stat
+    signature when opened, its reading's outcome and its documents' statistics; none settled, no row ids yet), each
+    file's documents' packed units (None: not a unit); and the term counts of all its documents one after another,
+    as runs of postings keyed by document index — or, read for a write whose counts are held (``pack`` False), as
+    the postings themselves (``runs`` empty)."""
 
-    sigs: list[tuple | None]
-    outcomes: list[dict]
-    stats: list[tuple[DocStat, ...]]
+    files: _Files
     units: list[tuple[bytes | None, ...]]
     runs: list[tuple[str, int, bytes]]
     postings: Postings | None = None
 
     @property
     def documents(self) -> int:
-        return sum(len(s) for s in self.stats)
+        return len(self.files.docs)
+
+
+def _whole(path: str) -> bool:
+    """Whether a file is one document whose sha256 is the file's (not a container, not a document format)."""
+    return not _is_container(path) and format_of(_suffix(path)) is None
 
 
 def chunk_of(results: Sequence[_FileResult], sigs: Sequence[tuple | None], pack: bool = True) -> Chunk:
@@ -95,17 +101,25 @@ def chunk_of(results: Sequence[_FileResult], sigs: Sequence[tuple | None], pack:
     lowered: list[str] = []
     stats, units = [], []
     for res in results:
-        stats.append(tuple(_stat_of(d) for d in res.documents))
+        stats.extend(_stat_of(d) for d in res.documents)
         units.append(tuple(_pack_unit(d) if d.kind == "unit" else None for d in res.documents))
         lowered.extend(d.lowered for d in res.documents)
     counted = count_terms(lowered)
-    outcomes = [r.outcome() for r in results]
+    paths = [r.path for r in results]
+    files = _Files.of_read(
+        paths,
+        sigs,
+        [r.outcome() for r in results],
+        [_whole(p) for p in paths],
+        [len(r.documents) for r in results],
+        DocColumns.of(stats),
+    )
     if not pack:
         narrow = Postings(
             counted.vocab, counted.term.astype(np.int32), counted.doc.astype(np.int32), counted.n.astype(np.int32)
         )
-        return Chunk(list(sigs), outcomes, stats, units, [], narrow)
-    return Chunk(list(sigs), outcomes, stats, units, _runs(counted, np.arange(len(lowered), dtype=np.int64)))
+        return Chunk(files, units, [], narrow)
+    return Chunk(files, units, _runs(counted, np.arange(len(lowered), dtype=np.int64)))
 
 
 def read_chunk(

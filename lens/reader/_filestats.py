@@ -61,7 +61,7 @@ from lens.reader._chunks import Chunk, ReadPool, _stat_of, chunk_of, cpu_count, 
 from lens.reader._columns import NAMES_SEP, DocColumns, DocStat
 from lens.reader._corpus import CorpusScan
 from lens.reader._documents import _is_container, _suffix
-from lens.reader._folder import _Entry, _Files, _pack_sig
+from lens.reader._folder import _Files
 from lens.reader._listing import _ignore_patterns, _list_files
 from lens.reader._open import _open_folder, _read_bytes
 from lens.reader._read import read_files, tally
@@ -531,34 +531,39 @@ def _read_changed(
             out.gen = _after(out.gen, store.settle(scope, listing.paths[k], old.sig(r), bool(out.settled[r])))
         else:
             todo.append(k)
-    pending: list[tuple[str, _Entry, Sequence[bytes | None]]] = []
-    counted: list[Chunk] = []
-    pending_docs = 0
+    batch: list[Chunk] = []
+    files_n = docs_n = 0
     plan = _plan(listing, todo)
     defer = plan.defers()
     new = defer and not len(old)  # the folder's first survey: its files' rows are held too (as its columns)
     for ks, chunk in _chunks(prefix, root_real, settings, listing, plan, not defer, started):
-        for j, k in enumerate(ks):
-            p, sig = listing.paths[k], chunk.sigs[j]
-            settled = bool(sig) and sig[4] < settled_before
-            stats = chunk.stats[j]
-            if len(stats) == 1 and stats[0].path == p:  # the listing's string kept, not the reader's copy of it
-                d = stats[0]
-                stats = (d._replace(doc_id=p if d.doc_id == p else d.doc_id, path=p),)
-            entry = _Entry(_pack_sig(sig) if sig else "", settled, _whole(p), chunk.outcomes[j], stats, ())
-            out.src[k] = len(old) + out.changed
-            out.changed += 1
-            pending.append((p, entry, chunk.units[j]))
-        counted.append(chunk)
-        pending_docs += chunk.documents
+        files = chunk.files
+        files.settled = (files.times[:, 0] >= 0) & (files.times[:, 2] < settled_before)
+        _as_listed(files, [listing.paths[k] for k in ks])
+        out.src[ks] = len(old) + out.changed + np.arange(len(ks))
+        out.changed += len(ks)
+        batch.append(chunk)
+        files_n += len(ks)
+        docs_n += chunk.documents
         # stored a batch at a time (shards: thousands of documents per batch); a chunk at a time when its counts
         # are held (a write of rows only), so that little is left to store once the last chunk is read
-        if defer or len(pending) >= _BATCH or pending_docs >= _BATCH_DOCS:
-            out.gen = _flush(store, scope, pending, counted, out, defer, new)
-            pending, counted, pending_docs = [], [], 0
-    if pending:
-        out.gen = _flush(store, scope, pending, counted, out, defer, new)
+        if defer or files_n >= _BATCH or docs_n >= _BATCH_DOCS:
+            out.gen = _flush(store, scope, batch, out, defer, new)
+            batch, files_n, docs_n = [], 0, 0
+    if batch:
+        out.gen = _flush(store, scope, batch, out, defer, new)
     return out
+
+
+def _as_listed(files: _Files, paths: list[str]) -> None:
+    """Files read (a worker's copies of their paths) named by the listing's strings: a million paths not held
+    twice."""
+    docs = files.docs
+    if docs.path is files.paths:  # one document a file, named by its path (_Files.of_read)
+        docs.path = paths
+    if docs.doc_id is files.paths:
+        docs.doc_id = paths
+    files.paths = paths
 
 
 @dataclass
@@ -671,11 +676,6 @@ class _Jobs(Sequence[list[tuple[str, str]]]):
         return [(prefix + paths[k], paths[k]) for k in self.parts[i]]
 
 
-def _whole(path: str) -> bool:
-    """Whether a file is one document whose sha256 is the file's (not a container, not a document format)."""
-    return not _is_container(path) and format_of(_suffix(path)) is None
-
-
 def _settles(prefix: str, path: str, r: int, old: _Files, settings: ReaderSettings, root_real: str) -> bool:
     """Whether a file with an unchanged signature, changed moments before its last reading, still holds the
     content then read (by its hash: only a whole file has one)."""
@@ -686,22 +686,25 @@ def _settles(prefix: str, path: str, r: int, old: _Files, settings: ReaderSettin
     return isinstance(data, bytes) and sha256_hex(data) == digest
 
 
-def _flush(
-    store: StatsStore,
-    scope: str,
-    pending: list,
-    counted: list[Chunk],
-    out: _Written,
-    defer: bool = False,
-    new: bool = False,
-) -> int | None:
-    """Store a batch of read files (``defer``: their term counts held for a later write; ``new``: their rows
-    too); their columns join ``out.chunks`` (no object per file is kept)."""
-    parts = [(c.postings if defer else c.runs, c.documents) for c in counted]
-    gen = _after(out.gen, store.put_counted(scope, pending, parts, defer=defer, new=new))
-    sigs = [sig for c in counted for sig in c.sigs]  # as taken: the entries' packed ones need not be parsed
-    out.chunks.append(_Files.of_entries([(p, e) for p, e, _ in pending], sigs))
-    return gen
+def _flush(store: StatsStore, scope: str, batch: list[Chunk], out: _Written, defer: bool, new: bool) -> int | None:
+    """Store a batch of chunks read (``defer``: their term counts held for a later write; ``new``: their rows
+    too); their columns, each document's row id set, join ``out.chunks`` (no object per file is kept)."""
+    parts = [(c.postings if defer else c.runs, c.documents) for c in batch]
+    if new and not any(u is not None for c in batch for units in c.units for u in units):
+        gens, first = store.hold(scope, sum(len(c.files) for c in batch), parts)
+        for c in batch:
+            c.files.docs.ids = np.arange(first, first + c.documents, dtype=np.int64)
+            first += c.documents
+    else:
+        items = [(p, c.files.entry(i), c.units[i]) for c in batch for i, p in enumerate(c.files.paths)]
+        gens = store.put_counted(scope, items, parts, defer=defer)
+        at = 0
+        for c in batch:
+            ids = [i for _, e, _ in items[at : at + len(c.files)] for i in e.ids]
+            c.files.docs.ids = np.asarray(ids, dtype=np.int64).reshape(-1)
+            at += len(c.files)
+    out.chunks.extend(c.files for c in batch)
+    return _after(out.gen, gens)
 
 
 def _gathered(store: StatsStore, scope: str, old: _Files, listing: _Listing, diff: _Diff, written: _Written) -> _Files:

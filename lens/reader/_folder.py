@@ -152,37 +152,72 @@ class _Files:
         return cls.of_entries([])
 
     @classmethod
-    def of_entries(cls, items: Sequence[tuple[str, _Entry]], sigs: Sequence[tuple | None] | None = None) -> "_Files":
-        """The files of ``items``; ``sigs``: their signatures as taken (the entries' own unpacked otherwise)."""
-        ident, times, details, detail, nbytes, start, stats, ids = [], [], [], [], [], [0], [], []
-        for k, (_, e) in enumerate(items):
-            if sigs is None:
-                i, t = _unpack_sig(e.sig)
-            else:
-                sig = sigs[k]
-                i, t = (sig[:2], sig[2:]) if sig else (_NO_IDENT, _NO_TIMES)
-            ident.append(i)
-            times.append(t)
-            nbytes.append(e.summary.get("nbytes", 0))
-            if _trivial(e.summary):
+    def of_entries(cls, items: Sequence[tuple[str, _Entry]]) -> "_Files":
+        """The files of ``items``, as stored."""
+        signatures = [_unpack_sig(e.sig) for _, e in items]
+        return cls._of(
+            [p for p, _ in items],
+            [i for i, _ in signatures],
+            [t for _, t in signatures],
+            [e.settled for _, e in items],
+            [e.whole for _, e in items],
+            [e.summary for _, e in items],
+            [len(e.docs) for _, e in items],
+            DocColumns.of([d for _, e in items for d in e.docs], [i for _, e in items for i in e.ids]),
+        )
+
+    @classmethod
+    def of_read(
+        cls,
+        paths: list[str],
+        sigs: Sequence[tuple | None],
+        summaries: Sequence[dict],
+        whole: Sequence[bool],
+        counts: Sequence[int],
+        docs: DocColumns,
+    ) -> "_Files":
+        """Files just read: ``sigs`` their signatures as taken (None: not opened), ``summaries`` their readings'
+        outcomes, ``whole`` whether each is a whole file, ``counts`` how many of ``docs`` each gave, in order. None
+        is settled yet (the survey says which are) and no document has a row in the store yet (ids -1). Documents
+        named by their files' paths, one a file, share the list of paths (a million strings are not held twice)."""
+        if docs.path == paths:
+            docs.path = paths
+            if docs.doc_id == paths:
+                docs.doc_id = paths
+        return cls._of(
+            paths,
+            [s[:2] if s else _NO_IDENT for s in sigs],
+            [s[2:] if s else _NO_TIMES for s in sigs],
+            np.zeros(len(paths), dtype=bool),
+            whole,
+            summaries,
+            counts,
+            docs,
+        )
+
+    @classmethod
+    def _of(cls, paths, ident, times, settled, whole, summaries, counts, docs: DocColumns) -> "_Files":
+        details: list[dict] = []
+        detail = []
+        for summary in summaries:  # a trivial outcome is its byte count alone
+            if _trivial(summary):
                 detail.append(-1)
             else:
                 detail.append(len(details))
-                details.append(e.summary)
-            stats.extend(e.docs)
-            ids.extend(e.ids)
-            start.append(len(stats))
+                details.append(summary)
+        start = np.zeros(len(paths) + 1, dtype=np.int64)
+        np.cumsum(counts, out=start[1:])
         return cls(
-            [p for p, _ in items],
+            paths,
             np.asarray(ident, dtype=np.uint64).reshape(-1, 2),
             np.asarray(times, dtype=np.int64).reshape(-1, 3),
-            np.asarray([e.settled for _, e in items], dtype=bool),
-            np.asarray([e.whole for _, e in items], dtype=bool),
-            np.asarray(nbytes, dtype=np.int64),
+            np.asarray(settled, dtype=bool),
+            np.asarray(whole, dtype=bool),
+            np.asarray([s.get("nbytes", 0) for s in summaries], dtype=np.int64),
             np.asarray(detail, dtype=np.int64),
             details,
-            np.asarray(start, dtype=np.int64),
-            DocColumns.of(stats, ids),
+            start,
+            docs,
         )
 
     def __len__(self) -> int:

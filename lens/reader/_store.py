@@ -558,7 +558,6 @@ class StatsStore:
         counted: Sequence[tuple[Any, int]],
         *,
         defer: bool = False,
-        new: bool = False,
     ) -> tuple[int, int]:
         """Store (path, entry, each document's packed unit or None) for each file, with its documents' term
         counts, replacing what the store held for those paths; each entry's ``ids`` are set to its documents' new
@@ -571,15 +570,7 @@ class StatsStore:
         a temporary file beside the store: ``lens.reader._spill``) until :meth:`flush` — at the folder's
         next survey or at the process's exit. Until then the files' rows carry no signature, so a process that
         reads them (this one ended before writing the counts) reads those files again: never a file without its
-        counts.
-
-        ``new`` (with ``defer``; the folder's first survey, its store holding none of its files): the files' and
-        documents' rows are held too, not written before :meth:`flush`; only the documents' row ids are taken now
-        (:meth:`_hold`), and the rows are written from the folder's columns (:meth:`keep_for_flush`) in the
-        transaction of the survey's last held counts (a file's row is never stored before its counts). Not for
-        documents with units (a document format's): those are written now."""
-        if defer and new and not any(u is not None for _, _, units in items for u in units):
-            return self._hold(scope, items, counted)
+        counts."""
         with self._using(), self.db:
             sid = self._scope_id(scope, create=True)
             assert sid is not None
@@ -607,17 +598,17 @@ class StatsStore:
         )
         self.db.executemany("INSERT OR REPLACE INTO units(doc, data) VALUES(?,?)", units)
 
-    def _hold(
-        self,
-        scope: str,
-        items: Sequence[tuple[str, _Entry, Sequence[bytes | None]]],
-        counted: Sequence[tuple[Any, int]],
-    ) -> tuple[int, int]:
-        """:meth:`put_counted` with ``defer`` and ``new``: a row id taken for each of the items' documents (each
-        entry's ``ids`` set; ids are never reused, so no other process's write takes them), their term counts held
-        for :meth:`flush`. Nothing of the folder is written: its generation stays as it is. The rows are not kept
-        here: the survey's columns of the folder (:meth:`keep_for_flush`) hold them, ≈ 1 KB a file less."""
-        n = sum(len(e.docs) for _, e, _ in items)
+    def hold(self, scope: str, files: int, counted: Sequence[tuple[Postings, int]]) -> tuple[tuple[int, int], int]:
+        """A folder's first survey, a batch at a time: ``files`` files read, whose documents' term counts are
+        ``counted`` (each part's :class:`Postings` and its documents, one part after another), held for
+        :meth:`flush` as by :meth:`put_counted` with ``defer`` — and the files' and documents' rows held too, not
+        written before :meth:`flush`. Only the documents' row ids are taken now: the first of as many as there are
+        documents, one after another, is returned (ids are never reused, so no other process's write takes them).
+        The rows are written from the folder's columns (:meth:`keep_for_flush`; ≈ 1 KB a file less than rows held
+        here) in the transaction of the survey's last held counts (a file's row is never stored before its
+        counts). Nothing of the folder is written now: its generation stays as it is (returned as both of the
+        generations of :meth:`put_counted`). Not for documents with units (a document format's)."""
+        n = sum(k for _, k in counted)
         with self._using(), self.db:
             sid = self._scope_id(scope, create=True)
             assert sid is not None
@@ -625,16 +616,9 @@ class StatsStore:
             first = self._next_doc()
             if not self.db.execute("UPDATE sqlite_sequence SET seq=? WHERE name='docs'", (first + n - 1,)).rowcount:
                 self.db.execute("INSERT INTO sqlite_sequence(name, seq) VALUES('docs', ?)", (first + n - 1,))
-            at = first
-            for _, entry, _ in items:
-                entry.ids = tuple(range(at, at + len(entry.docs)))
-                at += len(entry.docs)
-            self._held(
-                _Deferred(sid, scope, _Signatures.of([]), [], os.getpid(), len(items)),
-                counted,
-                np.arange(first, first + n),
-            )
-        return gen, gen
+            rows = np.arange(first, first + n)
+            self._held(_Deferred(sid, scope, _Signatures.of([]), [], os.getpid(), files), counted, rows)
+        return (gen, gen), first
 
     def _next_doc(self) -> int:
         """The next document row id (AUTOINCREMENT's sequence, or past the highest row)."""
@@ -695,7 +679,7 @@ class StatsStore:
     def keep_for_flush(self, scope: str, files: _Files, before: _Files | None = None) -> None:
         """``files``, the folder's columns after a survey whose counts are held, saved as its snapshot once they
         are written (a snapshot of files whose rows carry no signature yet would be trusted too early); ``before``:
-        as for :meth:`save`. A folder's first survey's rows (:meth:`_hold`) are written from them; when this
+        as for :meth:`save`. A folder's first survey's rows (:meth:`hold`) are written from them; when this
         survey held such rows, an earlier survey's of the folder, not written yet, are dropped (this one read every
         file again)."""
         with self._lock:
@@ -779,7 +763,7 @@ class StatsStore:
         return self.db.execute("SELECT 1 FROM files WHERE scope=? LIMIT 1", (same[0].sid,)).fetchone() is None
 
     def _insert_folder(self, sid: int, files: _Files) -> None:
-        """The rows of a folder's first survey from its columns (:meth:`_hold`): each file at a new row id, each
+        """The rows of a folder's first survey from its columns (:meth:`hold`): each file at a new row id, each
         document at the row id it was given; ``_HELD_WRITE`` files at a time (the rows of 1.5M files made at once
         were 1.4 GB)."""
         fid = (self.db.execute("SELECT max(id) FROM files").fetchone()[0] or 0) + 1
@@ -791,7 +775,7 @@ class StatsStore:
             self._insert(batch.files, batch.docs, batch.units)
 
     def unhold(self, scope: str) -> None:
-        """Drop what a first survey of ``scope`` that did not finish held (its rows are not known: :meth:`_hold`);
+        """Drop what a first survey of ``scope`` that did not finish held (its rows are not known: :meth:`hold`);
         its files are read again by the next survey."""
         with self._lock:
             self._deferred = [d for d in self._deferred if not (d.scope == scope and d.under_way)]
@@ -1248,7 +1232,7 @@ class _Deferred:
     sigs: _Signatures
     parts: list[_HeldPart | SpilledPart]
     pid: int
-    rows: int = 0  # how many files' rows are held too (_hold): written from ``files``, the survey's columns
+    rows: int = 0  # how many files' rows are held too (hold): written from ``files``, the survey's columns
     files: _Files | None = None
     before: _Files | None = None
 

@@ -662,7 +662,9 @@ def test_a_read_pool_hands_out_every_chunk_once_between_its_workers_and_this_pro
         got = dict(pool.map(chunks, settings, real))
     assert sorted(got) == list(range(len(chunks)))
     once = {i: _chunks.read_chunk(c, settings, real) for i, c in enumerate(chunks)}
-    assert all(got[i].stats == once[i].stats and got[i].runs == once[i].runs for i in once)
+    for i, chunk in once.items():
+        assert list(got[i].files.docs) == list(chunk.files.docs) and got[i].runs == chunk.runs
+        assert got[i].files.paths == chunk.files.paths and np.array_equal(got[i].files.times, chunk.files.times)
     # every worker dies on its first chunk: each chunk is read here all the same, once
     monkeypatch.setattr(
         _chunks,
