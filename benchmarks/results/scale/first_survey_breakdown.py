@@ -91,6 +91,8 @@ def main(argv: list[str] | None = None) -> int:
         wrap(_chunks, "count_terms", "tokenising + counting (count_terms)")
         wrap(_chunks, "_runs", "encoding runs")
         wrap(_store.StatsStore, "put_counted", "writing")
+        if hasattr(_store.StatsStore, "hold"):  # a first survey held (issue 62)
+            wrap(_store.StatsStore, "hold", "holding")
     t = time.process_time()
     scan = survey_corpus(args.folder, cfg.reader)
     total = time.process_time() - t
