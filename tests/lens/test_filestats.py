@@ -20,6 +20,7 @@ import pytest
 from lens._config import ReaderSettings
 from lens.parts import CorpusView, scan_corpus
 from lens.reader import _chunks, _filestats, _folder, _read, _store
+from lens.reader._columns import TitleIndex
 from lens.reader._filestats import survey_corpus
 from lens.reader._spill import SpilledPart
 from lens.reader._store import StatsStore
@@ -665,6 +666,10 @@ def test_a_read_pool_hands_out_every_chunk_once_between_its_workers_and_this_pro
     for i, chunk in once.items():
         assert list(got[i].files.docs) == list(chunk.files.docs) and got[i].runs == chunk.runs
         assert got[i].files.paths == chunk.files.paths and np.array_equal(got[i].files.times, chunk.files.times)
+        titles = got[i].files.docs._titles  # made where the chunk was read, handed back with it
+        assert titles is not None and titles.names is got[i].files.docs.names
+        built = TitleIndex.build(chunk.files.docs.names)
+        assert np.array_equal(titles.hashes, built.hashes) and np.array_equal(titles.docs, built.docs)
     # every worker dies on its first chunk: each chunk is read here all the same, once
     monkeypatch.setattr(
         _chunks,
