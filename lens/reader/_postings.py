@@ -145,7 +145,7 @@ def _count(texts: list[str]) -> Postings:
     raw = [t.encode("utf-8", "surrogatepass") for t in texts]  # a lone surrogate (from JSON) is no letter either
     buf = b"\x00".join(raw)
     u8 = np.frombuffer(buf, dtype=np.uint8)
-    code = _CODE[u8]
+    code = _CODE.take(u8)
     alnum, wide = _letters_and_digits(buf, u8, code)
     fenced = np.zeros(len(alnum) + 2, dtype=bool)  # no letter before the first byte or after the last
     fenced[1:-1] = alnum
@@ -156,7 +156,10 @@ def _count(texts: list[str]) -> Postings:
     lengths = ends - starts
     doc_starts = np.zeros(len(texts), dtype=np.int64)
     np.cumsum([len(t) + 1 for t in raw[:-1]], out=doc_starts[1:])
-    doc = (np.searchsorted(doc_starts, starts, side="right") - 1).astype(np.uint64)
+    # each run's document: the runs are in document order, so each document's first run is looked up (a search per
+    # document, not per run) and the documents repeated over their runs
+    firsts = np.searchsorted(starts, doc_starts)
+    doc = np.repeat(np.arange(len(texts), dtype=np.uint64), np.diff(firsts, append=len(starts)))
     plain = np.ones(len(starts), dtype=bool)  # a run of ASCII letters and digits only
     if len(wide):  # a run holding a letter beyond ASCII is cut out as a string: found from those few bytes
         run = np.searchsorted(starts, wide, side="right") - 1  # the last run starting at or before each byte
