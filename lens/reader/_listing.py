@@ -109,14 +109,16 @@ def _list_files(
 class _Walk:
     """One listing of a folder, depth first in name order: what :func:`_list_files` returns and counts."""
 
-    def __init__(self, root_real, settings, skipped, problems, patterns, dirs, sigs, known, at=None, boxed=False):
+    def __init__(
+        self, root_real, settings, skipped, problems, patterns, dirs, sigs, known, at=None, containers_only=False
+    ):
         self.root_real, self.settings, self.skipped, self.problems = root_real, settings, skipped, problems
         self.patterns, self.dirs, self.known = patterns, dirs, known
         self.ident, self.times, *linked = sigs if sigs is not None else (None, None)
         self.linked = linked[0] if linked else None  # whether each file has more names than one (st_nlink)
         self.out: list[str] = []
         self.at, self.then = at if at is not None else (-1, None)  # then() once this many files are listed
-        self.boxed = boxed  # only containers stat'ed
+        self.containers_only = containers_only  # only containers stat'ed
 
     def folder(self, dir_path: str, rel: str, seen: set[str]) -> None:
         """List ``dir_path`` (``rel`` under the root) and the folders under it; ``seen``: real paths on the way."""
@@ -193,7 +195,7 @@ class _Walk:
         if self.ident is None:
             return
         st = None
-        if not self.boxed or _is_container(rel_path):  # else not stat'ed: as a file that could not be
+        if not self.containers_only or _is_container(rel_path):  # else not stat'ed: as a file that could not be
             try:
                 st = entry.stat()
             except OSError:
